@@ -1,0 +1,141 @@
+// Environment variables -> one typed, frozen Config, validated once at boot. A bad value stops the
+// process with a message naming the variable, before anything listens.
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  /** Public base URL, without a trailing slash; every URL the API hands out starts with it. */
+  readonly baseUrl: string;
+  readonly dataDir: string;
+  /** postgres://… selects the PostgreSQL store; undefined means embedded SQLite under dataDir. */
+  readonly databaseUrl: string | undefined;
+  readonly emailDomain: string;
+  readonly smtpPort: number;
+  readonly smtpHost: string;
+  readonly smtpTlsCert: string | undefined;
+  readonly smtpTlsKey: string | undefined;
+  readonly logLevel: string;
+  readonly defaultTtlSeconds: number;
+  readonly expiredGraceSeconds: number;
+  readonly sweepIntervalSeconds: number;
+  readonly createRateLimit: number;
+  readonly createRateWindowSeconds: number;
+  readonly maxEventsPerAddress: number;
+  readonly maxPayloadBytes: number;
+  readonly maxEmailBytes: number;
+  /** Email bytes held in memory by all SMTP sessions together; past it, 452 (try later). */
+  readonly smtpMaxBufferedBytes: number;
+  readonly trustProxy: boolean;
+  readonly pgPoolSize: number;
+  readonly pgStatementTimeoutMs: number;
+  /** How long a client may take to send a whole request (headers and body); not the answer's wait. */
+  readonly requestTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, detail: string) {
+    super(`${variable}: ${detail}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function raw(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+function int(env: Env, name: string, dflt: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const v = raw(env, name);
+  if (v === undefined) return dflt;
+  if (!/^\d+$/.test(v)) throw new ConfigError(name, `must be a whole number, got ${JSON.stringify(v)}`);
+  const n = Number(v);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, dflt: boolean): boolean {
+  const v = raw(env, name);
+  if (v === undefined) return dflt;
+  if (/^(1|true|yes|on)$/i.test(v)) return true;
+  if (/^(0|false|no|off)$/i.test(v)) return false;
+  throw new ConfigError(name, `must be true or false, got ${JSON.stringify(v)}`);
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+/** The longest long-poll a client may ask for (spec §4.1). The HTTP request timeout must exceed it. */
+export const MAX_WAIT_SECONDS = 25;
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const host = raw(env, 'HOST') ?? '0.0.0.0';
+
+  const baseUrlRaw = raw(env, 'BASE_URL') ?? `http://localhost:${port}`;
+  let base: URL;
+  try {
+    base = new URL(baseUrlRaw);
+  } catch {
+    throw new ConfigError('BASE_URL', `must be an absolute http(s) URL, got ${JSON.stringify(baseUrlRaw)}`);
+  }
+  if (base.protocol !== 'http:' && base.protocol !== 'https:') {
+    throw new ConfigError('BASE_URL', `must use http or https, got ${base.protocol}`);
+  }
+  if (base.search || base.hash) throw new ConfigError('BASE_URL', 'must not carry a query or fragment');
+  const baseUrl = base.toString().replace(/\/+$/, '');
+
+  const databaseUrl = raw(env, 'DATABASE_URL');
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', 'must start with postgres:// or postgresql:// (leave it unset for embedded SQLite)');
+  }
+
+  const emailDomain = (raw(env, 'EMAIL_DOMAIN') ?? base.hostname).toLowerCase();
+  if (!/^[a-z0-9.-]+$|^\[[0-9a-f:.]+\]$/i.test(emailDomain)) {
+    throw new ConfigError('EMAIL_DOMAIN', `is not a domain name: ${JSON.stringify(emailDomain)}`);
+  }
+
+  const logLevel = raw(env, 'LOG_LEVEL') ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+
+  const smtpTlsCert = raw(env, 'SMTP_TLS_CERT');
+  const smtpTlsKey = raw(env, 'SMTP_TLS_KEY');
+  if ((smtpTlsCert === undefined) !== (smtpTlsKey === undefined)) {
+    throw new ConfigError(smtpTlsCert === undefined ? 'SMTP_TLS_CERT' : 'SMTP_TLS_KEY', 'SMTP_TLS_CERT and SMTP_TLS_KEY go together');
+  }
+
+
+  const requestTimeoutMs = int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1000);
+  const headersTimeoutMs = int(env, 'HEADERS_TIMEOUT_MS', Math.min(10_000, requestTimeoutMs), 1000);
+  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS', `must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+
+  return Object.freeze({
+    port,
+    host,
+    baseUrl,
+    dataDir: raw(env, 'DATA_DIR') ?? './data',
+    databaseUrl,
+    emailDomain,
+    smtpPort: int(env, 'SMTP_PORT', 2525, 0, 65535),
+    smtpHost: raw(env, 'SMTP_HOST') ?? host,
+    smtpTlsCert,
+    smtpTlsKey,
+    logLevel,
+    defaultTtlSeconds: int(env, 'DEFAULT_TTL_SECONDS', 7 * 24 * 3600, 1, 10 * 365 * 24 * 3600),
+    expiredGraceSeconds: int(env, 'EXPIRED_GRACE_SECONDS', 24 * 3600, 0),
+    sweepIntervalSeconds: int(env, 'SWEEP_INTERVAL_SECONDS', 60, 1, 24 * 3600),
+    createRateLimit: int(env, 'CREATE_RATE_LIMIT', 30, 1),
+    createRateWindowSeconds: int(env, 'CREATE_RATE_WINDOW_SECONDS', 60, 1),
+    maxEventsPerAddress: int(env, 'MAX_EVENTS_PER_ADDRESS', 10_000, 1),
+    maxPayloadBytes: int(env, 'MAX_PAYLOAD_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    maxEmailBytes: int(env, 'MAX_EMAIL_BYTES', 10 * 1024 * 1024, 1024, 256 * 1024 * 1024),
+    smtpMaxBufferedBytes: int(env, 'SMTP_MAX_BUFFERED_BYTES', 256 * 1024 * 1024, 1024),
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    pgPoolSize: int(env, 'PG_POOL_SIZE', 10, 1, 1000),
+    pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 10_000, 0),
+    requestTimeoutMs,
+    headersTimeoutMs,
+    keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 100),
+  });
+}

@@ -1,0 +1,41 @@
+// The error catalogue (decisions.md §3): every error the API can answer, with its stable code and
+// HTTP status. Everything else that goes wrong is `internal` and its details stay in the log.
+
+export const ERROR_CATALOGUE = {
+  invalid_request: { status: 400, description: 'The body, query or a header fails validation, or a required body is empty. The message names the field.' },
+  invalid_json: { status: 400, description: 'The body is not parseable JSON.' },
+  unauthorized: { status: 401, description: 'The bearer token is missing, malformed, or not the read token of this address.' },
+  not_found: { status: 404, description: 'Unknown address, unknown event, wrong inbox secret, unknown route, or an id of the wrong shape.' },
+  method_not_allowed: { status: 405, description: 'The path exists but not with this method; the Allow header lists the methods it has.' },
+  idempotency_key_mismatch: { status: 409, description: 'The Idempotency-Key header and the body dedupe_key are both present and differ.' },
+  address_expired: { status: 410, description: 'The address is past expiresAt and refuses deliveries.' },
+  payload_too_large: { status: 413, description: 'The body is larger than MAX_PAYLOAD_BYTES.' },
+  unsupported_media_type: { status: 415, description: 'A JSON endpoint was sent a body whose Content-Type is not application/json.' },
+  rate_limited: { status: 429, description: 'Too many addresses created from this client IP; retry after Retry-After seconds.' },
+  queue_full: { status: 429, description: 'The address holds MAX_EVENTS_PER_ADDRESS unacknowledged events; acknowledge some, then retry after Retry-After seconds.' },
+  internal: { status: 500, description: 'An unexpected server error. Nothing about it is revealed; it is logged.' },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** Extra response headers, e.g. Retry-After or Allow. */
+    readonly headers: Readonly<Record<string, string>> = {},
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'ApiError';
+    this.status = ERROR_CATALOGUE[code].status;
+  }
+}
+
+/** One message for every 404 of the inbox, so that a wrong secret and an unknown address look alike. */
+export const INBOX_NOT_FOUND = 'No inbox at this URL.';
+
+export const notFound = (what: string) => new ApiError('not_found', `${what} not found.`);
+export const unauthorized = (message = 'A valid bearer read token for this address is required (Authorization: Bearer aa_read_…).') =>
+  new ApiError('unauthorized', message);

@@ -1,0 +1,57 @@
+// The records the queue is made of, as the domain sees them. Times are epoch milliseconds;
+// `data` and `metadata` stay JSON text from the moment they are validated to the moment they
+// are written to a response, so the hot paths never parse and re-serialise a payload.
+
+export interface AddressRecord {
+  id: string;
+  slug: string;
+  name: string;
+  taskId: string | null;
+  readTokenHash: Buffer;
+  inboxSecretHash: Buffer;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface EventRecord {
+  id: string;
+  addressId: string;
+  sequence: number;
+  type: string;
+  source: string;
+  /** JSON text of `data`; `null` is stored as the text "null". */
+  data: string;
+  /** JSON text of an object of strings, or null when absent. */
+  metadata: string | null;
+  dedupeKey: string | null;
+  createdAt: number;
+  acknowledgedAt: number | null;
+}
+
+/** A new event as the store receives it: everything but the sequence, which the store allocates. */
+export interface NewEvent {
+  id: string;
+  addressId: string;
+  type: string;
+  source: string;
+  data: string;
+  metadata: string | null;
+  dedupeKey: string | null;
+  createdAt: number;
+}
+
+export type AppendResult =
+  | { kind: 'created'; event: EventRecord }
+  | { kind: 'duplicate'; event: EventRecord }
+  /** The address holds the maximum number of events and none of them is acknowledged. */
+  | { kind: 'queue_full' }
+  /** The address vanished (deleted or swept) between the caller's check and the write. */
+  | { kind: 'address_gone' };
+
+export interface EventPageRecord {
+  events: EventRecord[];
+  /** Whether an event with a sequence greater than the last one returned exists. */
+  hasMore: boolean;
+}
+
+export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };

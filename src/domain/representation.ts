@@ -1,0 +1,78 @@
+// The API's JSON shapes of the records (spec §2): Address in camelCase, Event in snake_case.
+// Events are written as JSON text straight from the stored JSON of `data`/`metadata`, so listing
+// a page never parses and re-serialises payloads; `eventObject` parses for callers that need
+// a value (MCP structured content).
+import type { AddressRecord, EventRecord } from './model.js';
+
+export interface AddressView {
+  id: string;
+  slug: string;
+  name: string;
+  taskId?: string;
+  email: string;
+  createdAt: string;
+  expiresAt: string;
+}
+
+export interface EventView {
+  id: string;
+  address_id: string;
+  sequence: number;
+  type: string;
+  source: string;
+  data: unknown;
+  metadata?: Record<string, string>;
+  dedupe_key?: string;
+  created_at: string;
+  acknowledged_at?: string;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export function addressView(a: AddressRecord, emailDomain: string): AddressView {
+  return {
+    id: a.id,
+    slug: a.slug,
+    name: a.name,
+    ...(a.taskId !== null ? { taskId: a.taskId } : {}),
+    email: `${a.slug}@${emailDomain}`,
+    createdAt: iso(a.createdAt),
+    expiresAt: iso(a.expiresAt),
+  };
+}
+
+/** The Event as JSON text. */
+export function eventJson(e: EventRecord): string {
+  let s = `{"id":"${e.id}","address_id":"${e.addressId}","sequence":${e.sequence},"type":${JSON.stringify(e.type)},"source":${JSON.stringify(e.source)},"data":${e.data}`;
+  if (e.metadata !== null) s += `,"metadata":${e.metadata}`;
+  if (e.dedupeKey !== null) s += `,"dedupe_key":${JSON.stringify(e.dedupeKey)}`;
+  s += `,"created_at":"${iso(e.createdAt)}"`;
+  if (e.acknowledgedAt !== null) s += `,"acknowledged_at":"${iso(e.acknowledgedAt)}"`;
+  return `${s}}`;
+}
+
+export function eventObject(e: EventRecord): EventView {
+  return JSON.parse(eventJson(e)) as EventView;
+}
+
+export interface EventPageView {
+  events: EventRecord[];
+  nextCursor: number;
+  hasMore: boolean;
+}
+
+/**
+ * Rendered `events` arrays, by array. A store may hand the same frozen array to many readers (the
+ * SQLite store caches pages until the address changes); each is then rendered once.
+ */
+const renderedEvents = new WeakMap<readonly EventRecord[], string>();
+
+/** EventPage as JSON text: `{ events, next_cursor, has_more }`. */
+export function eventPageJson(p: EventPageView): string {
+  let events = renderedEvents.get(p.events);
+  if (events === undefined) {
+    events = p.events.map(eventJson).join(',');
+    if (Object.isFrozen(p.events)) renderedEvents.set(p.events, events);
+  }
+  return `{"events":[${events}],"next_cursor":${p.nextCursor},"has_more":${p.hasMore}}`;
+}

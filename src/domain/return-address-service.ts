@@ -1,0 +1,262 @@
+// The queue's rules, shared by every way in: HTTP routes, the SMTP listener and MCP tools.
+// No HTTP and no SQL here: it speaks to a Store and a WakeupHub and throws ApiErrors.
+import {
+  ADDRESS_ID_RE, EVENT_ID_RE, READ_TOKEN_RE, hashSecret, newAddressId, newEventId, newInboxSecret, newReadToken, newSlug,
+  secretMatches,
+} from './credentials.js';
+import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
+import type { AddressRecord, EventRecord, NewEvent } from './model.js';
+import type { Store } from '../storage/store.js';
+import type { WakeupHub } from '../wakeup/wakeup-hub.js';
+
+export interface ServiceOptions {
+  defaultTtlSeconds: number;
+  expiredGraceSeconds: number;
+  createRateLimit: number;
+  createRateWindowSeconds: number;
+  maxEventsPerAddress: number;
+}
+
+export interface CreateAddressInput {
+  name?: string;
+  task_id?: string;
+  expires_in_seconds?: number;
+}
+
+export interface CreatedAddress {
+  address: AddressRecord;
+  readToken: string;
+  inboxSecret: string;
+}
+
+export interface EventInput {
+  type?: string;
+  source?: string;
+  data?: unknown;
+  metadata?: Record<string, string>;
+  dedupe_key?: string;
+}
+
+export interface Delivery {
+  event: EventRecord;
+  duplicate: boolean;
+}
+
+export interface Page {
+  events: EventRecord[];
+  nextCursor: number;
+  hasMore: boolean;
+}
+
+export interface ListQuery {
+  after: number;
+  limit: number;
+  /** Seconds to hold the request when nothing is after the cursor. */
+  wait: number;
+}
+
+export const DEFAULT_EVENT_TYPE = 'message.received';
+export const DEFAULT_EVENT_SOURCE = 'https';
+export const DEFAULT_ADDRESS_NAME = 'untitled';
+/** How long a client told `queue_full` should wait before retrying: long enough for a reader to ack. */
+const QUEUE_FULL_RETRY_AFTER_SECONDS = 30;
+
+export class ReturnAddressService {
+  constructor(
+    private readonly store: Store,
+    private readonly hub: WakeupHub,
+    private readonly opts: ServiceOptions,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async createAddress(input: CreateAddressInput, clientKey: string): Promise<CreatedAddress> {
+    const createdAt = this.now();
+    const ttl = input.expires_in_seconds ?? this.opts.defaultTtlSeconds;
+    const readToken = newReadToken();
+    const inboxSecret = newInboxSecret();
+    const address: AddressRecord = {
+      id: newAddressId(),
+      slug: newSlug(),
+      name: input.name ?? DEFAULT_ADDRESS_NAME,
+      taskId: input.task_id ?? null,
+      readTokenHash: hashSecret(readToken),
+      inboxSecretHash: hashSecret(inboxSecret),
+      createdAt,
+      expiresAt: createdAt + ttl * 1000,
+    };
+    const decision = await this.store.createAddress(address, {
+      key: `create:${clientKey}`,
+      limit: this.opts.createRateLimit,
+      windowMs: this.opts.createRateWindowSeconds * 1000,
+      now: createdAt,
+    });
+    if (!decision.allowed) {
+      throw new ApiError('rate_limited', `Too many addresses created from this client; retry in ${decision.retryAfterSeconds} s.`, {
+        'retry-after': String(decision.retryAfterSeconds),
+      });
+    }
+    return { address, readToken, inboxSecret };
+  }
+
+  /** The address if it exists and is not past its grace period (then it is as good as swept). */
+  async findAddress(addressId: string): Promise<AddressRecord | null> {
+    if (!ADDRESS_ID_RE.test(addressId)) return null;
+    const a = await this.store.getAddress(addressId);
+    return a && !this.isPastGrace(a) ? a : null;
+  }
+
+  /** The address by the local part of its email (slug), for the SMTP listener. */
+  async findAddressBySlug(slug: string): Promise<AddressRecord | null> {
+    const a = await this.store.getAddressBySlug(slug);
+    return a && !this.isPastGrace(a) ? a : null;
+  }
+
+  /**
+   * Checks a bearer credential in the order of decisions.md §3: a well-formed bearer (else 401),
+   * then an existing address (else 404), then the token of that address (else 401).
+   */
+  async authenticate(addressId: string, authorization: string | undefined): Promise<AddressRecord> {
+    const m = authorization === undefined ? null : /^Bearer +(\S+) *$/i.exec(authorization);
+    const token = m?.[1];
+    if (token === undefined || !READ_TOKEN_RE.test(token)) throw unauthorized();
+    const address = await this.findAddress(addressId);
+    if (!address) throw notFound('Address');
+    if (!secretMatches(token, address.readTokenHash)) throw unauthorized();
+    return address;
+  }
+
+  async deleteAddress(address: AddressRecord): Promise<void> {
+    const existed = await this.store.deleteAddress(address.id);
+    if (!existed) throw notFound('Address');
+    this.changed(address.id);
+  }
+
+  /** Endpoint 6: the inbox secret authorises writing to this one address. */
+  async deliverToInbox(addressId: string, secret: string, input: EventInput, idempotencyKey: string | undefined): Promise<Delivery> {
+    const address = await this.findAddress(addressId);
+    // One answer for an unknown address and a wrong secret, so neither can be probed.
+    if (!address || !secretMatches(secret, address.inboxSecretHash)) throw new ApiError('not_found', INBOX_NOT_FOUND);
+    return this.deliver(address, input, idempotencyKey, 'https');
+  }
+
+  /**
+   * Appends one event to an address's queue (any source: HTTP, email). Resolves once the event is
+   * durably committed; a repeat of an idempotency key resolves to the original event.
+   */
+  async deliver(address: AddressRecord, input: EventInput, idempotencyKey: string | undefined, defaultSource: string): Promise<Delivery> {
+    if (idempotencyKey !== undefined && input.dedupe_key !== undefined && idempotencyKey !== input.dedupe_key) {
+      throw new ApiError('idempotency_key_mismatch', 'The Idempotency-Key header and the body dedupe_key differ; send one, or the same value in both.');
+    }
+    const createdAt = this.now();
+    if (createdAt >= address.expiresAt) {
+      throw new ApiError('address_expired', `This address expired at ${new Date(address.expiresAt).toISOString()} and accepts no more deliveries.`);
+    }
+    const event: NewEvent = {
+      id: newEventId(),
+      addressId: address.id,
+      type: input.type ?? DEFAULT_EVENT_TYPE,
+      source: input.source ?? defaultSource,
+      data: JSON.stringify(input.data ?? null),
+      metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+      dedupeKey: idempotencyKey ?? input.dedupe_key ?? null,
+      createdAt,
+    };
+    const result = await this.store.appendEvent(event, { maxEventsPerAddress: this.opts.maxEventsPerAddress });
+    switch (result.kind) {
+      case 'created':
+        this.changed(address.id);
+        return { event: result.event, duplicate: false };
+      case 'duplicate':
+        return { event: result.event, duplicate: true };
+      case 'queue_full':
+        throw new ApiError(
+          'queue_full',
+          `This address holds ${this.opts.maxEventsPerAddress} unacknowledged events; acknowledge some before delivering more.`,
+          { 'retry-after': String(QUEUE_FULL_RETRY_AFTER_SECONDS) },
+        );
+      case 'address_gone':
+        throw new ApiError('not_found', INBOX_NOT_FOUND);
+    }
+  }
+
+  /**
+   * Endpoint 4. With `wait` > 0 and nothing after the cursor, holds until an event arrives, the
+   * address is deleted (404), the wait elapses, the client leaves or the service shuts down
+   * (both: an empty page).
+   */
+  async listEvents(address: AddressRecord, q: ListQuery, signal?: AbortSignal): Promise<Page> {
+    const first = await this.readPage(address.id, q.after, q.limit);
+    if (first.events.length > 0 || q.wait <= 0) return first;
+    const deadline = this.now() + q.wait * 1000;
+    for (;;) {
+      // Register before re-reading: an event committed after this point wakes the waiter.
+      const waiter = this.hub.register(address.id, deadline - this.now(), signal);
+      try {
+        const page = await this.readPage(address.id, q.after, q.limit);
+        if (page.events.length > 0) return page;
+        const reason = await waiter.settled;
+        if (reason !== 'changed') return page;
+      } finally {
+        waiter.cancel();
+      }
+    }
+  }
+
+  /**
+   * MCP wait_for_event: the first event after `after` (of `type`, when given), waiting up to
+   * `timeoutSeconds`. `nextCursor` is that event's sequence, or how far the queue was scanned.
+   */
+  async waitForEvent(address: AddressRecord, after: number, timeoutSeconds: number, type: string | undefined, signal?: AbortSignal):
+    Promise<{ event: EventRecord | null; nextCursor: number }> {
+    const deadline = this.now() + timeoutSeconds * 1000;
+    let cursor = after;
+    for (;;) {
+      const wait = Math.max(0, deadline - this.now()) / 1000;
+      const page = await this.listEvents(address, { after: cursor, limit: 100, wait }, signal);
+      const match = page.events.find((e) => type === undefined || e.type === type);
+      if (match) return { event: match, nextCursor: match.sequence };
+      cursor = page.nextCursor;
+      // An empty page means the wait ended (timeout, client gone, shutdown).
+      if (page.events.length === 0) return { event: null, nextCursor: cursor };
+    }
+  }
+
+  /** Endpoint 5: idempotent; a second ack returns the first acknowledged_at. */
+  async ackEvent(address: AddressRecord, eventId: string): Promise<EventRecord> {
+    if (!EVENT_ID_RE.test(eventId)) throw notFound('Event');
+    const event = await this.store.ackEvent(address.id, eventId, this.now());
+    if (!event) throw notFound('Event');
+    return event;
+  }
+
+  /** Deletes addresses past expiresAt + grace, with their events; ends their waiting reads. */
+  async sweepExpired(batchSize = 500): Promise<number> {
+    const cutoff = this.now() - this.opts.expiredGraceSeconds * 1000;
+    let total = 0;
+    for (;;) {
+      const ids = await this.store.deleteExpired(cutoff, batchSize);
+      for (const id of ids) this.changed(id);
+      total += ids.length;
+      if (ids.length < batchSize) return total;
+    }
+  }
+
+  private async readPage(addressId: string, after: number, limit: number): Promise<Page> {
+    const page = await this.store.listEvents(addressId, after, limit);
+    if (!page) throw notFound('Address');
+    const last = page.events.at(-1);
+    return { events: page.events, nextCursor: last ? last.sequence : after, hasMore: page.hasMore };
+  }
+
+  private isPastGrace(a: AddressRecord): boolean {
+    return this.now() >= a.expiresAt + this.opts.expiredGraceSeconds * 1000;
+  }
+
+  /**
+   * Wakes this process's waiters on the address. With a store that notifies across instances the
+   * notification arrives anyway; waking here too saves the round trip for local readers.
+   */
+  private changed(addressId: string): void {
+    this.hub.notify(addressId);
+  }
+}
