@@ -1,0 +1,31 @@
+// Deletes addresses past expiresAt + grace on a timer. Safe to run on every instance: each sweep
+// deletes what it finds, and the stores make concurrent sweeps harmless (SQLite has one writer;
+// PostgreSQL skips rows another sweeper holds).
+import type { FastifyBaseLogger } from 'fastify';
+import type { ReturnAddressService } from './domain/return-address-service.js';
+
+export class ExpirySweeper {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(private readonly service: ReturnAddressService, private readonly intervalMs: number, private readonly log: FastifyBaseLogger) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.sweepOnce(), this.intervalMs);
+    this.timer.unref();
+    void this.sweepOnce();
+  }
+
+  sweepOnce(): Promise<void> {
+    this.running ??= this.service.sweepExpired()
+      .then((n) => { if (n > 0) this.log.info({ deleted: n }, 'swept expired addresses'); })
+      .catch((err: unknown) => { this.log.error({ err }, 'expiry sweep failed'); })
+      .finally(() => { this.running = undefined; });
+    return this.running;
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+}

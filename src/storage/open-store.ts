@@ -1,0 +1,24 @@
+// Picks the backend from configuration: PostgreSQL when DATABASE_URL is set, else SQLite under DATA_DIR.
+import { join, resolve } from 'node:path';
+import type { Config } from '../config.js';
+import { SqliteStore } from './sqlite/sqlite-store.js';
+import type { Store } from './store.js';
+
+export const SQLITE_FILE = 'return-address.sqlite';
+
+export async function openStore(config: Config): Promise<Store> {
+  if (config.databaseUrl !== undefined) {
+    const { PostgresStore } = await import('./postgres/postgres-store.js');
+    const store = new PostgresStore({ connectionString: config.databaseUrl, poolSize: config.pgPoolSize, statementTimeoutMs: config.pgStatementTimeoutMs });
+    try {
+      await store.migrate();
+    } catch (err) {
+      await store.close(); // no pool left open behind a failed start
+      throw err;
+    }
+    return store;
+  }
+  const store = new SqliteStore(join(resolve(config.dataDir), SQLITE_FILE));
+  await store.migrate();
+  return store;
+}

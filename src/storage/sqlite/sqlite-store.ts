@@ -1,0 +1,412 @@
+// Embedded store on one SQLite file (better-sqlite3), for a single instance.
+//
+// Durability: WAL. A transaction commits into the WAL without waiting for the disk
+// (synchronous=NORMAL), then the group commit fdatasyncs the WAL file off the event loop, and
+// nothing is answered before an fdatasync that started after its commit has returned: a 2xx
+// survives kill -9 and a power cut, exactly as with synchronous=FULL, but the event loop keeps
+// serving requests while the disk works. (NORMAL still syncs the WAL before each checkpoint and
+// the database after it, so checkpointed frames are never overwritten before they are durable.)
+// Every other write (addresses, acks, deletions) also waits for such an fdatasync before returning.
+// Ordering: better-sqlite3 is synchronous and this process is the only writer, so every write
+// transaction runs alone; sequences are allocated from addresses.last_sequence inside the same
+// transaction as the insert, hence gapless.
+// Visibility: an appended event stays invisible to readers until its batch is durable, so a
+// reader never sees an event that a power cut could take back (and whose sequence could then be
+// reused). Per address, `undurable` holds the first sequence of each committed, not yet durable
+// batch, in order; reads stop below the oldest, so what a reader sees is always a durable prefix.
+// Dedupe: looked up inside that transaction, with a partial unique index as the backstop.
+// Caches: this process is the only writer, so it knows every change. Address rows (immutable
+// once created) are cached by id and dropped when the address is deleted or swept; pages of events
+// are cached per address and dropped on any change to that address's events (an append, a batch
+// becoming durable, an ack, a deletion). Both are bounded.
+import Database from 'better-sqlite3';
+import { closeSync, existsSync, fdatasync, mkdirSync, openSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
+import { readMigrations } from '../migration-files.js';
+import { ADDRESS_COLUMNS, EVENT_COLUMNS, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
+import type { Store, StoreLimits } from '../store.js';
+import { GroupCommit, type ItemOutcome } from './group-commit.js';
+
+const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
+
+/** Bounds of the in-process caches. */
+const ADDRESS_CACHE_SIZE = 10_000;
+/** Events held in cached pages, all addresses together (each costs about 1 KB with its rendering). */
+const PAGE_CACHE_EVENTS = 10_000;
+const PAGE_CACHE_PER_ADDRESS = 2;
+
+/** Thrown inside an item's savepoint to roll back a prune that did not make enough room. */
+class QueueFull extends Error {}
+
+interface AppendInput {
+  event: NewEvent;
+  limits: StoreLimits;
+}
+
+/**
+ * An address's queue counters while a batch is being written: read once per batch, advanced in
+ * memory by each item that succeeds, written back once at the end of the batch's transaction.
+ */
+interface QueueCounters {
+  lastSequence: number;
+  eventCount: number;
+  changed: boolean;
+}
+
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
+  readonly capabilities = { crossInstanceWakeups: false };
+  readonly path: string;
+  private readonly db: Database.Database;
+  private readonly appends: GroupCommit<AppendInput, AppendResult>;
+  private closed = false;
+  /** The WAL file, fdatasynced after each group of commits; undefined for :memory: (nothing to sync). */
+  private readonly walFd: number | undefined;
+  /** The thread that checkpoints the WAL (see checkpointer.ts); undefined for :memory:. */
+  private readonly checkpointer: Worker | undefined;
+  /** Per address, the first sequence of each committed batch that is not durable yet, oldest first. */
+  private readonly undurable = new Map<string, number[]>();
+  /** Address rows by id, oldest first (a Map keeps insertion order). */
+  private readonly addresses = new Map<string, AddressRecord>();
+  /** Pages of events by address, then by `${after}:${limit}`; frozen, shared by every reader. */
+  private readonly pages = new Map<string, Map<string, EventPageRecord>>();
+  /** Events in `pages` (an empty page counts as one), kept under PAGE_CACHE_EVENTS. */
+  private cachedEvents = 0;
+
+  private readonly q: ReturnType<SqliteStore['prepare']>;
+  /** One item's append, in a savepoint of the batch transaction: a failed item rolls back alone. */
+  private readonly appendOne: (input: AppendInput, counters: Map<string, QueueCounters | null>) => AppendResult;
+
+  constructor(path: string) {
+    this.path = path;
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.pragma('foreign_keys = ON');
+    this.db.pragma('busy_timeout = 5000');
+    this.migrateNow();
+    this.q = this.prepare();
+    this.appendOne = this.db.transaction((input: AppendInput, counters: Map<string, QueueCounters | null>) => this.appendInSavepoint(input, counters));
+    // The WAL exists while this connection is open and keeps its inode (it is restarted in place
+    // after checkpoints, only deleted when the last connection closes), so one descriptor serves.
+    const wal = `${path}-wal`;
+    this.walFd = path !== ':memory:' && existsSync(wal) ? openSync(wal, 'r+') : undefined;
+    const walFd = this.walFd;
+    if (walFd === undefined) {
+      // Nothing to fdatasync separately: every commit stays synchronous=FULL.
+      this.appends = new GroupCommit((inputs) => this.commitAppends(inputs));
+      this.checkpointer = undefined;
+    } else {
+      this.db.pragma('synchronous = NORMAL');
+      // Checkpoints run on their own thread; this connection checkpoints only if the WAL grows
+      // far past what that thread keeps it to (a backstop, should the thread have died).
+      this.db.pragma('wal_autocheckpoint = 100000');
+      this.checkpointer = new Worker(new URL('./checkpointer.js', import.meta.url), { workerData: { path } });
+      this.checkpointer.unref();
+      // Should the thread fail, this connection checkpoints automatically again, as by default.
+      this.checkpointer.once('error', () => {
+        if (!this.closed) this.db.pragma('wal_autocheckpoint = 1000');
+      });
+      this.appends = new GroupCommit((inputs) => this.commitAppends(inputs), 1000, {
+        sync: (done) => fdatasync(walFd, (err) => done(err)),
+        onDurable: (_inputs, outcomes) => this.markDurable(outcomes),
+      });
+    }
+    // Debugging aid: RA_DEBUG_GROUP_COMMIT=1 prints the group commit's counters to stderr every
+    // second while it works (how many batches, how large, how long commits and syncs take).
+    if (process.env.RA_DEBUG_GROUP_COMMIT === '1') {
+      let last = '';
+      setInterval(() => {
+        const line = JSON.stringify({ groupCommit: this.appends.stats });
+        if (line !== last) process.stderr.write(`${line}\n`);
+        last = line;
+      }, 1000).unref();
+    }
+  }
+
+  /** Migrations run in the constructor (statements are prepared against the final schema). */
+  async migrate(): Promise<void> {}
+
+  private migrateNow(): void {
+    this.db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
+    const applied = new Set(
+      (this.db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
+    );
+    for (const m of readMigrations(MIGRATIONS_DIR)) {
+      if (applied.has(m.version)) continue;
+      // Record first, inside the migration's own transaction: a second runner fails on the
+      // primary key instead of applying the DDL twice.
+      this.db.transaction(() => {
+        this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+        this.db.exec(m.sql);
+      }).immediate();
+    }
+  }
+
+  private prepare() {
+    const db = this.db;
+    return {
+      getAddress: db.prepare<[string], AddressRow>(
+        `SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE id = ?`,
+      ),
+      getAddressBySlug: db.prepare<[string], AddressRow>(
+        `SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE slug = ?`,
+      ),
+      addressExists: db.prepare<[string], { one: number }>('SELECT 1 AS one FROM addresses WHERE id = ?'),
+      insertAddress: db.prepare(
+        `INSERT INTO addresses (id, slug, name, task_id, read_token_hash, inbox_secret_hash, created_at, expires_at)
+         VALUES (@id, @slug, @name, @taskId, @readTokenHash, @inboxSecretHash, @createdAt, @expiresAt)`,
+      ),
+      deleteAddress: db.prepare<[string]>('DELETE FROM addresses WHERE id = ?'),
+      expiredIds: db.prepare<[number, number], { id: string }>('SELECT id FROM addresses WHERE expires_at < ? ORDER BY expires_at LIMIT ?'),
+      rateWindow: db.prepare<[string], { window_start: number; count: number }>('SELECT window_start, count FROM rate_windows WHERE key = ?'),
+      upsertRateWindow: db.prepare<[string, number, number]>(
+        `INSERT INTO rate_windows (key, window_start, count) VALUES (?, ?, ?)
+         ON CONFLICT (key) DO UPDATE SET window_start = excluded.window_start, count = excluded.count`,
+      ),
+      pruneRateWindows: db.prepare<[number]>('DELETE FROM rate_windows WHERE window_start < ?'),
+      queueState: db.prepare<[string], { last_sequence: number; event_count: number }>(
+        'SELECT last_sequence, event_count FROM addresses WHERE id = ?',
+      ),
+      eventByKey: db.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND dedupe_key = ?`),
+      pruneAcked: db.prepare<[string, number]>(
+        `DELETE FROM events WHERE rowid IN (
+           SELECT rowid FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence LIMIT ?)`,
+      ),
+      setCounters: db.prepare<[number, number, string]>('UPDATE addresses SET last_sequence = ?, event_count = ? WHERE id = ?'),
+      insertEvent: db.prepare(
+        `INSERT INTO events (${EVENT_COLUMNS})
+         VALUES (@id, @addressId, @sequence, @type, @source, @data, @metadata, @dedupeKey, @createdAt, NULL)`,
+      ),
+      page: db.prepare<[string, number, number, number], EventRow>(
+        `SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND sequence > ? AND sequence < ? ORDER BY sequence LIMIT ?`,
+      ),
+      ack: db.prepare<[number, string, string], EventRow>(
+        `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?) WHERE id = ? AND address_id = ? RETURNING ${EVENT_COLUMNS}`,
+      ),
+    };
+  }
+
+  async ping(): Promise<void> {
+    if (this.appends.failure) throw this.appends.failure;
+    this.db.prepare('SELECT 1').get();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    // Commit what is pending, then wait until every commit is durable and answered: no caller may
+    // be left without an answer, nor answered before its write is on disk.
+    this.appends.drain();
+    await this.appends.barrier().catch(() => {});
+    if (this.checkpointer) {
+      // Its connection closes first, so this one is the last and checkpoints and removes the WAL.
+      const exited = new Promise<void>((resolve) => this.checkpointer?.once('exit', () => resolve()));
+      // Unreferenced while it works (it must not keep the process alive), referenced while we wait.
+      this.checkpointer.ref();
+      this.checkpointer.postMessage('stop');
+      await exited;
+    }
+    this.db.close();
+    if (this.walFd !== undefined) closeSync(this.walFd);
+  }
+
+  /** Resolves once every write committed so far is on disk (a no-op when commits are synchronous=FULL). */
+  private durable(): Promise<void> {
+    return this.appends.barrier();
+  }
+
+  async createAddress(a: AddressRecord, rate: { key: string; limit: number; windowMs: number; now: number }): Promise<RateDecision> {
+    const decision = this.db.transaction((): RateDecision => {
+      const windowStart = rate.now - (rate.now % rate.windowMs);
+      const w = this.q.rateWindow.get(rate.key);
+      const used = w && w.window_start === windowStart ? w.count : 0;
+      if (used >= rate.limit) {
+        return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((windowStart + rate.windowMs - rate.now) / 1000)) };
+      }
+      this.q.upsertRateWindow.run(rate.key, windowStart, used + 1);
+      this.q.insertAddress.run(a);
+      return { allowed: true };
+    }).immediate();
+    if (decision.allowed) await this.durable();
+    return decision;
+  }
+
+  async getAddress(id: string): Promise<AddressRecord | null> {
+    const cached = this.addresses.get(id);
+    if (cached) return cached;
+    const r = this.q.getAddress.get(id);
+    if (!r) return null;
+    const a = Object.freeze(toAddress(r));
+    if (this.addresses.size >= ADDRESS_CACHE_SIZE) this.addresses.delete(this.addresses.keys().next().value as string);
+    this.addresses.set(id, a);
+    return a;
+  }
+
+  /** The address's rows changed (or it is gone): forget what is cached about it. */
+  private forget(addressId: string, deleted = false): void {
+    this.dropPages(addressId);
+    if (deleted) this.addresses.delete(addressId);
+  }
+
+  async getAddressBySlug(slug: string): Promise<AddressRecord | null> {
+    const r = this.q.getAddressBySlug.get(slug);
+    return r ? toAddress(r) : null;
+  }
+
+  async deleteAddress(id: string): Promise<boolean> {
+    const deleted = this.q.deleteAddress.run(id).changes > 0;
+    this.forget(id, true);
+    await this.durable();
+    return deleted;
+  }
+
+  async deleteExpired(cutoff: number, batchSize: number): Promise<string[]> {
+    const ids = this.db.transaction(() => {
+      const ids = this.q.expiredIds.all(cutoff, batchSize).map((r) => r.id);
+      for (const id of ids) this.q.deleteAddress.run(id);
+      // Rate windows older than a day cannot matter to any configured window that still runs.
+      this.q.pruneRateWindows.run(cutoff - 24 * 3600 * 1000);
+      return ids;
+    }).immediate();
+    for (const id of ids) this.forget(id, true);
+    await this.durable();
+    return ids;
+  }
+
+  appendEvent(event: NewEvent, limits: StoreLimits): Promise<AppendResult> {
+    if (this.closed) return Promise.reject(new Error('store is closed'));
+    return this.appends.submit({ event, limits });
+  }
+
+  /** One transaction for the whole batch; each item in its own savepoint. */
+  private commitAppends(inputs: readonly AppendInput[]): ItemOutcome<AppendResult>[] {
+    const outcomes = this.db.transaction(() => {
+      const counters = new Map<string, QueueCounters | null>();
+      const result = inputs.map((input): ItemOutcome<AppendResult> => {
+        try {
+          return { ok: true, value: this.appendOne(input, counters) };
+        } catch (error) {
+          if (error instanceof QueueFull) return { ok: true, value: { kind: 'queue_full' } };
+          return { ok: false, error };
+        }
+      });
+      for (const [addressId, c] of counters) if (c?.changed) this.q.setCounters.run(c.lastSequence, c.eventCount, addressId);
+      return result;
+    }).immediate();
+    // Committed but not durable yet: hidden from readers until markDurable. This runs in the same
+    // synchronous turn as the commit, so no read can come in between.
+    for (const [addressId, first] of firstCreated(outcomes)) {
+      this.forget(addressId);
+      if (this.walFd === undefined) continue;
+      const pending = this.undurable.get(addressId);
+      if (pending) pending.push(first);
+      else this.undurable.set(addressId, [first]);
+    }
+    return outcomes;
+  }
+
+  /** A batch is on disk: its events become visible (batches become durable in commit order). */
+  private markDurable(outcomes: readonly ItemOutcome<AppendResult>[]): void {
+    for (const [addressId] of firstCreated(outcomes)) {
+      this.forget(addressId);
+      const pending = this.undurable.get(addressId);
+      pending?.shift();
+      if (pending?.length === 0) this.undurable.delete(addressId);
+    }
+  }
+
+  /**
+   * The counters change only after every statement of the item has succeeded (the last line), so
+   * an item rolled back to its savepoint leaves them as they were: the next item takes the same
+   * sequence, and sequences stay gapless.
+   */
+  private appendInSavepoint(input: AppendInput, counters: Map<string, QueueCounters | null>): AppendResult {
+    const { event: e, limits } = input;
+    let c = counters.get(e.addressId);
+    if (c === undefined) {
+      const row = this.q.queueState.get(e.addressId);
+      c = row ? { lastSequence: row.last_sequence, eventCount: row.event_count, changed: false } : null;
+      counters.set(e.addressId, c);
+    }
+    if (!c) return { kind: 'address_gone' };
+    if (e.dedupeKey !== null) {
+      const existing = this.q.eventByKey.get(e.addressId, e.dedupeKey);
+      if (existing) return { kind: 'duplicate', event: toEvent(existing) };
+    }
+    let pruned = 0;
+    if (c.eventCount >= limits.maxEventsPerAddress) {
+      const needed = c.eventCount - limits.maxEventsPerAddress + 1;
+      pruned = this.q.pruneAcked.run(e.addressId, needed).changes;
+      if (pruned < needed) throw new QueueFull();
+    }
+    const sequence = c.lastSequence + 1;
+    this.q.insertEvent.run({ ...e, sequence });
+    c.lastSequence = sequence;
+    c.eventCount += 1 - pruned;
+    c.changed = true;
+    return { kind: 'created', event: { ...e, sequence, acknowledgedAt: null } };
+  }
+
+  async listEvents(addressId: string, after: number, limit: number): Promise<EventPageRecord | null> {
+    const key = `${after}:${limit}`;
+    const cached = this.pages.get(addressId)?.get(key);
+    if (cached) return cached;
+    const page = this.db.transaction((): EventPageRecord | null => {
+      if (!this.q.addressExists.get(addressId)) return null;
+      const visibleBelow = this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER;
+      const rows = this.q.page.all(addressId, after, visibleBelow, limit + 1);
+      const hasMore = rows.length > limit;
+      if (hasMore) rows.pop();
+      return Object.freeze({ events: Object.freeze(rows.map((r) => Object.freeze(toEvent(r)))) as EventRecord[], hasMore });
+    })();
+    if (!page) return null;
+    let byKey = this.pages.get(addressId);
+    if (byKey) this.pages.delete(addressId);
+    this.pages.set(addressId, (byKey ??= new Map()));
+    if (byKey.size >= PAGE_CACHE_PER_ADDRESS) {
+      const oldest = byKey.keys().next().value as string;
+      this.cachedEvents -= pageWeight(byKey.get(oldest));
+      byKey.delete(oldest);
+    }
+    byKey.set(key, page);
+    this.cachedEvents += pageWeight(page);
+    // Over budget: drop whole addresses, least recently filled first (never the one just filled).
+    for (const oldest of this.pages.keys()) {
+      if (this.cachedEvents <= PAGE_CACHE_EVENTS || oldest === addressId) break;
+      this.dropPages(oldest);
+    }
+    return page;
+  }
+
+  private dropPages(addressId: string): void {
+    const byKey = this.pages.get(addressId);
+    if (!byKey) return;
+    for (const p of byKey.values()) this.cachedEvents -= pageWeight(p);
+    this.pages.delete(addressId);
+  }
+
+  async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
+    const r = this.q.ack.get(now, eventId, addressId);
+    if (!r) return null;
+    this.forget(addressId);
+    await this.durable();
+    return toEvent(r);
+  }
+}
+
+const pageWeight = (p: EventPageRecord | undefined) => (p ? Math.max(1, p.events.length) : 0);
+
+/** The first sequence each address received in a batch's outcomes (sequences ascend within a batch). */
+function firstCreated(outcomes: readonly ItemOutcome<AppendResult>[]): Map<string, number> {
+  const first = new Map<string, number>();
+  for (const o of outcomes) {
+    if (o.ok && o.value.kind === 'created' && !first.has(o.value.event.addressId)) first.set(o.value.event.addressId, o.value.event.sequence);
+  }
+  return first;
+}
