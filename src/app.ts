@@ -1,0 +1,87 @@
+// Builds the Fastify instance from its dependencies; never listens (tests and server.ts do).
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger } from 'fastify';
+import { MAX_WAIT_SECONDS } from './config.js';
+import { ERROR_CATALOGUE } from './domain/errors.js';
+import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './http/plugins/error-handling.js';
+import { registerJsonBody } from './http/plugins/json-body.js';
+import { loggerOptions } from './http/plugins/request-logging.js';
+import type { AppDeps } from './http/route-deps.js';
+import { addressRoutes } from './http/routes/addresses.js';
+import { documentRoutes } from './http/routes/documents.js';
+import { eventRoutes } from './http/routes/events.js';
+import { healthRoutes } from './http/routes/health.js';
+import { inboxRoutes } from './http/routes/inbox.js';
+import { mcpRoutes } from './mcp/mcp-route.js';
+
+/**
+ * Query strings: only plain decimal digits become numbers, so the schema's integer type refuses
+ * "1.5", "0x10", "1e2" or " 5" instead of coercing them, and a repeated parameter stays an array.
+ */
+function parseQuery(qs: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of new URLSearchParams(qs)) {
+    const value: unknown = /^-?\d{1,15}$/.test(v) ? Number(v) : v;
+    const prev = out[k];
+    out[k] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
+  }
+  return out;
+}
+
+export interface BuildAppOptions {
+  /** A logger to use instead of building one from config.logLevel (tests capture logs with it). */
+  loggerInstance?: FastifyBaseLogger;
+}
+
+export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promise<FastifyInstance> {
+  const { config } = deps;
+  const app = Fastify({
+    ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: loggerOptions(config.logLevel) }),
+    bodyLimit: config.maxPayloadBytes,
+    trustProxy: config.trustProxy,
+    // Slow clients: the whole request (headers and body) must arrive within requestTimeout, the
+    // headers within headersTimeout; Node checks both every second instead of its default 30 s.
+    // These bound receiving the request only, so a long-poll's wait for its answer is unaffected;
+    // an idle socket is dropped only after the longest long-poll plus a margin.
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    connectionTimeout: (MAX_WAIT_SECONDS + 30) * 1000,
+    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    // While draining on shutdown, requests already on open connections are still served normally.
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500, querystringParser: parseQuery },
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false } },
+    clientErrorHandler,
+    frameworkErrors,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  registerErrorHandling(app);
+  registerJsonBody(app);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Return Address',
+        version: '0.1.0',
+        description: 'A persistent return address for short-lived AI agents: an inbound email address, a secret write-only inbox URL ' +
+          'and one durable, ordered event queue per address, read with a cursor and long-polling. Guides: /llms.txt and /llms-full.txt.\n\n' +
+          'Every non-2xx response has the body {"error":{"code","message"}}. Codes: ' +
+          Object.entries(ERROR_CATALOGUE).map(([code, e]) => `${code} (${e.status})`).join(', ') + '.',
+      },
+      servers: [{ url: config.baseUrl }],
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'The read token (aa_read_…) from credentials.read_token.' } } },
+    },
+  });
+
+  await app.register(healthRoutes(deps));
+  await app.register(documentRoutes(deps));
+  await app.register(addressRoutes(deps));
+  await app.register(eventRoutes(deps));
+  await app.register(inboxRoutes(deps));
+  await app.register(mcpRoutes(deps));
+  return app;
+}

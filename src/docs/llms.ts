@@ -1,0 +1,288 @@
+// /llms.txt and /llms-full.txt: plain-text guides for an agent reading them cold, with this
+// deployment's real base URL, email domain and limits filled in.
+import type { Config } from '../config.js';
+import { ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.js';
+import { MAX_VALUE_DEPTH } from '../domain/json-depth.js';
+
+function flow(c: Config): string {
+  const b = c.baseUrl;
+  return `1. Create an address (no account, no key) and save the WHOLE response; read_token is shown once:
+
+   curl -s -X POST ${b}/api/v1/addresses \\
+     -H 'content-type: application/json' \\
+     -d '{"name":"wait for the build bot","task_id":"task-42","expires_in_seconds":86400}'
+
+   -> 201 {"address":{"id":"addr_…","slug":"…","name":"…","taskId":"task-42","email":"<slug>@${c.emailDomain}",
+           "createdAt":"…","expiresAt":"…"},
+          "credentials":{"read_token":"aa_read_…","note":"…"},
+          "endpoints":{"inbox_url":"${b}/api/v1/inbox/addr_…/aa_ingress_…",
+                       "events_url":"${b}/api/v1/addresses/addr_…/events",
+                       "mcp_url":"${b}/api/v1/addresses/addr_…/mcp"}}
+
+2. Give endpoints.inbox_url (or address.email) to whoever must answer. They POST JSON to it:
+
+   curl -s -X POST "$INBOX_URL" \\
+     -H 'content-type: application/json' \\
+     -H 'Idempotency-Key: build-981-finished' \\
+     -d '{"type":"build.finished","data":{"status":"green"},"metadata":{"build":"981"}}'
+
+   -> 202 {"event":{…,"sequence":1,…},"duplicate":false}   (a retry with the same key: 200, duplicate true)
+
+3. Later (same process or another one), read the queue in order with the token, waiting up to 25 s:
+
+   curl -s "$EVENTS_URL?after=0&wait=25" -H "Authorization: Bearer $READ_TOKEN"
+
+   -> 200 {"events":[…],"next_cursor":1,"has_more":false}
+
+   Handle events in sequence order, save next_cursor, and pass it as the next after.
+
+4. Acknowledge what you handled (optional, idempotent):
+
+   curl -s -X POST "$EVENTS_URL/$EVENT_ID/ack" -H "Authorization: Bearer $READ_TOKEN"`;
+}
+
+export function llmsTxt(c: Config): string {
+  return `# Return Address
+
+> A persistent return address for a short-lived AI agent: one unauthenticated call gives an email
+> address, a secret write-only inbox URL for HTTP callbacks, and a read token for one durable,
+> ordered event queue. Read it later with a cursor and long-polling, or over MCP.
+
+Base URL: ${c.baseUrl}
+
+## Typical flow
+
+${flow(c)}
+
+## More
+
+- Complete guide (every field, rule, limit and error code): ${c.baseUrl}/llms-full.txt
+- OpenAPI 3.1 description: ${c.baseUrl}/openapi.json
+- MCP: attach endpoints.mcp_url as a Streamable HTTP MCP server with header "Authorization: Bearer <read_token>".
+`;
+}
+
+function errorTable(): string {
+  return (Object.entries(ERROR_CATALOGUE) as [ErrorCode, { status: number; description: string }][])
+    .map(([code, e]) => `- ${e.status} ${code}: ${e.description}`)
+    .join('\n');
+}
+
+export function llmsFullTxt(c: Config): string {
+  const b = c.baseUrl;
+  return `# Return Address: complete guide
+
+Base URL: ${b}
+API version: path prefix /api/v1; description version 0.1.0.
+All request and response bodies are JSON. Send Content-Type: application/json with every body.
+
+## What it is
+
+Each address has: an inbound email address (<slug>@${c.emailDomain}), a secret-bearing write-only
+inbox URL, a bearer-protected events URL, an MCP URL, and a read token shown once. Every HTTP
+delivery to the inbox URL and every email to the address becomes an event in one durable queue per
+address, ordered by a per-address sequence number (1, 2, 3, … with no gaps). A later process reads
+the queue with the read token, a cursor (after) and optional long-polling (wait), and acknowledges
+events it handled.
+
+## Typical flow
+
+${flow(c)}
+
+## Endpoints
+
+1. POST   /api/v1/addresses                              no auth          optional body   -> 201 CreateAddressResponse
+2. GET    /api/v1/addresses/{addressId}                  Bearer token                     -> 200 {"address": Address}
+3. DELETE /api/v1/addresses/{addressId}                  Bearer token                     -> 204, empty body
+4. GET    /api/v1/addresses/{addressId}/events           Bearer token     ?after&limit&wait -> 200 EventPage
+5. POST   /api/v1/addresses/{addressId}/events/{eventId}/ack  Bearer token  no body       -> 200 {"event": Event}
+6. POST   /api/v1/inbox/{addressId}/{secret}             secret in path   CreateEvent body -> 202 new / 200 duplicate
+   POST   /api/v1/addresses/{addressId}/mcp              Bearer token     MCP Streamable HTTP
+   GET    /healthz (process up), /readyz (storage reachable), /openapi.json, /llms.txt, /llms-full.txt
+
+Authentication for 2-5 and MCP: header "Authorization: Bearer aa_read_…". Order of checks: a missing
+or malformed bearer is 401; then an unknown address is 404; then a token of another address is 401.
+
+## Create address (endpoint 1)
+
+Body (optional; no body, an empty body and {} are all fine; no other properties allowed):
+- name: string, at most 100 characters. Default "untitled".
+- task_id: string, at most 200 characters. Returned as address.taskId.
+- expires_in_seconds: integer, 60 to 31536000 inclusive.
+name and task_id may not contain U+0000. Default ${c.defaultTtlSeconds} (${Math.round(c.defaultTtlSeconds / 86400 * 10) / 10} days).
+
+Response 201:
+- address: { id (addr_ + 26 chars [0-9a-z]), slug (12 chars [a-z0-9], starts with a letter), name,
+  taskId (only when given), email, createdAt, expiresAt (always present) }. Address fields are camelCase.
+- credentials.read_token: aa_read_ + 43 base64url characters. Shown ONLY here. It cannot be
+  recovered: the service stores only its SHA-256 hash. credentials.note says so.
+- endpoints.inbox_url: ${b}/api/v1/inbox/<address_id>/aa_ingress_<43 chars>. Write-only: it can
+  deliver but never read.
+- endpoints.events_url: ${b}/api/v1/addresses/<address_id>/events
+- endpoints.mcp_url: ${b}/api/v1/addresses/<address_id>/mcp
+
+Rate limit: ${c.createRateLimit} creations per ${c.createRateWindowSeconds} s per client IP (fixed window), shared by
+all instances. Over it: 429 rate_limited with a Retry-After header (seconds). Refused attempts
+(429 or 4xx) do not count.
+
+## Deliver (endpoint 6)
+
+POST the JSON body to inbox_url. Content-Type must be application/json (a charset parameter is fine).
+Body (required, a JSON object; no other properties allowed):
+- type: string, default "message.received". Free string chosen by the sender.
+- source: string, default "https". Email events use "email".
+- data: any JSON value, default null. Nested at most ${MAX_VALUE_DEPTH} levels (deeper: 400).
+- metadata: object whose values are strings.
+- dedupe_key: string, 1-255 characters.
+Header Idempotency-Key (optional): 1-255 characters.
+type, source and dedupe_key may not contain U+0000 (400); inside data and metadata it is kept as sent.
+
+Idempotency: the effective key is the Idempotency-Key header, else the body dedupe_key; it is stored
+as the event's dedupe_key. Header and body key both present and equal: fine; different: 409
+idempotency_key_mismatch (nothing stored, no key consumed). A repeat of a key within the same
+address returns 200 with duplicate: true and the ORIGINAL event unchanged, whatever the new body
+says, for as long as the original event exists (also after it was acknowledged). N concurrent
+deliveries with one key create exactly one event. Keys are scoped to one address.
+
+Answers: 202 {"event": Event, "duplicate": false} for a new event; 200 {…, "duplicate": true} for a
+repeat. A 2xx means the event is durably committed (fsynced) before the answer is sent.
+Errors: 400 invalid_request / invalid_json, 404 not_found (unknown address or wrong secret, which look
+the same), 409 idempotency_key_mismatch, 410 address_expired, 413 payload_too_large (body over
+${c.maxPayloadBytes} bytes), 415 unsupported_media_type, 429 queue_full (with Retry-After).
+
+## Read the queue (endpoint 4)
+
+Query parameters (integers; anything else, or out of range, is 400 invalid_request naming it, never clamped):
+- after: >= 0, default 0. Return events whose sequence is greater.
+- limit: 1 to 100, default 50.
+- wait: 0 to 25 seconds, default 0. Long-poll when nothing is after the cursor.
+
+Response 200 EventPage: {"events": [Event…], "next_cursor": n, "has_more": bool}
+- events ascend by sequence; acknowledged and unacknowledged events are both listed.
+- next_cursor = the sequence of the last event returned, or after when none is. Use it as the next after.
+- has_more = whether an event with a sequence greater than next_cursor exists (then read again at once).
+- A cursor never skips an event: sequence N+1 is never visible before N.
+- With wait > 0 and nothing after the cursor, the request returns within milliseconds of the next
+  event (delivered over HTTP or email, on any instance), else after wait seconds with an empty page.
+  Deleting the address ends waiting reads with 404 not_found. A server shutdown ends them with an
+  empty page (just read again).
+
+Event (snake_case): id (evt_ + 26 chars), address_id, sequence (>= 1), type, source, data (always
+present, null when none), metadata (when given), dedupe_key (when given), created_at,
+acknowledged_at (once acknowledged).
+
+## Acknowledge (endpoint 5)
+
+POST …/events/{eventId}/ack with no body -> 200 {"event": Event} with acknowledged_at. Idempotent:
+a second ack returns 200 and the same acknowledged_at. Unknown event: 404 not_found.
+
+## Inbound email
+
+Mail to <slug>@${c.emailDomain} or <slug>+<tag>@${c.emailDomain} (SMTP port ${c.smtpPort}; plain SMTP,
+STARTTLS when the operator configured a certificate, no AUTH) becomes an event with type
+"email.received" and source "email". The 250 at the end of DATA is sent only once the event is
+committed. Unknown, deleted or expired recipient: 550 at RCPT. Messages over ${c.maxEmailBytes} bytes: 552.
+A message to several addresses becomes one event in each (one per address, even if named twice).
+
+- dedupe_key = the Message-ID without angle brackets, so an MTA retry does not duplicate (an id over
+  255 characters or with control characters becomes "sha256:<hex of the id>"). No Message-ID: no
+  dedupe_key.
+- data = { from, to, cc, subject, text, html, message_id, in_reply_to, references, date, headers,
+  attachments, raw_size, parse_error }. Every key is always present:
+  - from: {name, address} or null; to, cc: [{name, address}] (groups flattened); name is null when
+    the mailbox has no display name.
+  - subject (decoded; "" when the header is present but empty), text, html, message_id, in_reply_to
+    (first id): string, or null when absent. Ids carry no angle brackets.
+  - references: [ids], [] when absent. date: ISO 8601 UTC, null when absent or unparseable.
+  - headers: {lower-cased name: unfolded, undecoded value}; a repeated header (Received, …) has its
+    values joined with "\\n" in message order.
+  - attachments: [{filename (null when the part names none), content_type, size (decoded bytes),
+    content_base64}], [] when none; inline parts (cid: images) included.
+  - raw_size: size of the message in bytes as received. parse_error: null, or why the MIME
+    structure could not be decoded; the event then holds the top-level headers and the undecoded
+    body as text. Malformed mail is never refused for its MIME.
+- metadata = { smtp_mail_from ("" for the null sender), smtp_rcpt_to (the recipient as sent),
+  remote_ip, tag (only when +tag was used) }.
+
+## MCP
+
+endpoints.mcp_url (${b}/api/v1/addresses/<address_id>/mcp) serves the Model Context Protocol over
+Streamable HTTP, stateless: no Mcp-Session-Id, every POST stands alone, any instance answers. It
+takes the same header "Authorization: Bearer <read_token>" and sees only that one address. Send
+Accept: application/json, text/event-stream; answers are application/json. GET and DELETE on it
+give 405 method_not_allowed (no server-initiated stream, no session to end). A missing or wrong
+token is 401 unauthorized, an unknown address 404 not_found, a wrong Accept header, an unsupported
+MCP-Protocol-Version header or a body that is not JSON-RPC 2.0 400 invalid_request, all in the
+error shape below.
+
+Tools (results are the HTTP API's JSON, as structuredContent and as JSON text):
+- get_address {} -> {"address": Address} (as endpoint 2).
+- list_events {after: integer >= 0 = 0, limit: integer 1-100 = 50, wait: integer seconds 0-25 = 0}
+  -> EventPage {"events": [...], "next_cursor": n, "has_more": bool} (as endpoint 4, same rules;
+  with wait > 0 it returns within milliseconds of a delivery).
+- ack_event {event_id: "evt_…" (required)} -> {"event": Event} with acknowledged_at (as endpoint 5;
+  idempotent).
+- wait_for_event {after: integer >= 0 = 0, timeout: seconds 0-25 = 25 (fractions allowed),
+  type: string (optional)} -> {"event": Event | null, "next_cursor": n}: the first event with
+  sequence > after (of exactly that type, when given), waiting up to timeout seconds for one;
+  null when the timeout passes. next_cursor is the event's sequence, or how far the queue was
+  scanned; pass it as after next time. It does not acknowledge.
+Arguments are checked against these ranges and no other arguments are accepted. A bad argument
+(e.g. limit 0) or an unknown event is a tool result with isError: true, not a protocol error: for
+arguments the text names the argument; for the queue's own errors the text is the error body,
+e.g. {"error":{"code":"not_found","message":"Event not found."}}. Deleting the address ends a
+waiting call with not_found; a client that disconnects ends its wait; a server shutdown ends it
+with event null.
+
+Client configuration, with MCP_URL = endpoints.mcp_url and READ_TOKEN = credentials.read_token
+(any MCP client that speaks Streamable HTTP; "type" is "http" or "streamable-http" depending on
+the client):
+  {"mcpServers": {"return-address": {"type": "http",
+    "url": "${b}/api/v1/addresses/<address_id>/mcp",
+    "headers": {"Authorization": "Bearer <read_token>"}}}}
+Claude Code:
+  claude mcp add --transport http return-address "$MCP_URL" --header "Authorization: Bearer $READ_TOKEN"
+TypeScript SDK (@modelcontextprotocol/sdk):
+  const client = new Client({ name: "my-agent", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(MCP_URL),
+    { requestInit: { headers: { Authorization: \`Bearer \${READ_TOKEN}\` } } }));
+  const { structuredContent } = await client.callTool({ name: "wait_for_event", arguments: { after: 0, timeout: 25 } });
+Raw JSON-RPC with curl (one request per POST; no initialize needed for a single call):
+  curl -s -X POST "$MCP_URL" -H "Authorization: Bearer $READ_TOKEN" \\
+    -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \\
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_events","arguments":{"after":0}}}'
+
+## Expiry and retention
+
+- expiresAt is always set (default lifetime ${c.defaultTtlSeconds} s). After it, HTTP deliveries get 410
+  address_expired and email gets 550; reading, ack and delete keep working for a grace period of
+  ${c.expiredGraceSeconds} s, after which the address and all its events are deleted (then 404).
+- An address holds at most ${c.maxEventsPerAddress} events. When a new event would exceed that, the oldest
+  acknowledged events are deleted to make room; if none is acknowledged, the delivery gets 429
+  queue_full (Retry-After). Sequences never restart. Acknowledge what you handled.
+- DELETE removes the address and all its events at once.
+
+## Limits
+
+- name: max 100 characters; task_id: max 200 characters; expires_in_seconds: 60 to 31536000.
+- limit: 1 to 100 (default 50); wait: 0 to 25 s (default 0); after: >= 0 (default 0).
+- Delivery body: max ${c.maxPayloadBytes} bytes; JSON nesting of data/metadata: max ${MAX_VALUE_DEPTH} levels.
+- Idempotency-Key / dedupe_key: 1 to 255 characters.
+- Email: max ${c.maxEmailBytes} bytes per message.
+- Events per address: ${c.maxEventsPerAddress}. Address creations: ${c.createRateLimit} per ${c.createRateWindowSeconds} s per client IP.
+
+## Errors
+
+Every non-2xx answer has Content-Type application/json and the body
+{"error": {"code": "<code>", "message": "<human-readable, naming the field when relevant>"}}.
+
+${errorTable()}
+
+## Security
+
+- Read tokens and inbox secrets are stored only as SHA-256 hashes and compared in constant time; a
+  copy of the database lets nobody read or write a queue. Neither ever appears in logs.
+- The inbox URL can only deliver; the read token can only read, ack and delete. Keep both secret.
+- A lost read token cannot be recovered: create a new address.
+`;
+}

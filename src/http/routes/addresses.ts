@@ -1,0 +1,65 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { addressView } from '../../domain/representation.js';
+import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
+import type { AppDeps } from '../route-deps.js';
+import { AddressParams, AddressResponse, BEARER, CreateAddressBody, CreateAddressResponse, NO_AUTH, errorResponses } from '../schemas.js';
+
+const CREDENTIALS_NOTE = 'Store read_token now: it is shown only once and cannot be recovered.';
+
+export const addressRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
+  const auth = requireReadToken(service);
+
+  app.post('/api/v1/addresses', {
+    // The body is optional: no body (or an empty one) means the same as {}. JSON null is not.
+    preValidation: async (request) => {
+      if (request.body === undefined) request.body = {};
+    },
+    schema: {
+      summary: 'Create a return address',
+      description: 'No account and no API key. Persist the whole response: credentials.read_token is shown only this once. ' +
+        `Rate-limited per client IP (default ${config.createRateLimit} per ${config.createRateWindowSeconds} s; 429 rate_limited with Retry-After; refused attempts do not count).`,
+      tags: ['addresses'],
+      security: NO_AUTH,
+      body: CreateAddressBody,
+      response: { 201: CreateAddressResponse, ...errorResponses(400, 413, 415, 429) },
+    },
+  }, async (request, reply) => {
+    const created = await service.createAddress(request.body ?? {}, request.ip);
+    const id = created.address.id;
+    return reply.code(201).send({
+      address: addressView(created.address, config.emailDomain),
+      credentials: { read_token: created.readToken, note: CREDENTIALS_NOTE },
+      endpoints: {
+        inbox_url: `${config.baseUrl}/api/v1/inbox/${id}/${created.inboxSecret}`,
+        events_url: `${config.baseUrl}/api/v1/addresses/${id}/events`,
+        mcp_url: `${config.baseUrl}/api/v1/addresses/${id}/mcp`,
+      },
+    });
+  });
+
+  app.get('/api/v1/addresses/:addressId', {
+    onRequest: auth,
+    schema: {
+      summary: 'Get an address',
+      tags: ['addresses'],
+      security: BEARER,
+      params: AddressParams,
+      response: { 200: AddressResponse, ...errorResponses(401, 404) },
+    },
+  }, async (request) => ({ address: addressView(authenticatedAddress(request), config.emailDomain) }));
+
+  app.delete('/api/v1/addresses/:addressId', {
+    onRequest: auth,
+    schema: {
+      summary: 'Delete an address and all its events',
+      description: 'Waiting long-polls on the address end at once with 404 not_found.',
+      tags: ['addresses'],
+      security: BEARER,
+      params: AddressParams,
+      response: { 204: { type: 'null', description: 'Deleted; empty body.' }, ...errorResponses(401, 404) },
+    },
+  }, async (request, reply) => {
+    await service.deleteAddress(authenticatedAddress(request));
+    return reply.code(204).send(null);
+  });
+};

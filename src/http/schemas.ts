@@ -1,0 +1,155 @@
+// TypeBox schemas of the API (spec §2). The routes validate with exactly these, and /openapi.json
+// is generated from them, so the document and the behaviour cannot drift apart.
+import { Type, type TSchema } from 'typebox';
+import { ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.js';
+import { MAX_VALUE_DEPTH } from '../domain/json-depth.js';
+
+/**
+ * Strings stored as plain text columns may not contain U+0000: PostgreSQL text cannot hold it, and
+ * one API must answer the same on every store. (Inside data and metadata it is fine: those are
+ * stored as JSON text, where it is the escape \u0000.)
+ */
+const NO_NUL = '^[^\\u0000]*$';
+
+export const Address = Type.Object(
+  {
+    id: Type.String({ pattern: '^addr_[0-9a-z]{26}$', description: 'Starts with addr_, then 26 random characters [0-9a-z].' }),
+    slug: Type.String({ pattern: '^[a-z][a-z0-9]{11}$', description: '12 characters [a-z0-9] starting with a letter; the local part of `email`.' }),
+    name: Type.String({ description: 'Human-readable purpose; "untitled" when none was given.' }),
+    taskId: Type.Optional(Type.String({ description: 'Caller-defined task identifier, present when task_id was given.' })),
+    email: Type.String({ format: 'email', description: 'Inbound email address: <slug>@<EMAIL_DOMAIN>. <slug>+<tag>@<EMAIL_DOMAIN> reaches it too.' }),
+    createdAt: Type.String({ format: 'date-time' }),
+    expiresAt: Type.String({ format: 'date-time', description: 'Always present. After it, deliveries are refused (410, SMTP 550); reading, ack and delete work for a grace period (default 24 h), then the address and its events are deleted.' }),
+  },
+  { additionalProperties: false },
+);
+
+export const CreateAddressBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ maxLength: 100, pattern: NO_NUL, description: 'Human-readable purpose. Default "untitled". No U+0000.' })),
+    task_id: Type.Optional(Type.String({ maxLength: 200, pattern: NO_NUL, description: 'Caller-defined task identifier. No U+0000.' })),
+    expires_in_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 31536000, description: 'Lifetime of the address. Default 604800 (7 days; operator setting DEFAULT_TTL_SECONDS).' })),
+  },
+  { additionalProperties: false, description: 'Optional: no body, an empty body and {} are all accepted.' },
+);
+
+export const CreateAddressResponse = Type.Object(
+  {
+    address: Address,
+    credentials: Type.Object(
+      {
+        read_token: Type.String({ pattern: '^aa_read_[A-Za-z0-9_-]{43}$', description: 'Bearer token for endpoints 2-5 and MCP. Returned only here, once; it cannot be recovered. Store it.' }),
+        note: Type.String(),
+      },
+      { additionalProperties: false },
+    ),
+    endpoints: Type.Object(
+      {
+        inbox_url: Type.String({ format: 'uri', description: 'Secret-bearing, write-only delivery URL: {base_url}/api/v1/inbox/<address_id>/aa_ingress_… Give it to whoever must call back.' }),
+        events_url: Type.String({ format: 'uri', description: 'The ordered event queue; GET it with the read token.' }),
+        mcp_url: Type.String({ format: 'uri', description: 'MCP (Streamable HTTP) endpoint for this address, with the read token.' }),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const AddressResponse = Type.Object({ address: Address }, { additionalProperties: false });
+
+const Metadata = Type.Record(Type.String(), Type.String(), { description: 'An object whose values are all strings.' });
+
+export const CreateEventBody = Type.Object(
+  {
+    type: Type.Optional(Type.String({ pattern: NO_NUL, description: 'Free string set by the sender. Default "message.received". No U+0000.' })),
+    source: Type.Optional(Type.String({ pattern: NO_NUL, description: 'Free string. Default "https". No U+0000.' })),
+    data: Type.Optional(Type.Unknown({ description: `Any JSON value, nested at most ${MAX_VALUE_DEPTH} levels. Stored and returned as null when omitted.` })),
+    metadata: Type.Optional(Metadata),
+    dedupe_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: NO_NUL, description: 'Idempotency key, the same as the Idempotency-Key header (1-255 characters, no U+0000). Both given and different: 409.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const Event = Type.Object(
+  {
+    id: Type.String({ pattern: '^evt_[0-9a-z]{26}$' }),
+    address_id: Type.String({ pattern: '^addr_[0-9a-z]{26}$' }),
+    sequence: Type.Integer({ minimum: 1, description: 'Starts at 1 per address and grows by exactly 1 per new event: no gaps, no reuse.' }),
+    type: Type.String(),
+    source: Type.String({ description: '"https" by default for HTTP deliveries, "email" for inbound mail.' }),
+    data: Type.Unknown({ description: 'Any JSON value; null when the delivery had none.' }),
+    metadata: Type.Optional(Metadata),
+    dedupe_key: Type.Optional(Type.String()),
+    created_at: Type.String({ format: 'date-time' }),
+    acknowledged_at: Type.Optional(Type.String({ format: 'date-time', description: 'Present once the event is acknowledged.' })),
+  },
+  { additionalProperties: false },
+);
+
+export const EventPage = Type.Object(
+  {
+    events: Type.Array(Event),
+    next_cursor: Type.Integer({ minimum: 0, description: 'Sequence of the last event returned, or `after` when none is. Use it as the next `after`.' }),
+    has_more: Type.Boolean({ description: 'Whether an event with a greater sequence than next_cursor exists.' }),
+  },
+  { additionalProperties: false },
+);
+
+export const EventResponse = Type.Object({ event: Event }, { additionalProperties: false });
+
+export const EventDeliveryResponse = Type.Object(
+  { event: Event, duplicate: Type.Boolean({ description: 'true when an idempotency key repeated an already queued event (which is returned unchanged).' }) },
+  { additionalProperties: false },
+);
+
+export const ErrorBody = Type.Object(
+  {
+    error: Type.Object(
+      {
+        code: Type.String({ enum: Object.keys(ERROR_CATALOGUE), description: 'Stable machine-readable code.' }),
+        message: Type.String({ description: 'Human-readable explanation; for validation errors it names the field.' }),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const EventsQuery = Type.Object({
+  after: Type.Integer({ minimum: 0, default: 0, description: 'Return events whose sequence is greater than this cursor.' }),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Page size.' }),
+  wait: Type.Integer({ minimum: 0, maximum: 25, default: 0, description: 'Long-poll: seconds to hold the request while nothing is after the cursor. Returns within milliseconds of an event.' }),
+});
+
+const AddressIdParam = Type.String({ description: 'Address id (addr_…).' });
+export const AddressParams = Type.Object({ addressId: AddressIdParam });
+export const EventParams = Type.Object({ addressId: AddressIdParam, eventId: Type.String({ description: 'Event id (evt_…).' }) });
+export const InboxParams = Type.Object({
+  addressId: AddressIdParam,
+  secret: Type.String({ description: 'The inbox secret (aa_ingress_…) from inbox_url.' }),
+});
+export const InboxHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Deduplicates retried deliveries within this address; the same key space as the body dedupe_key.' })),
+});
+
+export const BEARER = [{ bearerAuth: [] }];
+export const NO_AUTH: { [name: string]: string[] }[] = [];
+
+const ERROR_CODES_BY_STATUS = new Map<number, ErrorCode[]>();
+for (const [code, { status }] of Object.entries(ERROR_CATALOGUE) as [ErrorCode, { status: number }][]) {
+  ERROR_CODES_BY_STATUS.set(status, [...(ERROR_CODES_BY_STATUS.get(status) ?? []), code]);
+}
+
+/**
+ * Response schemas for the given error statuses (and always 500), each describing the codes it
+ * can carry, for the route's `response` map.
+ */
+export function errorResponses(...statuses: number[]): Record<number, TSchema> {
+  const out: Record<number, TSchema> = {};
+  for (const status of [...statuses, 500]) {
+    const codes = ERROR_CODES_BY_STATUS.get(status) ?? [];
+    const text = codes.map((c) => `\`${c}\`: ${ERROR_CATALOGUE[c].description}`).join(' ');
+    out[status] = { ...ErrorBody, description: text };
+  }
+  return out;
+}

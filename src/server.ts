@@ -1,0 +1,94 @@
+// Process entry: configuration, storage, HTTP and SMTP listeners, the sweeper, graceful shutdown.
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { ReturnAddressService } from './domain/return-address-service.js';
+import { startSmtpListener, type SmtpListener } from './email/smtp-listener.js';
+import { ExpirySweeper } from './expiry-sweeper.js';
+import { openStore } from './storage/open-store.js';
+import type { Store } from './storage/store.js';
+import { WakeupHub } from './wakeup/wakeup-hub.js';
+
+export interface RunningService {
+  config: Config;
+  httpUrl: string;
+  app: FastifyInstance;
+  store: Store;
+  hub: WakeupHub;
+  service: ReturnAddressService;
+  stop(): Promise<void>;
+}
+
+export async function startService(config: Config): Promise<RunningService> {
+  const store = await openStore(config);
+  const hub = new WakeupHub();
+  const service = new ReturnAddressService(store, hub, config);
+  let app: FastifyInstance | undefined;
+  let smtp: SmtpListener | undefined;
+  try {
+    app = await buildApp({ config, store, hub, service });
+    if (store.capabilities.crossInstanceWakeups && store.subscribe) {
+      await store.subscribe((addressId) => hub.notify(addressId), () => hub.notifyAll());
+    }
+    // A deep accept queue: webhook bursts and thousands of long-polls connect at once.
+    const httpUrl = await app.listen({ port: config.port, host: config.host, backlog: 4096 });
+    smtp = await startSmtpListener(service, {
+      port: config.smtpPort, host: config.smtpHost, emailDomain: config.emailDomain, maxEmailBytes: config.maxEmailBytes,
+      tlsCertFile: config.smtpTlsCert, tlsKeyFile: config.smtpTlsKey, maxBufferedBytes: config.smtpMaxBufferedBytes,
+    }, app.log.child({ component: 'smtp' }));
+    const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, app.log);
+    sweeper.start();
+
+    const started = { app, smtp };
+    let stopping: Promise<void> | undefined;
+    const stop = () => (stopping ??= (async () => {
+      started.app.log.info('shutting down: ending long-polls, draining requests');
+      // Waiting reads answer with an empty page now, instead of being cut off.
+      hub.shutdown();
+      await sweeper.stop();
+      // Before the store closes: messages being stored get their 250, then SMTP clients get 421.
+      await started.smtp.close();
+      await started.app.close();
+      await store.close();
+    })());
+    return { config, httpUrl, app, store, hub, service, stop };
+  } catch (err) {
+    // A failed start (port taken, bad TLS file) must not leave pools, listeners or files open.
+    await smtp?.close().catch(() => {});
+    await app?.close().catch(() => {});
+    await store.close().catch(() => {});
+    throw err;
+  }
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`return-address: invalid configuration: ${err.message}`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const running = await startService(config);
+  let signalled = false;
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      if (signalled) return;
+      signalled = true;
+      running.stop().then(() => process.exit(0), (err: unknown) => {
+        console.error('return-address: shutdown failed', err);
+        process.exit(1);
+      });
+    });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main().catch((err: unknown) => {
+    console.error('return-address: failed to start', err);
+    process.exit(1);
+  });
+}
