@@ -1,0 +1,287 @@
+// PostgreSQL store (pg): several instances on one database behave as one service.
+//
+// Ordering: an append (the ra_append_event function, migration 0002) locks its address row
+// (SELECT … FOR UPDATE) for the whole inserting transaction and allocates
+// addresses.last_sequence + 1 under that lock.
+// Group commit: deliveries arriving while a batch commits go together in the next transaction
+// (ra_append_events, migration 0003; append-batcher.ts), one commit flush for all; a batch takes
+// its address locks in id order, the same on every instance, so batches cannot deadlock. Appends to one address
+// therefore run one after another across all instances: sequences are gapless, and a later
+// sequence cannot commit before an earlier one (a reader's cursor can never skip an event).
+// The primary key (address_id, sequence) makes a bug fail loudly instead of reordering a queue.
+// Dedupe: the key is looked up under the same lock, which a concurrent same-key append held
+// until it committed, so the lookup sees its event; the partial unique index is the backstop
+// (a violation rolls back and the append is retried, then finds the event).
+// Wake-ups: NOTIFY ra_address_changed with the address id, inside the writing transaction, so no
+// instance wakes before the commit; each instance LISTENs on one dedicated connection
+// (change-listener.ts). Deletions notify too, so waits on other instances end with 404.
+// Durability: a call resolves only after COMMIT returned (synchronous_commit as configured on
+// the server; the default, on, makes a 2xx survive kill -9 of the service and of PostgreSQL).
+// Times are epoch ms in BIGINT columns; pg returns int8 as strings, parsed here with Number.
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
+import type { Store, StoreLimits } from '../store.js';
+import { ADDRESS_COLUMNS, EVENT_COLUMNS, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
+import { AppendBatcher } from './append-batcher.js';
+import { ChangeListener, type ListenerState } from './change-listener.js';
+import { runMigrations } from './migrator.js';
+
+const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
+
+/** The NOTIFY channel; the payload is the id of the address that changed. */
+export const CHANGE_CHANNEL = 'ra_address_changed';
+export const APPLICATION_NAME = 'return-address';
+export const LISTENER_APPLICATION_NAME = 'return-address-listener';
+
+/** /readyz fails once the listener has been disconnected this long (wake-ups would be late). */
+const LISTENER_DOWN_UNREADY_MS = 10_000;
+/** Retries of an append whose dedupe key was committed concurrently (the backstop fired). */
+const APPEND_ATTEMPTS = 3;
+
+export interface PostgresStoreOptions {
+  connectionString: string;
+  /** Connections in the pool (PG_POOL_SIZE); the LISTEN connection comes on top. */
+  poolSize: number;
+  /** statement_timeout of pooled connections in ms (PG_STATEMENT_TIMEOUT_MS); 0 disables it. */
+  statementTimeoutMs: number;
+}
+
+function isUniqueViolation(err: unknown, constraint: string): boolean {
+  const e = err as { code?: unknown; constraint?: unknown } | null;
+  return e !== null && typeof e === 'object' && e.code === '23505' && e.constraint === constraint;
+}
+
+type EventRowOrNull = { [K in keyof EventRow]: EventRow[K] | null };
+
+interface AppendInput {
+  event: NewEvent;
+  limits: StoreLimits;
+}
+
+function toAppendResult(row: EventRowOrNull & { outcome: string }): AppendResult {
+  switch (row.outcome) {
+    case 'created':
+      return { kind: 'created', event: toEvent(row as EventRow) };
+    case 'duplicate':
+      return { kind: 'duplicate', event: toEvent(row as EventRow) };
+    case 'queue_full':
+      return { kind: 'queue_full' };
+    case 'address_gone':
+      return { kind: 'address_gone' };
+    default:
+      throw new Error(`the append function answered ${JSON.stringify(row.outcome)}`);
+  }
+}
+
+const compareIds = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Cursors beyond any possible sequence must not overflow BIGINT; they match nothing either way. */
+const clampCursor = (after: number) => Math.min(after, Number.MAX_SAFE_INTEGER);
+
+export class PostgresStore implements Store {
+  readonly kind = 'postgres' as const;
+  readonly capabilities = { crossInstanceWakeups: true };
+  private readonly clientConfig: pg.ClientConfig;
+  private readonly pool: pg.Pool;
+  private listener: ChangeListener | undefined;
+  private closing: Promise<void> | undefined;
+  private readonly appends = new AppendBatcher<AppendInput, AppendResult>(
+    (inputs) => this.appendBatch(inputs),
+    (input) => this.appendAlone(input),
+  );
+
+  constructor(opts: PostgresStoreOptions) {
+    this.clientConfig = {
+      connectionString: opts.connectionString,
+      application_name: APPLICATION_NAME,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      connectionTimeoutMillis: 10_000,
+    };
+    this.pool = new pg.Pool({
+      ...this.clientConfig,
+      max: opts.poolSize,
+      statement_timeout: opts.statementTimeoutMs > 0 ? opts.statementTimeoutMs : false,
+      // A transaction left open by a stuck caller would hold its address lock: end it.
+      idle_in_transaction_session_timeout: 60_000,
+    });
+    // An idle pooled connection died (server restart, terminated backend): the pool drops it and
+    // opens a new one on demand. Without this handler the 'error' event would crash the process.
+    this.pool.on('error', () => {});
+  }
+
+  migrate(): Promise<void> {
+    return runMigrations(this.clientConfig, MIGRATIONS_DIR);
+  }
+
+  async ping(): Promise<void> {
+    await this.pool.query('SELECT 1');
+    const down = this.listener?.status().downSince;
+    if (down !== undefined && Date.now() - down > LISTENER_DOWN_UNREADY_MS) {
+      throw new Error('the LISTEN connection is down; cross-instance wake-ups would be late');
+    }
+  }
+
+  /** The LISTEN connection's state, for diagnostics and tests; undefined before subscribe(). */
+  listenerStatus(): { state: ListenerState; listens: number } | undefined {
+    const s = this.listener?.status();
+    return s && { state: s.state, listens: s.listens };
+  }
+
+  close(): Promise<void> {
+    return (this.closing ??= (async () => {
+      await this.appends.whenIdle();
+      await this.listener?.close();
+      await this.pool.end();
+    })());
+  }
+
+  async subscribe(onAddressChanged: (addressId: string) => void, onResync: () => void): Promise<void> {
+    if (this.listener) throw new Error('already subscribed');
+    this.listener = new ChangeListener({
+      clientConfig: { ...this.clientConfig, application_name: LISTENER_APPLICATION_NAME, query_timeout: 5_000 },
+      channel: CHANGE_CHANNEL,
+      onNotification: onAddressChanged,
+      onListening: onResync,
+    });
+    await this.listener.start();
+  }
+
+  async createAddress(a: AddressRecord, rate: { key: string; limit: number; windowMs: number; now: number }): Promise<RateDecision> {
+    const windowStart = rate.now - (rate.now % rate.windowMs);
+    // One statement, so one atomic step: count the attempt in the window row (locked by the
+    // upsert, shared by every instance) and insert the address only if the count was allowed.
+    // A refused attempt updates nothing and inserts nothing. A later window resets the count; an
+    // earlier one (a lagging clock on another instance) counts against the current window.
+    const r = await this.pool.query(
+      `WITH counted AS (
+         INSERT INTO rate_windows AS w (key, window_start, count) VALUES ($1, $2, 1)
+         ON CONFLICT (key) DO UPDATE
+           SET window_start = GREATEST(w.window_start, EXCLUDED.window_start),
+               count = CASE WHEN EXCLUDED.window_start > w.window_start THEN 1 ELSE w.count + 1 END
+           WHERE EXCLUDED.window_start > w.window_start OR w.count < $3::bigint
+         RETURNING 1
+       )
+       INSERT INTO addresses (${ADDRESS_COLUMNS})
+       SELECT $4::text, $5::text, $6::text, $7::text, $8::bytea, $9::bytea, $10::bigint, $11::bigint FROM counted`,
+      [rate.key, windowStart, rate.limit, a.id, a.slug, a.name, a.taskId, a.readTokenHash, a.inboxSecretHash, a.createdAt, a.expiresAt],
+    );
+    if (r.rowCount === 1) return { allowed: true };
+    return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((windowStart + rate.windowMs - rate.now) / 1000)) };
+  }
+
+  async getAddress(id: string): Promise<AddressRecord | null> {
+    const r = await this.pool.query<AddressRow>(`SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE id = $1`, [id]);
+    return r.rows[0] ? toAddress(r.rows[0]) : null;
+  }
+
+  async getAddressBySlug(slug: string): Promise<AddressRecord | null> {
+    const r = await this.pool.query<AddressRow>(`SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE slug = $1`, [slug]);
+    return r.rows[0] ? toAddress(r.rows[0]) : null;
+  }
+
+  async deleteAddress(id: string): Promise<boolean> {
+    // The events go by ON DELETE CASCADE; the NOTIFY is delivered at commit.
+    const r = await this.pool.query(
+      `WITH gone AS (DELETE FROM addresses WHERE id = $1 RETURNING id)
+       SELECT pg_notify($2, id) FROM gone`,
+      [id, CHANGE_CHANNEL],
+    );
+    return r.rowCount === 1;
+  }
+
+  async deleteExpired(cutoff: number, batchSize: number): Promise<string[]> {
+    // SKIP LOCKED: concurrent sweepers on other instances take disjoint batches, and an address
+    // locked by an append in progress is left for the next sweep instead of being waited on.
+    const r = await this.pool.query<{ id: string }>(
+      `WITH victims AS (
+         SELECT id FROM addresses WHERE expires_at < $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
+       ), gone AS (
+         DELETE FROM addresses a USING victims v WHERE a.id = v.id RETURNING a.id
+       )
+       SELECT id, pg_notify($3, id) FROM gone`,
+      [cutoff, batchSize, CHANGE_CHANNEL],
+    );
+    // Rate windows older than a day cannot matter to any configured window that still runs.
+    await this.pool.query('DELETE FROM rate_windows WHERE window_start < $1', [cutoff - 24 * 3600 * 1000]);
+    return r.rows.map((row) => row.id);
+  }
+
+  appendEvent(event: NewEvent, limits: StoreLimits): Promise<AppendResult> {
+    return this.appends.submit({ event, limits });
+  }
+
+  /** A batch in one transaction (ra_append_events, migration 0003), locking addresses in id order. */
+  private async appendBatch(inputs: AppendInput[]): Promise<AppendResult[]> {
+    // Stable sort: one lock order for every batch on every instance (no deadlock), and each
+    // address's deliveries keep their arrival order.
+    const order = inputs.map((_, i) => i).sort((a, b) => compareIds(inputs[a]!.event.addressId, inputs[b]!.event.addressId));
+    const sorted = order.map((i) => inputs[i]!.event);
+    const r = await this.pool.query<EventRowOrNull & { ord: number; outcome: string }>(
+      'SELECT * FROM ra_append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+      [sorted.map((e) => e.addressId), sorted.map((e) => e.id), sorted.map((e) => e.type), sorted.map((e) => e.source),
+        sorted.map((e) => e.data), sorted.map((e) => e.metadata), sorted.map((e) => e.dedupeKey), sorted.map((e) => e.createdAt),
+        inputs[0]!.limits.maxEventsPerAddress, CHANGE_CHANNEL],
+    );
+    if (r.rows.length !== inputs.length) throw new Error(`ra_append_events answered ${r.rows.length} rows for ${inputs.length} events`);
+    const results = new Array<AppendResult>(inputs.length);
+    for (const row of r.rows) results[order[row.ord - 1]!] = toAppendResult(row);
+    return results;
+  }
+
+  /** One delivery alone, with the unique-index backstop retried (the retry finds the winner). */
+  private async appendAlone({ event, limits }: AppendInput): Promise<AppendResult> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.appendOnce(event, limits);
+      } catch (err) {
+        if (attempt < APPEND_ATTEMPTS && isUniqueViolation(err, 'events_dedupe_key')) continue;
+        throw err;
+      }
+    }
+  }
+
+  /** One round trip: ra_append_event (migration 0002) locks, dedupes, prunes, inserts and notifies. */
+  private async appendOnce(e: NewEvent, limits: StoreLimits): Promise<AppendResult> {
+    const r = await this.pool.query<EventRowOrNull & { outcome: string }>(
+      'SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+      [e.addressId, e.id, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt, limits.maxEventsPerAddress, CHANGE_CHANNEL],
+    );
+    const row = r.rows[0];
+    if (!row) throw new Error('ra_append_event answered no row');
+    return toAppendResult(row);
+  }
+
+
+
+  async listEvents(addressId: string, after: number, limit: number): Promise<EventPageRecord | null> {
+    // One statement: no row when the address does not exist, one row of NULLs when its page is empty.
+    const r = await this.pool.query<{ [K in keyof EventRow]: EventRow[K] | null }>(
+      `SELECT e.* FROM addresses a
+       LEFT JOIN LATERAL (
+         SELECT ${EVENT_COLUMNS} FROM events
+         WHERE address_id = a.id AND sequence > $2 ORDER BY sequence LIMIT $3
+       ) e ON true
+       WHERE a.id = $1`,
+      [addressId, clampCursor(after), limit + 1],
+    );
+    if (r.rows.length === 0) return null;
+    const rows = r.rows.filter((row): row is EventRow => row.id !== null);
+    const hasMore = rows.length > limit;
+    if (hasMore) rows.pop();
+    return { events: rows.map(toEvent), hasMore };
+  }
+
+  async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
+    const r = await this.pool.query<EventRow>(
+      `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, $1) WHERE id = $2 AND address_id = $3
+       RETURNING ${EVENT_COLUMNS}`,
+      [now, eventId, addressId],
+    );
+    return r.rows[0] ? toEvent(r.rows[0]) : null;
+  }
+
+  /** Runs `fn` in a transaction on one pooled connection; resolves after COMMIT returned. */
+}
