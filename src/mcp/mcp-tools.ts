@@ -1,0 +1,182 @@
+// The MCP tools of one address (decisions.md §8): a thin adapter over ReturnAddressService, built
+// fresh for every HTTP request (stateless Streamable HTTP), so nothing is shared between requests
+// and any instance behind a load balancer can answer any call.
+//
+// Results carry the HTTP API's JSON shapes twice: as structuredContent and as JSON text. Failures
+// a caller can act on are tool results with isError: true, never protocol errors: the queue's own
+// (unknown event, address deleted) carry the API's error body as text; arguments outside the input
+// schema are refused by the SDK before a tool runs, with a message naming the argument.
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyBaseLogger } from 'fastify';
+import { z } from 'zod';
+import { ApiError } from '../domain/errors.js';
+import type { AddressRecord } from '../domain/model.js';
+import { addressView, eventJson, eventPageJson } from '../domain/representation.js';
+import type { ReturnAddressService } from '../domain/return-address-service.js';
+import { EventsQuery } from '../http/schemas.js';
+
+interface Range { minimum: number; maximum: number; default: number }
+
+function rangeOf(schema: object): Range {
+  const { minimum, maximum, default: def } = schema as Partial<Range>;
+  if (minimum === undefined || def === undefined) throw new Error('EventsQuery parameters need a minimum and a default');
+  return { minimum, maximum: maximum ?? Number.MAX_SAFE_INTEGER, default: def };
+}
+
+/** The ranges of endpoint 4 (spec §4.1), read from the HTTP schema so the tools cannot drift from it. */
+const AFTER = rangeOf(EventsQuery.properties.after);
+const LIMIT = rangeOf(EventsQuery.properties.limit);
+const WAIT = rangeOf(EventsQuery.properties.wait);
+const MAX_WAIT_SECONDS = WAIT.maximum;
+
+const SERVER_INFO = { name: 'return-address', version: '0.1.0' } as const;
+
+const INSTRUCTIONS = 'This server is one return address: an ordered, durable queue of events (HTTP callbacks to its inbox URL ' +
+  'and inbound email). Read with list_events or wait_for_event, process events in sequence order, keep next_cursor and pass it ' +
+  'as `after` next time, and ack_event what you have handled. get_address shows the address and its email.';
+
+// ---- input schemas (strict: an unknown or misspelt argument is an error, not silently ignored) ----
+
+const cursor = z.number().int().min(AFTER.minimum).max(AFTER.maximum).default(AFTER.default);
+
+const GetAddressInput = z.strictObject({});
+
+const ListEventsInput = z.strictObject({
+  after: cursor.describe(`Cursor: return events whose sequence is greater than this. Use the previous next_cursor. Default ${AFTER.default} (from the start).`),
+  limit: z.number().int().min(LIMIT.minimum).max(LIMIT.maximum).default(LIMIT.default)
+    .describe(`Page size, ${LIMIT.minimum} to ${LIMIT.maximum}. Default ${LIMIT.default}.`),
+  wait: z.number().int().min(WAIT.minimum).max(WAIT.maximum).default(WAIT.default)
+    .describe(`Long-poll: seconds (${WAIT.minimum} to ${WAIT.maximum}) to hold the call while nothing is after the cursor; returns as soon as an event arrives. Default ${WAIT.default}.`),
+});
+
+const AckEventInput = z.strictObject({
+  event_id: z.string().min(1).describe('The id of the event to acknowledge (evt_…), from list_events or wait_for_event.'),
+});
+
+const WaitForEventInput = z.strictObject({
+  after: cursor.describe(`Cursor: wait for the first event whose sequence is greater than this. Use the previous next_cursor. Default ${AFTER.default}.`),
+  timeout: z.number().min(0).max(MAX_WAIT_SECONDS).default(MAX_WAIT_SECONDS)
+    .describe(`Seconds to wait, 0 to ${MAX_WAIT_SECONDS} (fractions allowed). Default ${MAX_WAIT_SECONDS}. 0 only looks, without waiting.`),
+  type: z.string().optional().describe('Only an event of exactly this type counts (e.g. "email.received"); events of other types are skipped.'),
+});
+
+// ---- output schemas: the API's shapes (spec §2), loose on formats so any deployment's values pass ----
+
+const Address = z.object({
+  id: z.string().describe('addr_…'),
+  slug: z.string(),
+  name: z.string(),
+  taskId: z.string().optional(),
+  email: z.string().describe('Inbound email address of this address.'),
+  createdAt: z.string().describe('ISO 8601 date-time.'),
+  expiresAt: z.string().describe('ISO 8601 date-time; deliveries are refused after it.'),
+});
+
+const Event = z.object({
+  id: z.string().describe('evt_…'),
+  address_id: z.string(),
+  sequence: z.number().int().min(1).describe('Orders events within the address: 1, 2, 3… without gaps.'),
+  type: z.string(),
+  source: z.string().describe('"https" for HTTP deliveries by default, "email" for inbound mail.'),
+  data: z.unknown().describe('Any JSON value; null when the delivery had none.'),
+  metadata: z.record(z.string(), z.string()).optional(),
+  dedupe_key: z.string().optional(),
+  created_at: z.string().describe('ISO 8601 date-time.'),
+  acknowledged_at: z.string().optional().describe('ISO 8601 date-time; present once acknowledged.'),
+});
+
+const AddressResponse = z.object({ address: Address });
+const EventPage = z.object({
+  events: z.array(Event),
+  next_cursor: z.number().int().min(0).describe('Pass as `after` next time: the last sequence returned, or `after` when none was.'),
+  has_more: z.boolean().describe('Whether events after next_cursor exist already.'),
+});
+const EventResponse = z.object({ event: Event });
+const WaitResult = z.object({
+  event: Event.nullable().describe('The first matching event after `after`, or null when the timeout passed.'),
+  next_cursor: z.number().int().min(0).describe('The event\'s sequence, or how far the queue was scanned when event is null. Pass as `after` next time.'),
+});
+
+/** A result whose text is exactly the JSON the HTTP API would send. */
+function jsonResult(text: string): CallToolResult {
+  return { content: [{ type: 'text', text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
+}
+
+export interface ToolContext {
+  service: ReturnAddressService;
+  address: AddressRecord;
+  emailDomain: string;
+  /** Aborts when the HTTP client goes away: long waits end then. */
+  signal: AbortSignal;
+  log: FastifyBaseLogger;
+}
+
+/** Builds the MCP server for one request on one (already authenticated) address. */
+export function buildMcpServer(ctx: ToolContext): McpServer {
+  const { service, address } = ctx;
+  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+
+  /**
+   * Runs a tool body that renders the API's JSON text. Domain failures become isError results with
+   * the API's error body; anything else is logged and hidden, as the HTTP API hides 5xx details.
+   */
+  const run = async (tool: string, extra: { signal: AbortSignal }, fn: (signal: AbortSignal) => Promise<string>): Promise<CallToolResult> => {
+    try {
+      return jsonResult(await fn(AbortSignal.any([ctx.signal, extra.signal])));
+    } catch (err) {
+      const e = err instanceof ApiError ? err : null;
+      if (!e || e.status >= 500) ctx.log.error({ err, tool }, 'MCP tool failed');
+      const body = e && e.status < 500
+        ? { error: { code: e.code, message: e.message } }
+        : { error: { code: 'internal', message: 'Internal error. It has been logged; retrying later may help.' } };
+      return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
+    }
+  };
+
+  server.registerTool('get_address', {
+    title: 'Get this return address',
+    description: 'Returns {address}: this address\'s id, name, taskId, inbound email address, createdAt and expiresAt ' +
+      '(the same as GET /api/v1/addresses/{id}). Takes no arguments.',
+    inputSchema: GetAddressInput,
+    outputSchema: AddressResponse,
+    annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  }, (_args, extra) => run('get_address', extra, async () => JSON.stringify({ address: addressView(address, ctx.emailDomain) })));
+
+  server.registerTool('list_events', {
+    title: 'List events in order',
+    description: 'Returns a page {events, next_cursor, has_more} of this address\'s events with sequence > after, oldest first, ' +
+      'acknowledged or not (acknowledged_at tells them apart). Store next_cursor and pass it as `after` next time; while has_more is ' +
+      'true, call again at once. With wait > 0 and nothing new, the call holds until an event arrives or wait seconds pass (empty page).',
+    inputSchema: ListEventsInput,
+    outputSchema: EventPage,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  }, (args, extra) => run('list_events', extra, async (signal) => eventPageJson(await service.listEvents(address, args, signal))));
+
+  server.registerTool('ack_event', {
+    title: 'Acknowledge an event',
+    description: 'Marks the event handled and returns {event} with acknowledged_at. Idempotent: acking again returns the same ' +
+      'acknowledged_at. Ack what you have processed: the oldest acknowledged events are pruned first when the queue is full. ' +
+      'An unknown event_id is an error (not_found).',
+    inputSchema: AckEventInput,
+    outputSchema: EventResponse,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  }, (args, extra) => run('ack_event', extra, async () => `{"event":${eventJson(await service.ackEvent(address, args.event_id))}}`));
+
+  server.registerTool('wait_for_event', {
+    title: 'Wait for the next event',
+    description: 'Returns {event, next_cursor}: the first event with sequence > after (of exactly `type`, when given), waiting up to ' +
+      `timeout seconds (default ${MAX_WAIT_SECONDS}) for one to arrive; it returns within milliseconds of the delivery. On timeout ` +
+      'event is null. Either way pass next_cursor as `after` next time: it is the returned event\'s sequence, or how far the queue ' +
+      'was scanned on timeout (with `type`, events of other types up to there are passed over; list_events shows every event). ' +
+      'Does not acknowledge: call ack_event when done.',
+    inputSchema: WaitForEventInput,
+    outputSchema: WaitResult,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  }, (args, extra) => run('wait_for_event', extra, async (signal) => {
+    const r = await service.waitForEvent(address, args.after, args.timeout, args.type, signal);
+    return `{"event":${r.event ? eventJson(r.event) : 'null'},"next_cursor":${r.nextCursor}}`;
+  }));
+
+  return server;
+}
