@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const c = loadConfig({});
+    assert.equal(c.port, 3000);
+    assert.equal(c.baseUrl, 'http://localhost:3000');
+    assert.equal(c.emailDomain, 'localhost');
+    assert.equal(c.smtpPort, 2525);
+    assert.equal(c.defaultTtlSeconds, 604800);
+    assert.equal(c.expiredGraceSeconds, 86400);
+    assert.equal(c.createRateLimit, 30);
+    assert.equal(c.createRateWindowSeconds, 60);
+    assert.equal(c.maxEventsPerAddress, 10000);
+    assert.equal(c.maxPayloadBytes, 1048576);
+    assert.equal(c.maxEmailBytes, 10485760);
+    assert.equal(c.databaseUrl, undefined);
+    assert.equal(c.requestTimeoutMs, 30_000);
+    assert.equal(c.headersTimeoutMs, 10_000);
+    assert.ok(Object.isFrozen(c));
+  });
+
+  it('derives the email domain from BASE_URL and strips a trailing slash', () => {
+    const c = loadConfig({ BASE_URL: 'https://Ra.Example.com:8443/' });
+    assert.equal(c.baseUrl, 'https://ra.example.com:8443');
+    assert.equal(c.emailDomain, 'ra.example.com');
+  });
+
+  it('refuses bad values, naming the variable', () => {
+    const bad: Record<string, string>[] = [
+      { PORT: 'eighty' }, { PORT: '70000' }, { BASE_URL: 'ftp://x' }, { BASE_URL: 'not a url' }, { DATABASE_URL: 'mysql://x' },
+      { DEFAULT_TTL_SECONDS: '0' }, { MAX_PAYLOAD_BYTES: '1.5' }, { LOG_LEVEL: 'loud' }, { TRUST_PROXY: 'maybe' },
+      { SMTP_TLS_CERT: '/tmp/cert.pem' }, { CREATE_RATE_LIMIT: '-1' },
+    ];
+    for (const env of bad) {
+      const name = Object.keys(env)[0]!;
+      assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.message.includes(name === 'SMTP_TLS_CERT' ? 'SMTP_TLS_KEY' : name), JSON.stringify(env));
+    }
+  });
+
+  it('lets operators go below the client ranges so expiry can be watched', () => {
+    const c = loadConfig({ DEFAULT_TTL_SECONDS: '1', EXPIRED_GRACE_SECONDS: '0' });
+    assert.equal(c.defaultTtlSeconds, 1);
+    assert.equal(c.expiredGraceSeconds, 0);
+  });
+});

@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  ADDRESS_ID_RE, EVENT_ID_RE, INBOX_SECRET_RE, READ_TOKEN_RE, SLUG_RE, hashSecret, newAddressId, newEventId, newInboxSecret,
+  newReadToken, newSlug, secretMatches,
+} from '../../src/domain/credentials.js';
+
+describe('credentials', () => {
+  it('have the documented shapes and do not repeat', () => {
+    const gens: [() => string, RegExp][] = [
+      [newAddressId, ADDRESS_ID_RE], [newEventId, EVENT_ID_RE], [newSlug, SLUG_RE], [newReadToken, READ_TOKEN_RE], [newInboxSecret, INBOX_SECRET_RE],
+    ];
+    for (const [gen, re] of gens) {
+      const seen = new Set<string>();
+      for (let i = 0; i < 2000; i++) {
+        const v = gen();
+        assert.match(v, re);
+        seen.add(v);
+      }
+      assert.equal(seen.size, 2000);
+    }
+  });
+
+  it('spread over the whole alphabet (no modulo bias to one end)', () => {
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 2000; i++) for (const c of newAddressId().slice(5)) counts.set(c, (counts.get(c) ?? 0) + 1);
+    assert.equal(counts.size, 36);
+    const expected = (2000 * 26) / 36;
+    for (const [c, n] of counts) assert.ok(n > expected * 0.8 && n < expected * 1.2, `${c}: ${n}`);
+  });
+
+  it('a secret matches only its own hash', () => {
+    const t = newReadToken();
+    const h = hashSecret(t);
+    assert.equal(h.length, 32);
+    assert.equal(secretMatches(t, h), true);
+    assert.equal(secretMatches(`${t}x`, h), false);
+    assert.equal(secretMatches(newReadToken(), h), false);
+    assert.equal(secretMatches(t, h.subarray(0, 16)), false);
+  });
+});

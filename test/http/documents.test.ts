@@ -1,0 +1,49 @@
+// /openapi.json is generated from the route schemas; it must be a valid OpenAPI 3.1 document that
+// lists every route the app serves. The llms guides carry this deployment's real values.
+import SwaggerParser from '@apidevtools/swagger-parser';
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { api, startTestService, type TestService } from '../helpers.js';
+
+describe('published documents', () => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ MAX_EVENTS_PER_ADDRESS: '1234', EMAIL_DOMAIN: 'mail.example.test' });
+  });
+  after(() => svc.stop());
+
+  it('openapi.json validates as OpenAPI 3.1', async () => {
+    const res = await api(svc.baseUrl, 'GET', '/openapi.json');
+    assert.equal(res.status, 200);
+    const doc = res.json;
+    assert.equal(doc.openapi, '3.1.0');
+    // validate() dereferences in place; give it a copy.
+    await SwaggerParser.validate(structuredClone(doc));
+    assert.deepEqual(doc.servers, [{ url: svc.baseUrl }]);
+  });
+
+  it('lists every route the app serves, with its methods', async () => {
+    const doc = (await api(svc.baseUrl, 'GET', '/openapi.json')).json;
+    const served = svc.running.app.printRoutes({ commonPrefix: false });
+    const paths = Object.keys(doc.paths);
+    for (const p of ['/api/v1/addresses', '/api/v1/addresses/{addressId}', '/api/v1/addresses/{addressId}/events',
+      '/api/v1/addresses/{addressId}/events/{eventId}/ack', '/api/v1/inbox/{addressId}/{secret}', '/healthz', '/readyz',
+      '/openapi.json', '/llms.txt', '/llms-full.txt']) {
+      assert.ok(paths.includes(p), `${p} documented`);
+      const fastifyPath = p.replace(/\{(\w+)\}/g, ':$1');
+      assert.ok(served.includes(fastifyPath.split('/').pop()!), `${fastifyPath} served`);
+    }
+  });
+
+  it('the guides carry the real base URL, email domain and limits', async () => {
+    const full = await api(svc.baseUrl, 'GET', '/llms-full.txt');
+    const short = await api(svc.baseUrl, 'GET', '/llms.txt');
+    for (const r of [full, short]) {
+      assert.match(r.headers.get('content-type') ?? '', /^text\/plain/);
+      assert.ok(r.text.includes(svc.baseUrl));
+      assert.ok(!/\{base_url\}|undefined|NaN|\[object Object\]/.test(r.text), 'no unfilled placeholders');
+    }
+    assert.ok(full.text.includes('@mail.example.test'));
+    assert.ok(full.text.includes('1234'), 'the configured MAX_EVENTS_PER_ADDRESS is stated');
+  });
+});
