@@ -3,7 +3,8 @@
 // SIGKILL while other deliveries of the same burst are still in flight. Real SQLite, real process.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { api, createAddress, createTestStorage, onlySqlite, sleep, spawnService, type Addr, type TestStorage } from '../helpers.js';
+import { api, createAddress, createTestStorage, onlySqlite, range, sleep, spawnService, type Addr, type TestStorage } from '../helpers.js';
+import { sendPipelined, type PipelinedRequest, type PipelinedResponse } from '../pipelined-http.js';
 
 interface Stats { batches: number; items: number; largestBatch: number }
 
@@ -35,11 +36,22 @@ describe('group commit durability', { skip: onlySqlite }, () => {
     const env = { RA_DEBUG_GROUP_COMMIT: '1', LOG_LEVEL: 'warn' };
     const first = await spawnService(env, storage);
     const addrs = [await createAddress(first.baseUrl), await createAddress(first.baseUrl)];
-    const deliver = (a: Addr, key: string) => api(first.baseUrl, 'POST', a.inboxUrl, { json: { type: 'burst', data: { key } }, headers: { 'idempotency-key': key } });
+    const port = Number(new URL(first.baseUrl).port);
+    const delivery = (a: Addr, key: string): PipelinedRequest => ({
+      method: 'POST', path: new URL(a.inboxUrl).pathname, json: { type: 'burst', data: { key } }, headers: { 'idempotency-key': key },
+    });
+    /** `sockets` connections, each writing its share of the deliveries in one pipelined write. */
+    const burst = (prefix: string, sockets: number, perSocket: number, onAnswer: (key: string, a: Addr, r: PipelinedResponse) => void) =>
+      Promise.all(range(0, sockets - 1).map((s) => {
+        const keys = range(0, perSocket - 1).map((i) => ({ key: `${prefix}-${s}-${i}`, a: addrs[i % 2] as Addr }));
+        return sendPipelined(port, keys.map(({ key, a }) => delivery(a, key)), (r, i) => onAnswer(keys[i]!.key, keys[i]!.a, r));
+      }));
 
-    // A first burst: concurrent deliveries must be written in shared batches.
-    const warm = await Promise.all(Array.from({ length: 200 }, (_, i) => deliver(addrs[i % 2] as Addr, `warm-${i}`)));
-    assert.ok(warm.every((r) => r.status === 202), 'every delivery of the first burst is accepted');
+    // A first burst: deliveries parsed in one turn must be written in shared batches.
+    const warm: { key: string; address: string; status: number; id: string | undefined }[] = [];
+    await burst('warm', 4, 50, (key, a, r) => warm.push({ key, address: a.id, status: r.status, id: r.json?.event?.id }));
+    assert.equal(warm.length, 200, 'every delivery of the first burst is answered');
+    assert.deepEqual(warm.filter((w) => w.status !== 202), [], 'every delivery of the first burst is accepted');
     let stats: Stats | undefined;
     for (let i = 0; i < 100 && (stats === undefined || stats.items < 200); i++) {
       await sleep(100);
@@ -52,24 +64,20 @@ describe('group commit durability', { skip: onlySqlite }, () => {
     // A second burst, cut by SIGKILL once half of it has been answered: the others are in flight,
     // some inside a batch being committed or synced.
     const answered: { key: string; id: string; sequence: number; address: string }[] = [];
+    const refused: string[] = [];
     let killed = false;
-    const burst = Array.from({ length: 300 }, (_, i) => {
-      const a = addrs[i % 2] as Addr;
-      const key = `burst-${i}`;
-      return deliver(a, key).then((r) => {
-        if (r.status === 202 || r.status === 200) {
-          answered.push({ key, id: r.json.event.id, sequence: r.json.event.sequence, address: a.id });
-          if (answered.length >= 150 && !killed) {
-            killed = true;
-            first.proc.kill('SIGKILL');
-          }
-        }
-      }, () => { /* cut off by the kill: no promise was made */ });
+    await burst('burst', 6, 50, (key, a, r) => {
+      if (r.status !== 202) return void refused.push(`${key}: ${r.status} ${JSON.stringify(r.json)}`);
+      answered.push({ key, id: r.json.event.id, sequence: r.json.event.sequence, address: a.id });
+      if (answered.length >= 150 && !killed) {
+        killed = true;
+        first.proc.kill('SIGKILL');
+      }
     });
-    await Promise.all(burst);
     const exit = await first.exited;
     assert.equal(exit.signal, 'SIGKILL', 'the service was killed, not stopped');
-    assert.ok(answered.length >= 150);
+    assert.deepEqual(refused, [], 'no delivery of the burst was refused');
+    assert.ok(answered.length >= 150, `the burst was answered up to the kill (${answered.length} of 300)`);
 
     // Everything answered 2xx is there, with the sequence it was given; nothing else is invented.
     const second = await spawnService(env, storage, { port: first.port, smtpPort: first.smtpPort });
@@ -82,11 +90,11 @@ describe('group commit durability', { skip: onlySqlite }, () => {
         for (const x of answered.filter((y) => y.address === a.id)) {
           assert.equal(byId.get(x.id), x.sequence, `delivery ${x.key}, answered 2xx with sequence ${x.sequence}, survived kill -9`);
         }
-        for (const w of warm.filter((_, i) => addrs[i % 2] === a)) assert.ok(byId.has(w.json.event.id));
+        for (const w of warm.filter((x) => x.address === a.id)) assert.ok(byId.has(w.id ?? ''), `warm delivery ${w.key} survived`);
       }
       // A delivery whose answer was lost in the kill can be retried safely with its key: either it
       // was stored (200, duplicate) or it is stored now (202), never twice.
-      const retry = await api(second.baseUrl, 'POST', (addrs[0] as Addr).inboxUrl, { json: { type: 'burst' }, headers: { 'idempotency-key': 'burst-298' } });
+      const retry = await api(second.baseUrl, 'POST', (addrs[0] as Addr).inboxUrl, { json: { type: 'burst' }, headers: { 'idempotency-key': 'burst-5-48' } });
       assert.ok(retry.status === 200 || retry.status === 202, retry.text);
     } finally {
       second.proc.kill('SIGTERM');
