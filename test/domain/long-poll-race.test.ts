@@ -1,0 +1,72 @@
+// The long-poll's one race (style habit 3, decisions.md §5): an event committed after a reader's
+// read found nothing, but before the reader started waiting. The service registers its waiter
+// first, then re-reads, then waits, so that event either shows up in the re-read or wakes the
+// waiter. Here a delivery is made at exactly that moment, on a real store: inside the reader's
+// re-read, after the page was read. Were the order read-then-register, the notification would find
+// no waiter and the reader would sleep through the whole wait with the event in the queue.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
+import { ReturnAddressService } from '../../src/domain/return-address-service.js';
+import { openStore } from '../../src/storage/open-store.js';
+import type { Store } from '../../src/storage/store.js';
+import { WakeupHub } from '../../src/wakeup/wakeup-hub.js';
+import { createTestStorage, sleep, STORE, type TestStorage } from '../helpers.js';
+
+describe(`a long-poll and a delivery racing it (${STORE})`, () => {
+  let storage: TestStorage;
+  let store: Store;
+  const hub = new WakeupHub();
+  let writer: ReturnAddressService;
+  let config: ReturnType<typeof loadConfig>;
+
+  before(async () => {
+    storage = await createTestStorage();
+    config = loadConfig({ ...storage.env, LOG_LEVEL: 'silent' });
+    store = await openStore(config);
+    writer = new ReturnAddressService(store, hub, config);
+  });
+  after(async () => {
+    hub.shutdown();
+    await store.close();
+    await storage.drop();
+  });
+
+  /** The store as the reader sees it: its `injectAt`-th read of events is followed by `inject()`. */
+  function interleaved(injectAt: number, inject: () => Promise<unknown>): { store: Store; reads: () => number } {
+    let reads = 0;
+    const proxy = new Proxy(store, {
+      get(target, prop) {
+        if (prop === 'listEvents') {
+          return async (addressId: string, afterSeq: number, limit: number) => {
+            const page = await target.listEvents(addressId, afterSeq, limit);
+            if (++reads === injectAt) await inject(); // committed, durable and notified before the reader sees its (empty) page
+            return page;
+          };
+        }
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    return { store: proxy, reads: () => reads };
+  }
+
+  it('an event committed between the re-read and the wait still ends the wait at once, with that event', async () => {
+    const { address } = await writer.createAddress({}, 'race-test');
+    const deliverRaced = () => writer.deliver(address, { type: 'raced' }, undefined, 'https');
+    // Read 1 is the plain read; read 2 is the re-read after the waiter was registered.
+    const racing = interleaved(2, deliverRaced);
+    const reader = new ReturnAddressService(racing.store, hub, config);
+
+    const outcome = await Promise.race([
+      reader.listEvents(address, { after: 0, limit: 10, wait: 25 }),
+      sleep(5_000).then(() => 'still waiting 5 s later' as const),
+    ]);
+    hub.notifyAll(); // releases a reader that slept through the event, so the test ends either way
+    if (outcome === 'still waiting 5 s later') assert.fail('the reader slept through an event committed before its wait began');
+    assert.ok(racing.reads() >= 3, `the reader re-read after being woken (${racing.reads()} reads)`);
+    assert.deepEqual(outcome.events.map((e) => [e.sequence, e.type]), [[1, 'raced']]);
+    assert.equal(outcome.nextCursor, 1);
+    assert.equal(hub.size(), 0, 'no waiter is left behind');
+  });
+});
