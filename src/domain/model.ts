@@ -28,17 +28,8 @@ export interface EventRecord {
   acknowledgedAt: number | null;
 }
 
-/** A new event as the store receives it: everything but the sequence, which the store allocates. */
-export interface NewEvent {
-  id: string;
-  addressId: string;
-  type: string;
-  source: string;
-  data: string;
-  metadata: string | null;
-  dedupeKey: string | null;
-  createdAt: number;
-}
+/** A new event as the store receives it: not yet acknowledged, and without the sequence, which the store allocates. */
+export type NewEvent = Omit<EventRecord, 'sequence' | 'acknowledgedAt'>;
 
 export type AppendResult =
   | { kind: 'created'; event: EventRecord }
