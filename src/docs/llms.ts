@@ -167,9 +167,9 @@ Response 200 EventPage: {"events": [Event…], "next_cursor": n, "has_more": boo
   Deleting the address ends waiting reads with 404 not_found. A server shutdown ends them with an
   empty page (just read again).
 
-Event (snake_case): id (evt_ + 26 chars), address_id, sequence (>= 1), type, source, data (always
-present, null when none), metadata (when given), dedupe_key (when given), created_at,
-acknowledged_at (once acknowledged).
+Event (snake_case): id (evt_ + 26 chars; opaque: order by sequence, never by id), address_id,
+sequence (>= 1), type, source, data (always present, null when none), metadata (when given),
+dedupe_key (when given), created_at, acknowledged_at (once acknowledged).
 
 ## Acknowledge (endpoint 5)
 

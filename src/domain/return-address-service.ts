@@ -152,7 +152,7 @@ export class ReturnAddressService {
       throw new ApiError('address_expired', `This address expired at ${new Date(address.expiresAt).toISOString()} and accepts no more deliveries.`);
     }
     const event: NewEvent = {
-      id: newEventId(),
+      id: newEventId(createdAt),
       addressId: address.id,
       type: input.type ?? DEFAULT_EVENT_TYPE,
       source: input.source ?? defaultSource,

@@ -72,7 +72,7 @@ export const CreateEventBody = Type.Object(
 
 export const Event = Type.Object(
   {
-    id: Type.String({ pattern: '^evt_[0-9a-z]{26}$' }),
+    id: Type.String({ pattern: '^evt_[0-9a-z]{26}$', description: 'Unique and opaque. Events are ordered by sequence, never by id.' }),
     address_id: Type.String({ pattern: '^addr_[0-9a-z]{26}$' }),
     sequence: Type.Integer({ minimum: 1, description: 'Starts at 1 per address and grows by exactly 1 per new event: no gaps, no reuse.' }),
     type: Type.String(),

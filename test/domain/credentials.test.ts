@@ -29,6 +29,18 @@ describe('credentials', () => {
     for (const [c, n] of counts) assert.ok(n > expected * 0.8 && n < expected * 1.2, `${c}: ${n}`);
   });
 
+  it('event ids lead with their creation time and stay unique within one millisecond', () => {
+    const t = Date.UTC(2026, 10, 23, 12, 0, 0, 123);
+    const ids = Array.from({ length: 2000 }, () => newEventId(t));
+    for (const id of ids) {
+      assert.match(id, EVENT_ID_RE);
+      assert.equal(parseInt(id.slice(4, 13), 36), t, 'the first 9 characters are the creation time in base36');
+    }
+    assert.equal(new Set(ids).size, ids.length);
+    // Later ids sort after earlier ones, so the stores' id index grows at one end.
+    assert.ok(newEventId(t + 1) > newEventId(t) && newEventId(t) > newEventId(t - 1));
+  });
+
   it('a secret matches only its own hash', () => {
     const t = newReadToken();
     const h = hashSecret(t);
