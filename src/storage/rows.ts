@@ -29,6 +29,13 @@ export interface EventRow {
 }
 
 export const ADDRESS_COLUMNS = 'id, slug, name, task_id, read_token_hash, inbox_secret_hash, created_at, expires_at';
+/**
+ * The time part of an event id (characters 10-18, 1-based; see newEventId), the leading key of
+ * both stores' unique index on event ids (the 0001 migrations). A lookup by id names it too, so
+ * the planner uses that index: `WHERE ${EVENT_ID_TIME_SQL} = substr($id, 10, 9) AND id = $id`.
+ */
+export const EVENT_ID_TIME_SQL = 'substr(id, 10, 9)';
+
 export const EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at';
 
 export const toAddress = (r: AddressRow): AddressRecord => ({

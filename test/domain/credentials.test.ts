@@ -29,16 +29,22 @@ describe('credentials', () => {
     for (const [c, n] of counts) assert.ok(n > expected * 0.8 && n < expected * 1.2, `${c}: ${n}`);
   });
 
-  it('event ids lead with their creation time and stay unique within one millisecond', () => {
+  it('event ids carry their creation time after a random head, and stay unique within one millisecond', () => {
     const t = Date.UTC(2026, 10, 23, 12, 0, 0, 123);
     const ids = Array.from({ length: 2000 }, () => newEventId(t));
     for (const id of ids) {
       assert.match(id, EVENT_ID_RE);
-      assert.equal(parseInt(id.slice(4, 13), 36), t, 'the first 9 characters are the creation time in base36');
+      assert.equal(parseInt(id.slice(9, 18), 36), t, 'characters 10-18 are the creation time in base36');
     }
     assert.equal(new Set(ids).size, ids.length);
-    // Later ids sort after earlier ones, so the stores' id index grows at one end.
-    assert.ok(newEventId(t + 1) > newEventId(t) && newEventId(t) > newEventId(t - 1));
+    // Ids look unrelated: two made one after the other share no long prefix (the conformance suite
+    // checks fewer than 6 characters after evt_).
+    const prefix = (a: string, b: string) => [...a].findIndex((c, i) => c !== b[i]);
+    const shared = ids.slice(1).map((id, i) => prefix(id.slice(4), ids[i]!.slice(4)));
+    assert.ok(Math.max(...shared) < 5, `longest shared head: ${Math.max(...shared)}`);
+    // The time part sorts like the time, so the stores' index on it grows at one end.
+    const timePart = (id: string) => id.slice(9, 18);
+    assert.ok(timePart(newEventId(t + 1)) > timePart(newEventId(t)) && timePart(newEventId(t)) > timePart(newEventId(t - 1)));
   });
 
   it('a secret matches only its own hash', () => {

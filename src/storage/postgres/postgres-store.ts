@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
 import type { Store, StoreLimits } from '../store.js';
-import { ADDRESS_COLUMNS, EVENT_COLUMNS, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
+import { ADDRESS_COLUMNS, EVENT_COLUMNS, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { AppendBatcher } from './append-batcher.js';
 import { ChangeListener, type ListenerState } from './change-listener.js';
 import { runMigrations } from './migrator.js';
@@ -276,7 +276,8 @@ export class PostgresStore implements Store {
 
   async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
     const r = await this.pool.query<EventRow>(
-      `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, $1) WHERE id = $2 AND address_id = $3
+      `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, $1)
+       WHERE ${EVENT_ID_TIME_SQL} = substr($2::text, 10, 9) AND id = $2 AND address_id = $3
        RETURNING ${EVENT_COLUMNS}`,
       [now, eventId, addressId],
     );

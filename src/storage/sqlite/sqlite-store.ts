@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
 import { readMigrations } from '../migration-files.js';
-import { ADDRESS_COLUMNS, EVENT_COLUMNS, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
+import { ADDRESS_COLUMNS, EVENT_COLUMNS, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import type { Store, StoreLimits } from '../store.js';
 import { GroupCommit, type ItemOutcome } from './group-commit.js';
 
@@ -186,8 +186,10 @@ export class SqliteStore implements Store {
       page: db.prepare<[string, number, number, number], EventRow>(
         `SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND sequence > ? AND sequence < ? ORDER BY sequence LIMIT ?`,
       ),
-      ack: db.prepare<[number, string, string], EventRow>(
-        `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?) WHERE id = ? AND address_id = ? RETURNING ${EVENT_COLUMNS}`,
+      // The event id is bound twice: its time part leads the index on ids (EVENT_ID_TIME_SQL).
+      ack: db.prepare<[number, string, string, string], EventRow>(
+        `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?)
+         WHERE ${EVENT_ID_TIME_SQL} = substr(?, 10, 9) AND id = ? AND address_id = ? RETURNING ${EVENT_COLUMNS}`,
       ),
     };
   }
@@ -392,7 +394,7 @@ export class SqliteStore implements Store {
   }
 
   async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
-    const r = this.q.ack.get(now, eventId, addressId);
+    const r = this.q.ack.get(now, eventId, eventId, addressId);
     if (!r) return null;
     this.forget(addressId);
     await this.durable();
