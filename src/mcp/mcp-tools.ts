@@ -7,6 +7,7 @@
 // (unknown event, address deleted) carry the API's error body as text; arguments outside the input
 // schema are refused by the SDK before a tool runs, with a message naming the argument.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
@@ -112,10 +113,16 @@ export interface ToolContext {
   log: FastifyBaseLogger;
 }
 
+/**
+ * Without one, every McpServer builds its own Ajv instance (for elicitation, which these tools
+ * never use); a server is built per request, so that was a new Ajv on every MCP call.
+ */
+const JSON_SCHEMA_VALIDATOR = new AjvJsonSchemaValidator();
+
 /** Builds the MCP server for one request on one (already authenticated) address. */
 export function buildMcpServer(ctx: ToolContext): McpServer {
   const { service, address } = ctx;
-  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: JSON_SCHEMA_VALIDATOR });
 
   /**
    * Runs a tool body that renders the API's JSON text. Domain failures become isError results with
