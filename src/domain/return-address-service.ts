@@ -5,6 +5,7 @@ import {
   secretMatches,
 } from './credentials.js';
 import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
+import { LongPoll, type PollCallback } from './long-poll.js';
 import type { AddressRecord, EventRecord, NewEvent } from './model.js';
 import type { Store } from '../storage/store.js';
 import type { WakeupHub } from '../wakeup/wakeup-hub.js';
@@ -181,25 +182,32 @@ export class ReturnAddressService {
 
   /**
    * Endpoint 4. With `wait` > 0 and nothing after the cursor, holds until an event arrives, the
-   * address is deleted (404), the wait elapses, the client leaves or the service shuts down
-   * (both: an empty page).
+   * address is deleted (404), the wait elapses, the client leaves (`signal`) or the service shuts
+   * down (the last three: an empty page).
    */
-  async listEvents(address: AddressRecord, q: ListQuery, signal?: AbortSignal): Promise<Page> {
-    const first = await this.readPage(address.id, q.after, q.limit);
-    if (first.events.length > 0 || q.wait <= 0) return first;
-    const deadline = this.now() + q.wait * 1000;
-    for (;;) {
-      // Register before re-reading: an event committed after this point wakes the waiter.
-      const waiter = this.hub.register(address.id, deadline - this.now(), signal);
-      try {
-        const page = await this.readPage(address.id, q.after, q.limit);
-        if (page.events.length > 0) return page;
-        const reason = await waiter.settled;
-        if (reason !== 'changed') return page;
-      } finally {
-        waiter.cancel();
-      }
-    }
+  listEvents(address: AddressRecord, q: ListQuery, signal?: AbortSignal): Promise<Page> {
+    if (q.wait <= 0) return this.readPage(address.id, q.after, q.limit);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => poll.cancel();
+      const poll = this.pollEvents(address, q, (err, page) => {
+        signal?.removeEventListener('abort', onAbort);
+        if (page) resolve(page);
+        else reject(err);
+      });
+      if (signal?.aborted) poll.cancel();
+      else signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /**
+   * listEvents with a callback, for a caller that holds many reads at once (the HTTP route): a
+   * waiting poll holds no promise (long-poll.ts). `cancel()` the result when the client leaves.
+   */
+  pollEvents(address: AddressRecord, q: ListQuery, callback: PollCallback): LongPoll {
+    const deadline = q.wait > 0 ? this.now() + q.wait * 1000 : undefined;
+    const poll = new LongPoll(this.hub, address.id, () => this.readPage(address.id, q.after, q.limit), q.after, deadline, this.now, callback);
+    poll.start();
+    return poll;
   }
 
   /**

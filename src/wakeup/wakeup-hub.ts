@@ -4,82 +4,97 @@
 // re-reads the queue, then waits, and re-reads after every wake: an event committed between the
 // read and the wait has already signalled the registered waiter, so nothing slips through.
 //
-// Each waiter is one-shot and settles exactly once, with the first of: 'changed' (an event or a
-// deletion on its address, from this instance or, through the store's notifications, another),
-// 'timeout', 'aborted' (the client went away) or 'shutdown'. Settling removes it from the map, so
-// idle addresses cost nothing and `size()` is the exact number of open long-polls.
+// Each registration is one-shot: its listener is called exactly once, with the first of 'changed'
+// (an event or a deletion on its address, from this instance or, through the store's
+// notifications, another), 'timeout' or 'shutdown', unless it is cancelled first (then never).
+// Settling or cancelling removes it from the map, so idle addresses cost nothing and `size()` is
+// the exact number of open long-polls.
+//
+// Callbacks, not promises: a held long-poll is one registration object and its timer, instead of
+// a promise, its reactions and the suspended async frames awaiting it. With 10,000 polls held
+// that difference is most of what the service adds to the socket's own cost (bench/README.md).
 
-export type WakeReason = 'changed' | 'timeout' | 'aborted' | 'shutdown';
+export type WakeReason = 'changed' | 'timeout' | 'shutdown';
+
+export interface WakeListener {
+  /** Called once, synchronously from notify(), the timer, or shutdown(); the waiter is deregistered by then. */
+  wake(reason: WakeReason): void;
+}
 
 export interface Waiter {
-  /** Settles once; the waiter is deregistered by then. */
-  readonly settled: Promise<WakeReason>;
-  /** Deregisters without waiting (idempotent). */
+  /** Deregisters without calling the listener (idempotent; a no-op once settled). */
   cancel(): void;
 }
 
-interface Entry {
-  addressId: string;
-  settle: (reason: WakeReason) => void;
+class Registration implements Waiter {
+  timer: NodeJS.Timeout | undefined;
+  done = false;
+
+  constructor(readonly hub: WakeupHub, readonly addressId: string, readonly listener: WakeListener) {}
+
+  settle(reason: WakeReason): void {
+    if (this.done) return;
+    this.release();
+    this.listener.wake(reason);
+  }
+
+  cancel(): void {
+    if (!this.done) this.release();
+  }
+
+  private release(): void {
+    this.done = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.hub.remove(this);
+  }
 }
 
+// One function for every timer, with the registration as its argument: no closure per waiter.
+function onTimeout(r: Registration): void {
+  r.settle('timeout');
+}
+
+const SETTLED: Waiter = { cancel() {} };
+
 export class WakeupHub {
-  private readonly byAddress = new Map<string, Set<Entry>>();
+  private readonly byAddress = new Map<string, Set<Registration>>();
   private count = 0;
   private closing = false;
 
-  /** Registers a waiter that settles after at most `timeoutMs`, or at once if the hub is shutting down. */
-  register(addressId: string, timeoutMs: number, signal?: AbortSignal): Waiter {
-    let entry!: Entry;
-    let timer: NodeJS.Timeout | undefined;
-    let done = false;
-    const onAbort = () => entry.settle('aborted');
-    const settled = new Promise<WakeReason>((resolve) => {
-      entry = {
-        addressId,
-        settle: (reason) => {
-          if (done) return;
-          done = true;
-          if (timer !== undefined) clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
-          this.remove(entry);
-          resolve(reason);
-        },
-      };
-    });
+  /**
+   * Registers a waiter whose listener is woken after at most `timeoutMs`. While the hub is shutting
+   * down, the listener is woken with 'shutdown' before this returns.
+   */
+  register(addressId: string, timeoutMs: number, listener: WakeListener): Waiter {
     if (this.closing) {
-      done = true;
-      return { settled: Promise.resolve('shutdown'), cancel: () => {} };
+      listener.wake('shutdown');
+      return SETTLED;
     }
-    if (signal?.aborted) {
-      done = true;
-      return { settled: Promise.resolve('aborted'), cancel: () => {} };
-    }
+    const r = new Registration(this, addressId, listener);
     let set = this.byAddress.get(addressId);
     if (!set) this.byAddress.set(addressId, (set = new Set()));
-    set.add(entry);
+    set.add(r);
     this.count++;
-    timer = setTimeout(() => entry.settle('timeout'), Math.max(0, timeoutMs));
-    signal?.addEventListener('abort', onAbort, { once: true });
-    return { settled, cancel: () => entry.settle('aborted') };
+    r.timer = setTimeout(onTimeout, Math.max(0, timeoutMs), r);
+    return r;
   }
 
   /** Something changed on this address (new event, deletion): every waiter re-reads. */
   notify(addressId: string): void {
     const set = this.byAddress.get(addressId);
     if (!set) return;
-    for (const e of [...set]) e.settle('changed');
+    for (const r of [...set]) r.settle('changed');
   }
 
   /** Wakes every waiter, e.g. after a lost notification connection is back (changes may be missed). */
   notifyAll(): void {
-    for (const set of [...this.byAddress.values()]) for (const e of [...set]) e.settle('changed');
+    for (const set of [...this.byAddress.values()]) for (const r of [...set]) r.settle('changed');
   }
 
   /** Ends every wait with 'shutdown' and makes later registrations settle at once. */
   shutdown(): void {
     this.closing = true;
-    for (const set of [...this.byAddress.values()]) for (const e of [...set]) e.settle('shutdown');
+    for (const set of [...this.byAddress.values()]) for (const r of [...set]) r.settle('shutdown');
   }
 
   /** Open long-polls right now (leak checks, metrics). */
@@ -87,10 +102,11 @@ export class WakeupHub {
     return this.count;
   }
 
-  private remove(entry: Entry): void {
-    const set = this.byAddress.get(entry.addressId);
-    if (!set || !set.delete(entry)) return;
+  /** @internal Called by a registration as it settles or is cancelled. */
+  remove(r: Registration): void {
+    const set = this.byAddress.get(r.addressId);
+    if (!set || !set.delete(r)) return;
     this.count--;
-    if (set.size === 0) this.byAddress.delete(entry.addressId);
+    if (set.size === 0) this.byAddress.delete(r.addressId);
   }
 }

@@ -69,4 +69,26 @@ describe(`a long-poll and a delivery racing it (${STORE})`, () => {
     assert.equal(outcome.nextCursor, 1);
     assert.equal(hub.size(), 0, 'no waiter is left behind');
   });
+  it('a client leaving during the re-read ends the poll with an empty page and leaves no waiter', async () => {
+    const { address } = await writer.createAddress({}, 'race-test');
+    const ac = new AbortController();
+    const racing = interleaved(2, async () => ac.abort());
+    const reader = new ReturnAddressService(racing.store, hub, config);
+    const sizeBefore = hub.size();
+    const page = await reader.listEvents(address, { after: 0, limit: 10, wait: 25 }, ac.signal);
+    assert.deepEqual(page, { events: [], nextCursor: 0, hasMore: false });
+    assert.equal(racing.reads(), 2, 'nothing is read after the client left');
+    assert.equal(hub.size(), sizeBefore, 'the registered waiter was released');
+  });
+
+  it('an address deleted during the re-read ends the poll with not_found, once', async () => {
+    const { address } = await writer.createAddress({}, 'race-test');
+    const racing = interleaved(2, () => writer.deleteAddress(address));
+    const reader = new ReturnAddressService(racing.store, hub, config);
+    await assert.rejects(
+      Promise.race([reader.listEvents(address, { after: 0, limit: 10, wait: 25 }), sleep(5_000).then(() => 'still waiting')]),
+      (err: Error & { code?: string }) => err.code === 'not_found',
+    );
+    assert.equal(hub.size(), 0, 'no waiter is left behind');
+  });
 });

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
 import { eventJson, eventPageJson } from '../../domain/representation.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import { sendJsonText } from '../json-text.js';
@@ -21,19 +22,22 @@ export const eventRoutes = ({ service }: AppDeps): FastifyPluginAsyncTypebox => 
       querystring: EventsQuery,
       response: { 200: EventPage, ...errorResponses(400, 401, 404) },
     },
-  }, async (request, reply) => {
-    if (request.query.wait === 0) return sendJsonText(reply, eventPageJson(await service.listEvents(authenticatedAddress(request), request.query)));
-    // A long-poll: the client going away ends it and frees the waiter. (Only here: an
-    // AbortController and its abort() cost more than a whole cached page read.)
-    const closed = new AbortController();
-    const onClose = () => closed.abort();
-    reply.raw.once('close', onClose);
-    try {
-      const page = await service.listEvents(authenticatedAddress(request), request.query, closed.signal);
-      return sendJsonText(reply, eventPageJson(page));
-    } finally {
-      reply.raw.removeListener('close', onClose);
-    }
+  }, (request, reply) => {
+    // Not async, and nothing returned: Fastify then waits for reply.send(). (An async handler
+    // returning the reply would make Fastify await it as a thenable, attaching a stream-finished
+    // watcher to every held response.) While a long-poll waits, nothing here is suspended: 10,000
+    // held polls cost their sockets, the request objects and one small LongPoll each.
+    const holds = request.query.wait > 0;
+    const poll = service.pollEvents(authenticatedAddress(request), request.query, (err, page) => {
+      if (holds) reply.raw.removeListener('close', onClose);
+      if (page) sendJsonText(reply, eventPageJson(page));
+      // Through the error handler, as a thrown error would go: not_found, or a logged 500.
+      else (reply as FastifyReply).send(err);
+    });
+    // The client going away ends the wait and frees the waiter. (The callback above never runs
+    // before this line: the first read is asynchronous.)
+    const onClose = () => poll.cancel();
+    if (holds) reply.raw.once('close', onClose);
   });
 
   app.post('/api/v1/addresses/:addressId/events/:eventId/ack', {
