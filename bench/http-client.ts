@@ -5,12 +5,15 @@ import http from 'node:http';
 export interface Reply {
   status: number;
   body: string;
+  /** performance.now() when the request was handed to the socket. */
+  startAt: number;
   /** performance.now() when the last byte of the response arrived. */
   endAt: number;
 }
 
 export function request(agent: http.Agent, url: URL, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
+    const startAt = performance.now();
     const req = http.request({
       agent,
       host: url.hostname,
@@ -21,7 +24,7 @@ export function request(agent: http.Agent, url: URL, opts: { method?: string; he
     }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), endAt: performance.now() }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), startAt, endAt: performance.now() }));
       res.on('error', reject);
     });
     req.on('error', reject);

@@ -32,7 +32,17 @@ const CONNECTIONS = 50;
 const IDLE_POLLS = Number(process.env.BENCH_IDLE_POLLS ?? 10_000);
 const ONLY = new Set((process.env.BENCH_ONLY ?? 'hot,spread,reads,wake,idle,pg').split(',').map((s) => s.trim()));
 const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const SERVICE_NODE_ARGS = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+/**
+ * The Node flags `npm start` runs the service with (package.json), so the bench measures what a
+ * user runs; BENCH_SERVICE_NODE_ARGS adds more (profiling, experiments).
+ */
+function startScriptNodeArgs(): string[] {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const words = pkg.scripts.start.split(/\s+/);
+  if (words[0] !== 'node' || !words.at(-1)?.endsWith('dist/src/server.js')) throw new Error(`unexpected start script: ${pkg.scripts.start}`);
+  return words.slice(1, -1);
+}
+const SERVICE_NODE_ARGS = [...startScriptNodeArgs(), ...(process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean)];
 
 /** A typical webhook: a payment provider's notification, about 250 bytes. */
 const WEBHOOK = JSON.stringify({
@@ -274,7 +284,7 @@ async function wakeScenario(service: Child, addrs: Addr[], inFlight: number, fir
   log(`${label}: one delivery each, ${inFlight} in flight, ${WAKE_ROUNDS} rounds`);
   const readers = new http.Agent({ keepAlive: true, maxSockets: Infinity });
   const writers = new http.Agent({ keepAlive: true, maxSockets: 10 });
-  const rounds: { p50: number; p99: number; max: number; errors: number; woken: number }[] = [];
+  const rounds: { p50: number; p99: number; max: number; fromPostP50: number; fromPostP99: number; errors: number; woken: number }[] = [];
   for (let round = 0; round < WAKE_ROUNDS; round++) {
     const waiting = addrs.map((a) => request(readers, new URL(`${service.url}${a.eventsPath}?after=${firstRound + round}&wait=25`), { headers: { authorization: `Bearer ${a.token}` } }));
     await sleep(1000);
@@ -288,36 +298,53 @@ async function wakeScenario(service: Child, addrs: Addr[], inFlight: number, fir
     const woken = await Promise.all(waiting);
     let errors = 0;
     const lat: number[] = [];
+    const fromPost: number[] = [];
     woken.forEach((w, i) => {
       const d = delivered[i];
       const events = w.status === 200 ? (JSON.parse(w.body).events as { id: string }[]) : [];
       if (!d || d.status !== 202 || events[0]?.id !== d.id) errors++;
-      else lat.push(w.endAt - d.endAt);
+      else {
+        // Negative when the reader's answer arrives first: it is written in the same turn of the
+        // service's event loop as the 202, and can leave before it.
+        lat.push(w.endAt - d.endAt);
+        fromPost.push(w.endAt - d.startAt);
+      }
     });
     lat.sort((x, y) => x - y);
-    rounds.push({ p50: percentile(lat, 50), p99: percentile(lat, 99), max: lat.at(-1) ?? NaN, errors, woken: lat.length });
+    fromPost.sort((x, y) => x - y);
+    rounds.push({
+      p50: percentile(lat, 50), p99: percentile(lat, 99), max: lat.at(-1) ?? NaN,
+      fromPostP50: percentile(fromPost, 50), fromPostP99: percentile(fromPost, 99), errors, woken: lat.length,
+    });
     const r = rounds.at(-1) as (typeof rounds)[number];
-    log(`  round ${round + 1}: wake latency p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(2)} ms, ${errors} errors`);
+    log(`  round ${round + 1}: wake latency p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(2)} ms; ` +
+      `from the POST: p50 ${r.fromPostP50.toFixed(2)} ms, p99 ${r.fromPostP99.toFixed(2)} ms; ${errors} errors`);
   }
   const p50 = median(rounds.map((r) => r.p50));
   const p99 = median(rounds.map((r) => r.p99));
   const errors = rounds.reduce((n, r) => n + r.errors, 0);
   const p99s = rounds.map((r) => r.p99.toFixed(2)).join(', ');
   const max = Math.max(...rounds.map((r) => r.max)).toFixed(2);
+  const fromPost = `from the POST being sent (durable commit included): p50 ${median(rounds.map((r) => r.fromPostP50)).toFixed(2)} ms, ` +
+    `p99 ${median(rounds.map((r) => r.fromPostP99)).toFixed(2)} ms`;
   if (inFlight === 1) {
     rows.push({ key: 'wake_p50', label: 'Long-poll wake latency p50', unit: 'ms', service: p50, target: 'reported', met: errors === 0, note: `${WAKE_ROUNDS} rounds of 1,000 readers, deliveries one at a time; median round` });
-    rows.push({ key: 'wake_p99', label: 'Long-poll wake latency p99', unit: 'ms', service: p99, target: '< 5 ms', met: p99 < 5 && errors === 0, note: `rounds: ${p99s} ms; max ${max} ms; ${errors} errors` });
+    rows.push({ key: 'wake_p99', label: 'Long-poll wake latency p99', unit: 'ms', service: p99, target: '< 5 ms', met: p99 < 5 && errors === 0, note: `rounds: ${p99s} ms; max ${max} ms; ${errors} errors; ${fromPost}` });
   } else {
-    rows.push({ key: `wake_p99_${inFlight}`, label: `Wake latency p99, ${inFlight} deliveries in flight`, unit: 'ms', service: p99, target: 'reported', met: errors === 0, note: `rounds: ${p99s} ms; p50 ${p50.toFixed(2)} ms; max ${max} ms; ${errors} errors` });
+    rows.push({ key: `wake_p99_${inFlight}`, label: `Wake latency p99, ${inFlight} deliveries in flight`, unit: 'ms', service: p99, target: 'reported', met: errors === 0, note: `rounds: ${p99s} ms; p50 ${p50.toFixed(2)} ms; max ${max} ms; ${errors} errors; ${fromPost}` });
   }
   details[`wake_${inFlight}_in_flight`] = { rounds, p50, p99, errors, readers: addrs.length };
   readers.destroy();
   writers.destroy();
 }
 
-/** `after`: how many events each address holds already (the polls wait for the next). */
-async function idleScenario(service: Child, addrs: Addr[], after: number): Promise<void> {
-  const label = `${fmt(IDLE_POLLS)} idle long-polls held at once`;
+/**
+ * `after`: how many events each address holds already (the polls wait for the next).
+ * `afterWakeRounds`: the same service ran the wake scenarios first; reported beside the target
+ * row, since V8 keeps the heap those rounds grew.
+ */
+async function idleScenario(service: Child, addrs: Addr[], after: number, afterWakeRounds = false): Promise<void> {
+  const label = `${fmt(IDLE_POLLS)} idle long-polls held at once${afterWakeRounds ? ', after the wake rounds' : ''}`;
   const { soft } = openFileLimits();
   log(`${label} (wait=25, ${addrs.length} addresses, ulimit -n ${soft})`);
   // Four source addresses, so the sockets do not run short of ephemeral ports.
@@ -354,11 +381,12 @@ async function idleScenario(service: Child, addrs: Addr[], after: number): Promi
   const wakeAllMs = performance.now() - w0;
   log(`  all ${fmt(IDLE_POLLS)} answered ${wakeAllMs.toFixed(0)} ms after the first delivery; ${errors} errors`);
   rows.push({
-    key: 'idle_rss', label, unit: 'MB RSS', service: rss / 2 ** 20, target: '< 200 MB, 0 errors',
-    met: rss < 200 * 2 ** 20 && errors === 0 && early === 0,
+    key: afterWakeRounds ? 'idle_rss_after_wake' : 'idle_rss', label, unit: 'MB RSS', service: rss / 2 ** 20,
+    target: afterWakeRounds ? 'reported' : '< 200 MB, 0 errors',
+    met: (afterWakeRounds || rss < 200 * 2 ** 20) && errors === 0 && early === 0,
     note: `${(rssBefore / 2 ** 20).toFixed(0)} MB before; ${errors} errors; all woken in ${wakeAllMs.toFixed(0)} ms`,
   });
-  details.idle = { polls: IDLE_POLLS, rssBefore, rss, errors, early, wakeAllMs };
+  details[afterWakeRounds ? 'idle_after_wake' : 'idle'] = { polls: IDLE_POLLS, rssBefore, rss, errors, early, wakeAllMs };
   for (const a of agents) a.destroy();
   writers.destroy();
 }
@@ -415,6 +443,17 @@ function machine() {
   };
 }
 
+async function withFreshService(use: (service: Child) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(os.tmpdir(), 'ra-bench-lp-'));
+  const service = await startService(dir);
+  try {
+    await use(service);
+  } finally {
+    await service.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
   const m = machine();
   const loadBefore = os.loadavg();
@@ -436,24 +475,21 @@ async function main(): Promise<void> {
     }
     if (ONLY.has('reads')) await readsScenario(ceiling, service);
     await service.stop();
-    if (ONLY.has('wake') || ONLY.has('idle')) {
-      // A service of its own, so the memory figure is what the long-polls cost, not what the
-      // ingest scenarios left on the heap.
-      const lpDir = mkdtempSync(join(os.tmpdir(), 'ra-bench-lp-'));
-      const lp = await startService(lpDir);
-      try {
+    // The long-poll scenarios get services of their own, so their memory figures are what the
+    // long-polls cost, not what the ingest scenarios left on the heap. The idle target is measured
+    // on a fresh service; the same 10,000 polls are held again after the wake rounds, reported.
+    if (ONLY.has('idle')) {
+      await withFreshService(async (lp) => idleScenario(lp, await createAddresses(lp.url, 1000), 0));
+    }
+    if (ONLY.has('wake')) {
+      await withFreshService(async (lp) => {
         const readersAddrs = await createAddresses(lp.url, 1000);
-        if (ONLY.has('wake')) {
-          // One delivery at a time measures the wake-up itself; ten at a time adds the queueing
-          // of busy cores on both sides (reported beside it).
-          await wakeScenario(lp, readersAddrs, 1, 0);
-          await wakeScenario(lp, readersAddrs, 10, WAKE_ROUNDS);
-        }
-        if (ONLY.has('idle')) await idleScenario(lp, readersAddrs, ONLY.has('wake') ? 2 * WAKE_ROUNDS : 0);
-      } finally {
-        await lp.stop();
-        rmSync(lpDir, { recursive: true, force: true });
-      }
+        // One delivery at a time measures the wake-up itself; ten at a time adds the queueing
+        // of busy cores on both sides (reported beside it).
+        await wakeScenario(lp, readersAddrs, 1, 0);
+        await wakeScenario(lp, readersAddrs, 10, WAKE_ROUNDS);
+        if (ONLY.has('idle')) await idleScenario(lp, readersAddrs, 2 * WAKE_ROUNDS, true);
+      });
     }
     if (ONLY.has('pg')) await pgScenario(ceiling);
   } catch (err) {
