@@ -186,7 +186,6 @@ export class ReturnAddressService {
    * down (the last three: an empty page).
    */
   listEvents(address: AddressRecord, q: ListQuery, signal?: AbortSignal): Promise<Page> {
-    if (q.wait <= 0) return this.readPage(address.id, q.after, q.limit);
     return new Promise((resolve, reject) => {
       const onAbort = () => poll.cancel();
       const poll = this.pollEvents(address, q, (err, page) => {
