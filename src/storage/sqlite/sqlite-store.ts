@@ -38,7 +38,7 @@ const ADDRESS_CACHE_SIZE = 10_000;
 const PAGE_CACHE_EVENTS = 10_000;
 const PAGE_CACHE_PER_ADDRESS = 2;
 
-/** Thrown inside an item's savepoint to roll back a prune that did not make enough room. */
+/** Thrown inside a pruning item's savepoint to roll back a prune that did not make enough room. */
 class QueueFull extends Error {}
 
 interface AppendInput {
@@ -77,8 +77,8 @@ export class SqliteStore implements Store {
   private cachedEvents = 0;
 
   private readonly q: ReturnType<SqliteStore['prepare']>;
-  /** One item's append, in a savepoint of the batch transaction: a failed item rolls back alone. */
-  private readonly appendOne: (input: AppendInput, counters: Map<string, QueueCounters | null>) => AppendResult;
+  /** An append that must first prune acknowledged events, in a savepoint: a prune that frees too little rolls back. */
+  private readonly appendAfterPrune: (e: NewEvent, c: QueueCounters, needed: number) => AppendResult;
 
   constructor(path: string) {
     this.path = path;
@@ -90,7 +90,11 @@ export class SqliteStore implements Store {
     this.db.pragma('busy_timeout = 5000');
     this.migrateNow();
     this.q = this.prepare();
-    this.appendOne = this.db.transaction((input: AppendInput, counters: Map<string, QueueCounters | null>) => this.appendInSavepoint(input, counters));
+    this.appendAfterPrune = this.db.transaction((e: NewEvent, c: QueueCounters, needed: number) => {
+      const pruned = this.q.pruneAcked.run(e.addressId, needed).changes;
+      if (pruned < needed) throw new QueueFull();
+      return this.insertNext(e, c, pruned);
+    });
     // The WAL exists while this connection is open and keeps its inode (it is restarted in place
     // after checkpoints, only deleted when the last connection closes), so one descriptor serves.
     const wal = `${path}-wal`;
@@ -286,15 +290,23 @@ export class SqliteStore implements Store {
     return this.appends.submit({ event, limits });
   }
 
-  /** One transaction for the whole batch; each item in its own savepoint. */
+  /**
+   * One transaction for the whole batch. Items are isolated without a savepoint each: an item
+   * writes with one statement, which SQLite rolls back alone if it fails; only an item that must
+   * prune first takes a savepoint. (A savepoint per item cost 6-10 µs of 32-40 µs per event in
+   * batches of 13 over 100 addresses.)
+   */
   private commitAppends(inputs: readonly AppendInput[]): ItemOutcome<AppendResult>[] {
     const outcomes = this.db.transaction(() => {
       const counters = new Map<string, QueueCounters | null>();
       const result = inputs.map((input): ItemOutcome<AppendResult> => {
         try {
-          return { ok: true, value: this.appendOne(input, counters) };
+          return { ok: true, value: this.appendItem(input, counters) };
         } catch (error) {
           if (error instanceof QueueFull) return { ok: true, value: { kind: 'queue_full' } };
+          // Some errors (a full disk, an I/O error) make SQLite roll the whole transaction back:
+          // the items after this one would run outside it, so the batch fails as a whole.
+          if (!this.db.inTransaction) throw error;
           return { ok: false, error };
         }
       });
@@ -324,11 +336,11 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * The counters change only after every statement of the item has succeeded (the last line), so
-   * an item rolled back to its savepoint leaves them as they were: the next item takes the same
-   * sequence, and sequences stay gapless.
+   * The counters change only after the event's row is written (insertNext's last lines), so an
+   * item that fails leaves them as they were: the next item takes the same sequence, and sequences
+   * stay gapless.
    */
-  private appendInSavepoint(input: AppendInput, counters: Map<string, QueueCounters | null>): AppendResult {
+  private appendItem(input: AppendInput, counters: Map<string, QueueCounters | null>): AppendResult {
     const { event: e, limits } = input;
     let c = counters.get(e.addressId);
     if (c === undefined) {
@@ -341,12 +353,11 @@ export class SqliteStore implements Store {
       const existing = this.q.eventByKey.get(e.addressId, e.dedupeKey);
       if (existing) return { kind: 'duplicate', event: toEvent(existing) };
     }
-    let pruned = 0;
-    if (c.eventCount >= limits.maxEventsPerAddress) {
-      const needed = c.eventCount - limits.maxEventsPerAddress + 1;
-      pruned = this.q.pruneAcked.run(e.addressId, needed).changes;
-      if (pruned < needed) throw new QueueFull();
-    }
+    if (c.eventCount >= limits.maxEventsPerAddress) return this.appendAfterPrune(e, c, c.eventCount - limits.maxEventsPerAddress + 1);
+    return this.insertNext(e, c, 0);
+  }
+
+  private insertNext(e: NewEvent, c: QueueCounters, pruned: number): AppendResult {
     const sequence = c.lastSequence + 1;
     this.q.insertEvent.run({ ...e, sequence });
     c.lastSequence = sequence;
