@@ -2,6 +2,16 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GroupCommit } from '../../src/storage/sqlite/group-commit.js';
 
+/** A sync the test ends by hand, recording what had been committed when each one started. */
+function manualSync(committed: () => number[]) {
+  const started: { committedBefore: number[]; end: (error?: Error) => void }[] = [];
+  return {
+    started,
+    sync: (done: (error: Error | null) => void) => started.push({ committedBefore: [...committed()], end: (error) => done(error ?? null) }),
+  };
+}
+const turn = () => new Promise((r) => setImmediate(r));
+
 describe('GroupCommit', () => {
   it('gathers submissions of one turn into one commit and answers each with its own outcome', async () => {
     const batches: number[][] = [];
@@ -37,5 +47,65 @@ describe('GroupCommit', () => {
     const answers = await Promise.all(Array.from({ length: 25 }, (_, i) => gc.submit(i)));
     assert.deepEqual(sizes, [10, 10, 5]);
     answers.forEach((committedWhenAnswered, i) => assert.ok(committedWhenAnswered >= i + 1));
+  });
+
+  it('commits nothing while a sync is in flight, then everything submitted meanwhile in one batch', async () => {
+    const batches: number[][] = [];
+    const committed: number[] = [];
+    const disk = manualSync(() => committed);
+    const gc = new GroupCommit<number, number>((inputs) => {
+      batches.push([...inputs]);
+      committed.push(...inputs);
+      return inputs.map((n) => ({ ok: true, value: n }));
+    }, 1000, { sync: disk.sync });
+    const answered: number[] = [];
+    const submit = (n: number) => gc.submit(n).then((v) => void answered.push(v));
+    const first = submit(1);
+    await turn();
+    assert.deepEqual(batches, [[1]]);
+    assert.equal(disk.started.length, 1, 'the first commit starts a sync');
+    // Three turns of submissions while that sync runs: none is committed yet.
+    const later: Promise<void>[] = [];
+    for (const n of [2, 3, 4]) {
+      later.push(submit(n));
+      await turn();
+    }
+    assert.deepEqual(batches, [[1]], 'nothing is committed during the sync');
+    assert.deepEqual(answered, [], 'nothing is answered before its sync ends');
+    disk.started[0]!.end();
+    await first;
+    assert.deepEqual(answered, [1]);
+    await turn();
+    assert.deepEqual(batches, [[1], [2, 3, 4]], 'the submissions made during the sync share one commit');
+    assert.equal(disk.started.length, 2);
+    assert.deepEqual(disk.started[1]!.committedBefore, [1, 2, 3, 4], 'the second sync started after their commit');
+    assert.deepEqual(answered, [1], 'and they wait for it');
+    disk.started[1]!.end();
+    await Promise.all(later);
+    assert.deepEqual(answered, [1, 2, 3, 4]);
+    assert.equal(gc.busy(), false);
+  });
+
+  it('a barrier during a sync waits for the next sync; a failed sync fails its cohort and everything after', async () => {
+    const committed: number[] = [];
+    const disk = manualSync(() => committed);
+    const gc = new GroupCommit<number, number>((inputs) => {
+      committed.push(...inputs);
+      return inputs.map((n) => ({ ok: true, value: n }));
+    }, 1000, { sync: disk.sync });
+    const first = gc.submit(1);
+    await turn();
+    let barrierDone = false;
+    const barrier = gc.barrier().then(() => { barrierDone = true; });
+    const second = gc.submit(2);
+    disk.started[0]!.end();
+    assert.equal(await first, 1);
+    assert.equal(barrierDone, false, 'a barrier is not covered by a sync that started before it');
+    assert.equal(disk.started.length, 2, 'the barrier starts the next sync as soon as the first ends');
+    disk.started[1]!.end(new Error('EIO'));
+    await barrier.then(() => assert.fail('the barrier must fail with its sync'), (e: Error) => assert.equal(e.message, 'EIO'));
+    await assert.rejects(second, /EIO/, 'a submission not yet committed when the sync failed fails too');
+    await assert.rejects(gc.submit(3), /EIO/, 'and so does every later one');
+    assert.deepEqual(committed, [1], 'nothing is committed after a failed sync');
   });
 });

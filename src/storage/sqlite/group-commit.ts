@@ -2,16 +2,21 @@
 // transaction, and one fsync makes a whole burst durable instead of one fsync per request.
 //
 // Pipeline (each stage strictly ordered):
-//   pending  -- submitted, not yet written. One flush is scheduled with setImmediate, which runs
-//               after the current I/O phase has handed over every request that was ready.
+//   pending  -- submitted, not yet written. With no sync in flight, one flush is scheduled with
+//               setImmediate, which runs after the current I/O phase has handed over every request
+//               that was ready. While a sync is in flight, nothing is committed: a commit made now
+//               could not become durable before the next sync anyway, which starts when this one
+//               ends; so everything submitted meanwhile waits and is written in one transaction
+//               when it ends. Fewer, larger transactions write fewer pages: over 100 addresses,
+//               batches of 30 wrote 1.7 WAL frames per event against 2.2 in batches of 13.
 //   written  -- the batch's transaction has committed (synchronously, without waiting for the
 //               disk); its outcomes wait for a sync that starts after this commit.
 //   syncing  -- one `sync` (fdatasync of the log, off the event loop) is in flight for a cohort
-//               of written batches; batches written meanwhile wait for the next sync.
+//               of written batches (and barriers).
 // A caller's promise resolves only after a sync that started after its commit has completed, so
 // it never resolves before its write is on disk. While the disk is busy the event loop keeps
-// parsing requests and writing the next batches, which is what lets throughput approach the HTTP
-// ceiling. Without a `sync` (a store that commits durably by itself), outcomes resolve at commit.
+// parsing requests, which is what lets throughput approach the HTTP ceiling. Without a `sync` (a
+// store that commits durably by itself), outcomes resolve at commit.
 // A batch is all-or-nothing at the transaction level, while `commit` isolates items from each
 // other (one item's error does not fail its neighbours). A failed sync fails its whole cohort and
 // every later write: after a failed fsync, the kernel may have dropped the dirty pages, and a later
@@ -33,11 +38,6 @@ type Written<I, O> =
 export interface Durability<I, O> {
   /** Makes everything committed before the call durable (e.g. fdatasync of the WAL), off the event loop. */
   sync(done: (error: Error | null) => void): void;
-  /**
-   * How many syncs may run at once (default 1). More than one lets a batch start its sync without
-   * waiting for the previous one to end, which shortens waits when each sync is slow.
-   */
-  maxConcurrentSyncs?: number;
   /** Called once a batch is durable, before its callers are answered (e.g. to make its rows visible). */
   onDurable?(inputs: readonly I[], outcomes: readonly ItemOutcome<O>[]): void;
 }
@@ -46,8 +46,8 @@ export class GroupCommit<I, O> {
   private pending: Pending<I, O>[] = [];
   private scheduled = false;
   private written: Written<I, O>[] = [];
-  /** Syncs in flight, oldest first, each with the cohort it makes durable. */
-  private inflight: { cohort: Written<I, O>[] }[] = [];
+  /** The cohort the sync in flight makes durable, or undefined when no sync is in flight. */
+  private syncing: Written<I, O>[] | undefined;
   private failed: Error | undefined;
   /** Commits made so far and the largest batch, for the debug log and tests. */
   readonly stats = { batches: 0, items: 0, largestBatch: 0, syncs: 0, commitMs: 0, maxCommitMs: 0, syncMs: 0, maxSyncMs: 0 };
@@ -67,10 +67,7 @@ export class GroupCommit<I, O> {
     if (this.failed) return Promise.reject(this.failed);
     return new Promise<O>((resolve, reject) => {
       this.pending.push({ input, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(this.flush);
-      }
+      this.scheduleFlush();
     });
   }
 
@@ -94,7 +91,7 @@ export class GroupCommit<I, O> {
 
   /** True while writes are pending, committed-but-not-durable, or syncing. */
   busy(): boolean {
-    return this.pending.length > 0 || this.written.length > 0 || this.inflight.length > 0;
+    return this.pending.length > 0 || this.written.length > 0 || this.syncing !== undefined;
   }
 
   /**
@@ -105,13 +102,19 @@ export class GroupCommit<I, O> {
     while (this.pending.length > 0) this.flushOnce();
   }
 
+  /** A flush at the end of this turn, unless a sync is in flight (its end schedules one). */
+  private scheduleFlush(): void {
+    if (this.scheduled || this.syncing || this.pending.length === 0) return;
+    this.scheduled = true;
+    setImmediate(this.flush);
+  }
+
   private readonly flush = (): void => {
     this.scheduled = false;
+    // A barrier may have started a sync since this flush was scheduled: its end commits.
+    if (this.syncing) return;
     this.flushOnce();
-    if (this.pending.length > 0 && !this.scheduled) {
-      this.scheduled = true;
-      setImmediate(this.flush);
-    }
+    this.scheduleFlush();
   };
 
   private flushOnce(): void {
@@ -145,16 +148,16 @@ export class GroupCommit<I, O> {
   }
 
   /**
-   * Starts a sync for everything written so far, unless `maxConcurrentSyncs` are in flight (then
-   * the next one starts when one ends). When a sync ends, every cohort up to its own was written
-   * before it started, so all of them are durable: cohorts are always settled in commit order.
+   * Starts a sync for everything written so far, unless one is in flight (then its end starts the
+   * next). Everything in a cohort was written before its sync started, so the whole cohort is
+   * durable when it ends; cohorts are settled in commit order.
    */
   private startSync(): void {
     const durability = this.durability;
-    if (!durability || this.written.length === 0 || this.inflight.length >= (durability.maxConcurrentSyncs ?? 1)) return;
-    const entry = { cohort: this.written };
+    if (!durability || this.written.length === 0 || this.syncing) return;
+    const cohort = this.written;
     this.written = [];
-    this.inflight.push(entry);
+    this.syncing = cohort;
     this.stats.syncs++;
     const t0 = performance.now();
     durability.sync((error) => {
@@ -162,15 +165,17 @@ export class GroupCommit<I, O> {
       this.stats.syncMs += ms;
       if (ms > this.stats.maxSyncMs) this.stats.maxSyncMs = ms;
       if (error) this.failed ??= error;
-      const i = this.inflight.indexOf(entry);
-      if (i >= 0) for (const done of this.inflight.splice(0, i + 1)) this.settle(done.cohort, this.failed ?? null);
+      this.syncing = undefined;
+      this.settle(cohort, this.failed ?? null);
       if (this.failed) {
         const rest = this.written;
         this.written = [];
         this.settle(rest, this.failed);
-      } else {
-        this.startSync();
       }
+      // Barriers that arrived during the sync start the next one now; what was submitted during
+      // it is committed at the end of this turn, and its commit starts the sync after that.
+      this.startSync();
+      this.scheduleFlush();
     });
   }
 
