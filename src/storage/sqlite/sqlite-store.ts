@@ -183,9 +183,9 @@ export class SqliteStore implements Store {
            SELECT rowid FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence LIMIT ?)`,
       ),
       setCounters: db.prepare<[number, number, string]>('UPDATE addresses SET last_sequence = ?, event_count = ? WHERE id = ?'),
-      insertEvent: db.prepare(
-        `INSERT INTO events (${EVENT_COLUMNS})
-         VALUES (@id, @addressId, @sequence, @type, @source, @data, @metadata, @dedupeKey, @createdAt, NULL)`,
+      // Positional parameters: binding by name from an object cost ~1 µs more per event.
+      insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, number]>(
+        `INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
       ),
       page: db.prepare<[string, number, number, number], EventRow>(
         `SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND sequence > ? AND sequence < ? ORDER BY sequence LIMIT ?`,
@@ -359,7 +359,7 @@ export class SqliteStore implements Store {
 
   private insertNext(e: NewEvent, c: QueueCounters, pruned: number): AppendResult {
     const sequence = c.lastSequence + 1;
-    this.q.insertEvent.run({ ...e, sequence });
+    this.q.insertEvent.run(e.id, e.addressId, sequence, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt);
     c.lastSequence = sequence;
     c.eventCount += 1 - pruned;
     c.changed = true;
