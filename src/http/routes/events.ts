@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
-import { eventJson, eventPageJson } from '../../domain/representation.js';
+import { eventJson, eventPageBody } from '../../domain/representation.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import { sendJsonText } from '../json-text.js';
 import type { AppDeps } from '../route-deps.js';
@@ -30,7 +30,7 @@ export const eventRoutes = ({ service }: AppDeps): FastifyPluginAsyncTypebox => 
     const holds = request.query.wait > 0;
     const poll = service.pollEvents(authenticatedAddress(request), request.query, (err, page) => {
       if (holds) reply.raw.removeListener('close', onClose);
-      if (page) sendJsonText(reply, eventPageJson(page));
+      if (page) sendJsonText(reply, eventPageBody(page));
       // Through the error handler, as a thrown error would go: not_found, or a logged 500.
       else (reply as FastifyReply).send(err);
     });
