@@ -4,22 +4,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { hashSecret, newAddressId, newEventId, newInboxSecret, newReadToken, newSlug } from '../../src/domain/credentials.js';
-import type { AddressRecord, NewEvent } from '../../src/domain/model.js';
+import { newEventId } from '../../src/domain/credentials.js';
+import type { NewEvent } from '../../src/domain/model.js';
 import { readMigrations } from '../../src/storage/migration-files.js';
 import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import { createTestStorage, onlyPostgres, range, sleep, type TestStorage } from '../helpers.js';
-
-const RATE = { key: 'test', limit: 1_000_000, windowMs: 60_000 };
-
-function newAddress(expiresAt = Date.now() + 3_600_000): AddressRecord {
-  const now = Date.now();
-  return {
-    id: newAddressId(), slug: newSlug(), name: 'test', taskId: null,
-    readTokenHash: hashSecret(newReadToken()), inboxSecretHash: hashSecret(newInboxSecret()),
-    createdAt: now, expiresAt,
-  };
-}
+import { RATE, newAddress } from './store-records.js';
 
 function newEvent(addressId: string, dedupeKey: string | null = null): NewEvent {
   return { id: newEventId(), addressId, type: 'test', source: 'test', data: '{"x":1}', metadata: null, dedupeKey, createdAt: Date.now() };

@@ -6,21 +6,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { hashSecret, newAddressId, newEventId, newInboxSecret, newReadToken, newSlug } from '../../src/domain/credentials.js';
-import type { AddressRecord, AppendResult, NewEvent } from '../../src/domain/model.js';
+import { newEventId } from '../../src/domain/credentials.js';
+import type { AppendResult, NewEvent } from '../../src/domain/model.js';
 import { SqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
 import { onlySqlite, range } from '../helpers.js';
-
-const RATE = { key: 'test', limit: 1_000_000, windowMs: 60_000 };
-
-function newAddress(): AddressRecord {
-  const now = Date.now();
-  return {
-    id: newAddressId(), slug: newSlug(), name: 'test', taskId: null,
-    readTokenHash: hashSecret(newReadToken()), inboxSecretHash: hashSecret(newInboxSecret()),
-    createdAt: now, expiresAt: now + 3_600_000,
-  };
-}
+import { RATE, newAddress } from './store-records.js';
 
 const newEvent = (addressId: string, data: unknown, id = newEventId()): NewEvent =>
   ({ id, addressId, type: 'test', source: 'test', data: JSON.stringify(data), metadata: null, dedupeKey: null, createdAt: Date.now() });
