@@ -4,8 +4,9 @@
 // (synchronous=NORMAL), then the group commit fdatasyncs the WAL file off the event loop, and
 // nothing is answered before an fdatasync that started after its commit has returned: a 2xx
 // survives kill -9 and a power cut, exactly as with synchronous=FULL, but the event loop keeps
-// serving requests while the disk works. (NORMAL still syncs the WAL before each checkpoint and
-// the database after it, so checkpointed frames are never overwritten before they are durable.)
+// serving requests while the disk works. Checkpoints run in the completion of those fdatasyncs
+// (checkpointer.ts), keeping SQLite's order: WAL durable, frames copied, database file durable, and
+// only then may the WAL be restarted over them.
 // Every other write (addresses, acks, deletions) also waits for such an fdatasync before returning.
 // Ordering: better-sqlite3 is synchronous and this process is the only writer, so every write
 // transaction runs alone; sequences are allocated from addresses.last_sequence inside the same
@@ -23,11 +24,11 @@ import Database from 'better-sqlite3';
 import { closeSync, existsSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
 import { readMigrations } from '../migration-files.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import type { Store, StoreLimits } from '../store.js';
+import { Checkpointer, type CheckpointerOptions } from './checkpointer.js';
 import { GroupCommit, type ItemOutcome } from './group-commit.js';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
@@ -50,6 +51,10 @@ interface AppendInput {
  * An address's queue counters while a batch is being written: read once per batch, advanced in
  * memory by each item that succeeds, written back once at the end of the batch's transaction.
  */
+export interface SqliteStoreOptions {
+  checkpoint?: CheckpointerOptions;
+}
+
 interface QueueCounters {
   lastSequence: number;
   eventCount: number;
@@ -65,8 +70,8 @@ export class SqliteStore implements Store {
   private closed = false;
   /** The WAL file, fdatasynced after each group of commits; undefined for :memory: (nothing to sync). */
   private readonly walFd: number | undefined;
-  /** The thread that checkpoints the WAL (see checkpointer.ts); undefined for :memory:. */
-  private readonly checkpointer: Worker | undefined;
+  /** Checkpoints the WAL after its fdatasyncs (see checkpointer.ts); undefined for :memory:. */
+  readonly checkpointer: Checkpointer | undefined;
   /** Per address, the first sequence of each committed batch that is not durable yet, oldest first. */
   private readonly undurable = new Map<string, number[]>();
   /** Address rows by id, oldest first (a Map keeps insertion order). */
@@ -80,7 +85,7 @@ export class SqliteStore implements Store {
   /** An append that must first prune acknowledged events, in a savepoint: a prune that frees too little rolls back. */
   private readonly appendAfterPrune: (e: NewEvent, c: QueueCounters, needed: number) => AppendResult;
 
-  constructor(path: string) {
+  constructor(path: string, opts: SqliteStoreOptions = {}) {
     this.path = path;
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
@@ -106,17 +111,22 @@ export class SqliteStore implements Store {
       this.checkpointer = undefined;
     } else {
       this.db.pragma('synchronous = NORMAL');
-      // Checkpoints run on their own thread; this connection checkpoints only if the WAL grows
-      // far past what that thread keeps it to (a backstop, should the thread have died).
+      // The checkpointer keeps the WAL short; this connection checkpoints by itself (with its own
+      // fsyncs, on the event loop) only if the WAL grows far past that, as a backstop.
       this.db.pragma('wal_autocheckpoint = 100000');
-      this.checkpointer = new Worker(new URL('./checkpointer.js', import.meta.url), { workerData: { path } });
-      this.checkpointer.unref();
-      // Should the thread fail, this connection checkpoints automatically again, as by default.
-      this.checkpointer.once('error', () => {
-        if (!this.closed) this.db.pragma('wal_autocheckpoint = 1000');
-      });
+      const checkpointer = new Checkpointer(path, opts.checkpoint);
+      this.checkpointer = checkpointer;
+      const totalChanges = this.db.prepare<[], number>('SELECT total_changes()').pluck();
       this.appends = new GroupCommit((inputs) => this.commitAppends(inputs), 1000, {
-        sync: (done) => fdatasync(walFd, (err) => done(err)),
+        sync: (done) => {
+          // Every committed write changes rows, so an unchanged count means the WAL holds nothing
+          // committed after this fdatasync began: all of it is on disk when it returns.
+          const changesBefore = totalChanges.get();
+          fdatasync(walFd, (err) => {
+            if (err) return done(err);
+            checkpointer.afterWalSync(totalChanges.get() === changesBefore, done);
+          });
+        },
         onDurable: (_inputs, outcomes) => this.markDurable(outcomes),
       });
     }
@@ -125,7 +135,7 @@ export class SqliteStore implements Store {
     if (process.env.RA_DEBUG_GROUP_COMMIT === '1') {
       let last = '';
       setInterval(() => {
-        const line = JSON.stringify({ groupCommit: this.appends.stats });
+        const line = JSON.stringify({ groupCommit: this.appends.stats, checkpointer: this.checkpointer?.stats });
         if (line !== last) process.stderr.write(`${line}\n`);
         last = line;
       }, 1000).unref();
@@ -210,14 +220,8 @@ export class SqliteStore implements Store {
     // be left without an answer, nor answered before its write is on disk.
     this.appends.drain();
     await this.appends.barrier().catch(() => {});
-    if (this.checkpointer) {
-      // Its connection closes first, so this one is the last and checkpoints and removes the WAL.
-      const exited = new Promise<void>((resolve) => this.checkpointer?.once('exit', () => resolve()));
-      // Unreferenced while it works (it must not keep the process alive), referenced while we wait.
-      this.checkpointer.ref();
-      this.checkpointer.postMessage('stop');
-      await exited;
-    }
+    // Its connections close first, so this one is the last and checkpoints and removes the WAL.
+    this.checkpointer?.close();
     this.db.close();
     if (this.walFd !== undefined) closeSync(this.walFd);
   }

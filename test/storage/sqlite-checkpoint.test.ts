@@ -1,0 +1,166 @@
+// WAL checkpoints (src/storage/sqlite/checkpointer.ts), on real files. What they must never do is
+// let the WAL be restarted over frames whose pages are not yet durable in the database file, nor
+// copy frames that are not yet durable in the WAL; what they must do is keep the WAL short.
+// The WAL header (https://www.sqlite.org/fileformat.html#the_write_ahead_log) tells a restart: its
+// checkpoint sequence number grows by one each time the WAL starts over from its beginning.
+import assert from 'node:assert/strict';
+import { fdatasync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { newEventId } from '../../src/domain/credentials.js';
+import type { NewEvent } from '../../src/domain/model.js';
+import type { SyncFile } from '../../src/storage/sqlite/checkpointer.js';
+import { SqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
+import { onlySqlite, range } from '../helpers.js';
+import { RATE, newAddress } from './store-records.js';
+
+const LIMITS = { maxEventsPerAddress: 1_000_000 };
+const newEvent = (addressId: string, data: unknown): NewEvent =>
+  ({ id: newEventId(), addressId, type: 'test', source: 'test', data: JSON.stringify(data), metadata: null, dedupeKey: null, createdAt: Date.now() });
+
+/** The WAL header's checkpoint sequence number: it grows by one at each restart of the WAL. */
+const walRestarts = (path: string) => readFileSync(`${path}-wal`).readUInt32BE(12);
+const walBytes = (path: string) => statSync(`${path}-wal`).size;
+/**
+ * Frames of the WAL's current generation: the run of frames from its start whose salts are the
+ * header's (a restart writes new salts, and frames past the new end keep the old ones).
+ */
+function walFrames(path: string): number {
+  const wal = readFileSync(`${path}-wal`);
+  const frameBytes = 24 + wal.readUInt32BE(8);
+  let n = 0;
+  for (let at = 32; at + frameBytes <= wal.length; at += frameBytes, n++) {
+    if (wal.readUInt32BE(at + 8) !== wal.readUInt32BE(16) || wal.readUInt32BE(at + 12) !== wal.readUInt32BE(20)) break;
+  }
+  return n;
+}
+
+/** A database fdatasync that can be held: while held, calls wait in `held` until release(). */
+function holdableSync() {
+  const held: (() => void)[] = [];
+  let holding = false;
+  const sync: SyncFile = (fd, done) => {
+    const run = () => fdatasync(fd, (err) => done(err));
+    if (holding) held.push(run);
+    else run();
+  };
+  return {
+    sync,
+    held,
+    hold: () => { holding = true; },
+    release: () => { holding = false; for (const run of held.splice(0)) run(); },
+  };
+}
+
+/** Waits until `check` holds, polling the event loop (the fdatasyncs complete on the thread pool). */
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (check()) return;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  assert.fail(`timed out waiting until ${what}`);
+}
+
+describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ra-sqlite-checkpoint-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('keep the WAL short: once its frames are in the database file it starts over, and nothing is lost', async () => {
+    const path = join(dir, 'bounded.sqlite');
+    let store = new SqliteStore(path, { checkpoint: { intervalMs: 0 } });
+    const a = newAddress();
+    try {
+      await store.createAddress(a, { ...RATE, now: Date.now() });
+      const restartsBefore = walRestarts(path);
+      // 200 rounds of 20 deliveries, each round one batch, one fdatasync and one checkpoint.
+      for (const round of range(1, 200)) {
+        await Promise.all(range(1, 20).map((i) => store.appendEvent(newEvent(a.id, [round, i]), LIMITS)));
+      }
+      assert.ok(store.checkpointer!.stats.checkpoints >= 200, `a checkpoint after every sync (${store.checkpointer!.stats.checkpoints})`);
+      assert.ok(walRestarts(path) - restartsBefore >= 100, `the WAL started over after checkpoints (${walRestarts(path) - restartsBefore} times)`);
+      // 4,000 events of ~100 bytes went through it; restarted, it stays at the size of a few batches.
+      assert.ok(walBytes(path) < 256 * 1024, `the WAL stays short (${walBytes(path)} bytes)`);
+    } finally {
+      await store.close();
+    }
+    // Reopened: every event is there, in order, whatever was in the WAL or the database file.
+    store = new SqliteStore(path);
+    try {
+      let after = 0;
+      let count = 0;
+      for (;;) {
+        const page = (await store.listEvents(a.id, after, 100))!;
+        for (const e of page.events) assert.equal(e.sequence, ++count);
+        if (!page.hasMore) break;
+        after = page.events.at(-1)!.sequence;
+      }
+      assert.equal(count, 4000);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('while the database file is being synced, writes append to the WAL and never restart it over the copied frames', async () => {
+    const path = join(dir, 'held.sqlite');
+    const db = holdableSync();
+    const store = new SqliteStore(path, { checkpoint: { intervalMs: 0, syncDatabase: db.sync } });
+    try {
+      const a = newAddress();
+      await store.createAddress(a, { ...RATE, now: Date.now() });
+      const first = await store.appendEvent(newEvent(a.id, 'first'), LIMITS);
+      assert.equal(first.kind, 'created');
+      const firstId = first.kind === 'created' ? first.event.id : '';
+
+      // This delivery's sync copies the whole WAL into the database file, whose fdatasync is held.
+      db.hold();
+      const checkpoints = store.checkpointer!.stats.checkpoints;
+      const second = store.appendEvent(newEvent(a.id, 'second'), LIMITS);
+      await until(() => db.held.length === 1, 'the database fdatasync is in flight');
+      assert.equal(store.checkpointer!.stats.checkpoints, checkpoints + 1, 'it is a checkpoint\'s fdatasync');
+      const restarts = walRestarts(path);
+      const frames = walFrames(path);
+
+      // A write now finds every frame copied. Were the WAL restarted, it would overwrite frames that
+      // are still the only durable copy of their pages (the database file is not synced yet).
+      const ack = store.ackEvent(a.id, firstId, Date.now());
+      await new Promise((r) => setTimeout(r, 20));
+      assert.equal(walRestarts(path), restarts, 'no restart while the database file is not durable');
+      assert.ok(walFrames(path) > frames, `the write went after the last frame instead (${frames} -> ${walFrames(path)})`);
+
+      db.release();
+      assert.equal((await second).kind, 'created');
+      assert.ok((await ack)?.acknowledgedAt, 'the acknowledgement is durable and answered');
+      // Once the database file is durable, the next checkpoint lets the WAL start over.
+      await store.appendEvent(newEvent(a.id, 'third'), LIMITS);
+      await store.appendEvent(newEvent(a.id, 'fourth'), LIMITS);
+      assert.ok(walRestarts(path) > restarts, 'the WAL restarts once the copied frames are durable in the database file');
+      assert.deepEqual((await store.listEvents(a.id, 0, 10))!.events.map((e) => JSON.parse(e.data)), ['first', 'second', 'third', 'fourth']);
+    } finally {
+      db.release(); // a failed assertion must not leave close() waiting for a held sync
+      await store.close();
+    }
+  });
+
+  it('copy no frame committed after the WAL fdatasync began: such a sync is followed by no checkpoint', async () => {
+    const store = new SqliteStore(join(dir, 'undurable.sqlite'), { checkpoint: { intervalMs: 0 } });
+    try {
+      const a = newAddress();
+      await store.createAddress(a, { ...RATE, now: Date.now() });
+      const first = await store.appendEvent(newEvent(a.id, 'first'), LIMITS);
+      const firstId = first.kind === 'created' ? first.event.id : '';
+      const stats = { ...store.checkpointer!.stats };
+      // The delivery's batch commits in a setImmediate and starts the WAL's fdatasync; the ack,
+      // queued after it in the same phase, commits while that fdatasync is in flight (its
+      // completion comes in a later phase of the event loop).
+      const delivered = store.appendEvent(newEvent(a.id, 'second'), LIMITS);
+      const acked = new Promise((resolve, reject) => setImmediate(() => store.ackEvent(a.id, firstId, Date.now()).then(resolve, reject)));
+      await Promise.all([delivered, acked]);
+      assert.equal(store.checkpointer!.stats.skippedUndurable, stats.skippedUndurable + 1, 'the sync that the ack overlapped did not checkpoint');
+      // The ack's own barrier waited for the next sync, which nothing overlapped: that one checkpoints.
+      assert.equal(store.checkpointer!.stats.checkpoints, stats.checkpoints + 1);
+    } finally {
+      await store.close();
+    }
+  });
+});
