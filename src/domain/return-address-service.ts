@@ -56,6 +56,14 @@ export interface ListQuery {
   wait: number;
 }
 
+/** The token of an `Authorization: Bearer <read token>` header; 401 when there is none of that form. */
+function bearerToken(authorization: string | undefined): string {
+  const m = authorization === undefined ? null : /^Bearer +(\S+) *$/i.exec(authorization);
+  const token = m?.[1];
+  if (token === undefined || !READ_TOKEN_RE.test(token)) throw unauthorized();
+  return token;
+}
+
 export const DEFAULT_EVENT_TYPE = 'message.received';
 export const DEFAULT_EVENT_SOURCE = 'https';
 export const DEFAULT_ADDRESS_NAME = 'untitled';
@@ -117,11 +125,24 @@ export class ReturnAddressService {
    * then an existing address (else 404), then the token of that address (else 401).
    */
   async authenticate(addressId: string, authorization: string | undefined): Promise<AddressRecord> {
-    const m = authorization === undefined ? null : /^Bearer +(\S+) *$/i.exec(authorization);
-    const token = m?.[1];
-    if (token === undefined || !READ_TOKEN_RE.test(token)) throw unauthorized();
-    const address = await this.findAddress(addressId);
-    if (!address) throw notFound('Address');
+    const token = bearerToken(authorization);
+    return this.checkReadToken(await this.findAddress(addressId), token);
+  }
+
+  /**
+   * `authenticate` without waiting, when the store holds the address in memory (a queue being read
+   * is): the address, or undefined when only `authenticate` can tell. Throws what it would throw.
+   * Reading a page skips two promise hops this way, ~3-4 µs of ~65.
+   */
+  authenticateNow(addressId: string, authorization: string | undefined): AddressRecord | undefined {
+    const token = bearerToken(authorization);
+    if (!ADDRESS_ID_RE.test(addressId)) throw notFound('Address');
+    const held = this.store.heldAddress?.(addressId);
+    return held === undefined ? undefined : this.checkReadToken(held, token);
+  }
+
+  private checkReadToken(address: AddressRecord | null, token: string): AddressRecord {
+    if (!address || this.isPastGrace(address)) throw notFound('Address');
     if (!secretMatches(token, address.readTokenHash)) throw unauthorized();
     return address;
   }

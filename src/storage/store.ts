@@ -40,6 +40,11 @@ export interface Store {
    */
   createAddress(address: AddressRecord, rate: { key: string; limit: number; windowMs: number; now: number }): Promise<RateDecision>;
   getAddress(id: string): Promise<AddressRecord | null>;
+  /**
+   * The address if this process holds it in memory, without waiting; undefined when it does not
+   * (then ask getAddress). Only for a store that knows every change to what it holds.
+   */
+  heldAddress?(id: string): AddressRecord | undefined;
   /** The address whose email local part is `slug`. */
   getAddressBySlug(slug: string): Promise<AddressRecord | null>;
   /** Deletes the address and all its events; false when it did not exist. */

@@ -1,15 +1,30 @@
 // Bearer authentication for endpoints 2-5 and MCP, as an onRequest hook: it runs before the body
 // and the query are looked at, so an unauthenticated caller learns nothing from validation errors.
-import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { AddressRecord } from '../../domain/model.js';
 import type { ReturnAddressService } from '../../domain/return-address-service.js';
 
 const authenticated = new WeakMap<FastifyRequest, AddressRecord>();
 
-export function requireReadToken(service: ReturnAddressService): onRequestAsyncHookHandler {
-  return async (request) => {
+export function requireReadToken(service: ReturnAddressService): onRequestHookHandler {
+  // A callback hook, not an async one: when the address is held in memory it answers in this turn.
+  return (request, _reply, done) => {
     const { addressId } = request.params as { addressId: string };
-    authenticated.set(request, await service.authenticate(addressId, request.headers.authorization));
+    const { authorization } = request.headers;
+    let address: AddressRecord | undefined;
+    try {
+      address = service.authenticateNow(addressId, authorization);
+    } catch (err) {
+      return done(err as Error);
+    }
+    if (address) {
+      authenticated.set(request, address);
+      return done();
+    }
+    service.authenticate(addressId, authorization).then((a) => {
+      authenticated.set(request, a);
+      done();
+    }, done);
   };
 }
 

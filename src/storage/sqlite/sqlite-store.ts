@@ -258,6 +258,11 @@ export class SqliteStore implements Store {
     return a;
   }
 
+  /** This process is the only writer, so a cached address is exact (dropped on delete and sweep). */
+  heldAddress(id: string): AddressRecord | undefined {
+    return this.addresses.get(id);
+  }
+
   /** The address's rows changed (or it is gone): forget what is cached about it. */
   private forget(addressId: string, deleted = false): void {
     this.dropPages(addressId);
