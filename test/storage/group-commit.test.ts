@@ -86,6 +86,52 @@ describe('GroupCommit', () => {
     assert.equal(gc.busy(), false);
   });
 
+  it('a sync that runs long lets what is pending commit during it, once, and the next sync starts the moment it ends', async () => {
+    const batches: number[][] = [];
+    const committed: number[] = [];
+    const disk = manualSync(() => committed);
+    const gc = new GroupCommit<number, number>((inputs) => {
+      batches.push([...inputs]);
+      committed.push(...inputs);
+      return inputs.map((n) => ({ ok: true, value: n }));
+    }, 1000, { sync: disk.sync, lateCommitMs: 5 });
+    const answered: number[] = [];
+    const submit = (n: number) => gc.submit(n).then((v) => void answered.push(v));
+    const first = submit(1);
+    await turn();
+    assert.equal(disk.started.length, 1);
+    const during = [submit(2), submit(3)];
+    await turn();
+    assert.deepEqual(batches, [[1]], 'within lateCommitMs, nothing is committed during the sync');
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(batches, [[1], [2, 3]], 'past it, the pending submissions are committed during the sync');
+    assert.equal(disk.started.length, 1, 'but no second sync starts while the first is in flight');
+    assert.deepEqual(answered, [], 'and nothing is answered before a sync that began after its commit');
+    // Once per sync: later submissions wait for the sync to end, however long it runs.
+    const after = submit(4);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(batches, [[1], [2, 3]], 'one late commit per sync');
+    disk.started[0]!.end();
+    await first;
+    assert.deepEqual(answered, [1], '2 and 3 were committed during that sync, so it does not cover them');
+    assert.equal(disk.started.length, 2, 'the sync covering the late commit starts as soon as the first ends');
+    assert.deepEqual(disk.started[1]!.committedBefore, [1, 2, 3]);
+    // 4 is pending during that second sync, which gets a late commit of its own.
+    await turn();
+    assert.deepEqual(batches, [[1], [2, 3]]);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(batches, [[1], [2, 3], [4]], 'each sync may have one late commit');
+    disk.started[1]!.end();
+    await Promise.all(during);
+    assert.deepEqual(answered, [1, 2, 3]);
+    assert.equal(disk.started.length, 3, 'the sync covering 4 starts as soon as the second ends');
+    disk.started[2]!.end();
+    await after;
+    assert.deepEqual(answered, [1, 2, 3, 4]);
+    assert.equal(gc.stats.lateCommits, 2);
+    assert.equal(gc.busy(), false);
+  });
+
   it('a barrier during a sync waits for the next sync; a failed sync fails its cohort and everything after', async () => {
     const committed: number[] = [];
     const disk = manualSync(() => committed);

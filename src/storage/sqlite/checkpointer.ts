@@ -53,7 +53,7 @@ export class Checkpointer {
   private lastAt = -Infinity;
   private failed: Error | undefined;
   private closed = false;
-  readonly stats = { checkpoints: 0, skippedUndurable: 0, failedCopies: 0 };
+  readonly stats = { checkpoints: 0, skippedUndurable: 0, failedCopies: 0, copyMs: 0, syncMs: 0, maxSyncMs: 0 };
 
   constructor(path: string, opts: CheckpointerOptions = {}) {
     this.intervalMs = opts.intervalMs ?? CHECKPOINT_INTERVAL_MS;
@@ -67,6 +67,11 @@ export class Checkpointer {
     this.endHold = this.holder.prepare('COMMIT');
     this.checkpoint = this.copier.prepare('PRAGMA wal_checkpoint(PASSIVE)');
     this.dbFd = openSync(path, 'r+');
+  }
+
+  /** Whether the next WAL fdatasync that nothing overlaps would be followed by a checkpoint. */
+  due(): boolean {
+    return !this.failed && performance.now() - this.lastAt >= this.intervalMs;
   }
 
   /**
@@ -85,6 +90,7 @@ export class Checkpointer {
     this.lastAt = now;
     this.beginHold.run();
     this.readInHold.get();
+    const t0 = performance.now();
     try {
       // PASSIVE never waits for anyone: a busy checkpoint copies what it can and says so in its row.
       this.checkpoint.get();
@@ -94,7 +100,12 @@ export class Checkpointer {
       // same before the WAL may start over. The next checkpoint tries again.
       this.stats.failedCopies++;
     }
+    const t1 = performance.now();
+    this.stats.copyMs += t1 - t0;
     this.syncDatabase(this.dbFd, (error) => {
+      const ms = performance.now() - t1;
+      this.stats.syncMs += ms;
+      if (ms > this.stats.maxSyncMs) this.stats.maxSyncMs = ms;
       // Closed meanwhile (only after the group commit failed: otherwise close waits for this sync).
       if (this.closed) return done(error ?? new Error('store is closed'));
       if (error) {
