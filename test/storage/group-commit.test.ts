@@ -12,6 +12,21 @@ function manualSync(committed: () => number[]) {
 }
 const turn = () => new Promise((r) => setImmediate(r));
 
+/** A group commit over a manual sync that records its batches; `submit` records the answers in order. */
+function recorded(options: { lateCommitMs?: number } = {}) {
+  const batches: number[][] = [];
+  const committed: number[] = [];
+  const disk = manualSync(() => committed);
+  const gc = new GroupCommit<number, number>((inputs) => {
+    batches.push([...inputs]);
+    committed.push(...inputs);
+    return inputs.map((n) => ({ ok: true, value: n }));
+  }, 1000, { sync: disk.sync, ...options });
+  const answered: number[] = [];
+  const submit = (n: number) => gc.submit(n).then((v) => void answered.push(v));
+  return { gc, batches, disk, answered, submit };
+}
+
 describe('GroupCommit', () => {
   it('gathers submissions of one turn into one commit and answers each with its own outcome', async () => {
     const batches: number[][] = [];
@@ -50,16 +65,7 @@ describe('GroupCommit', () => {
   });
 
   it('commits nothing while a sync is in flight, then everything submitted meanwhile in one batch', async () => {
-    const batches: number[][] = [];
-    const committed: number[] = [];
-    const disk = manualSync(() => committed);
-    const gc = new GroupCommit<number, number>((inputs) => {
-      batches.push([...inputs]);
-      committed.push(...inputs);
-      return inputs.map((n) => ({ ok: true, value: n }));
-    }, 1000, { sync: disk.sync });
-    const answered: number[] = [];
-    const submit = (n: number) => gc.submit(n).then((v) => void answered.push(v));
+    const { gc, batches, disk, answered, submit } = recorded();
     const first = submit(1);
     await turn();
     assert.deepEqual(batches, [[1]]);
@@ -87,16 +93,7 @@ describe('GroupCommit', () => {
   });
 
   it('a sync that runs long lets what is pending commit during it, once, and the next sync starts the moment it ends', async () => {
-    const batches: number[][] = [];
-    const committed: number[] = [];
-    const disk = manualSync(() => committed);
-    const gc = new GroupCommit<number, number>((inputs) => {
-      batches.push([...inputs]);
-      committed.push(...inputs);
-      return inputs.map((n) => ({ ok: true, value: n }));
-    }, 1000, { sync: disk.sync, lateCommitMs: 5 });
-    const answered: number[] = [];
-    const submit = (n: number) => gc.submit(n).then((v) => void answered.push(v));
+    const { gc, batches, disk, answered, submit } = recorded({ lateCommitMs: 5 });
     const first = submit(1);
     await turn();
     assert.equal(disk.started.length, 1);

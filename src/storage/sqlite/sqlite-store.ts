@@ -41,7 +41,7 @@ const PAGE_CACHE_PER_ADDRESS = 2;
 
 /**
  * A WAL fdatasync in flight this long lets the pending appends commit during it (group-commit.ts).
- * A quiet disk syncs in 0.1-0.3 ms and never reaches it; a busy one took 1.5-3 ms on average.
+ * A quiet disk syncs in 0.1-0.3 ms and never reaches it; a busy one took 1.5-3.4 ms on average.
  */
 const LATE_COMMIT_MS = 1;
 
@@ -53,14 +53,14 @@ interface AppendInput {
   limits: StoreLimits;
 }
 
-/**
- * An address's queue counters while a batch is being written: read once per batch, advanced in
- * memory by each item that succeeds, written back once at the end of the batch's transaction.
- */
 export interface SqliteStoreOptions {
   checkpoint?: CheckpointerOptions;
 }
 
+/**
+ * An address's queue counters while a batch is being written: read once per batch, advanced in
+ * memory by each item that succeeds, written back once at the end of the batch's transaction.
+ */
 interface QueueCounters {
   lastSequence: number;
   eventCount: number;
