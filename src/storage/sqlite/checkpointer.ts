@@ -16,8 +16,9 @@
 //  3. PRAGMA wal_checkpoint(PASSIVE) on a third connection with synchronous=OFF copies the frames
 //     into the database file and syncs nothing.
 //  4. fdatasync of the database file on the thread pool; when it returns, the read transaction
-//     ends and the sync completes. The group commit commits nothing while a sync is in flight;
-//     other writes meanwhile just append to the WAL.
+//     ends and the sync completes. Meanwhile the group commit commits nothing (`wantsQuietSync`
+//     also turns off its late commits), so its next commit finds the whole WAL copied and starts
+//     it over; other writes meanwhile just append to the WAL, which then starts over later.
 // A failed fdatasync of the database file keeps the read transaction open for good (the WAL stays
 // the durable copy) and fails the sync, which fails the store.
 import Database from 'better-sqlite3';
@@ -53,6 +54,7 @@ export class Checkpointer {
   private lastAt = -Infinity;
   private failed: Error | undefined;
   private closed = false;
+  private syncingDatabase = false;
   readonly stats = { checkpoints: 0, skippedUndurable: 0, failedCopies: 0, copyMs: 0, syncMs: 0, maxSyncMs: 0 };
 
   constructor(path: string, opts: CheckpointerOptions = {}) {
@@ -69,9 +71,13 @@ export class Checkpointer {
     this.dbFd = openSync(path, 'r+');
   }
 
-  /** Whether the next WAL fdatasync that nothing overlaps would be followed by a checkpoint. */
-  due(): boolean {
-    return !this.failed && performance.now() - this.lastAt >= this.intervalMs;
+  /**
+   * True while nothing should be committed during the sync in flight: a checkpoint is due (a
+   * commit overlapping the WAL fdatasync would make it skip), or its database fdatasync is running
+   * (a commit then would keep the WAL from starting over, and under steady load it would never).
+   */
+  wantsQuietSync(): boolean {
+    return this.syncingDatabase || (!this.failed && performance.now() - this.lastAt >= this.intervalMs);
   }
 
   /**
@@ -102,7 +108,9 @@ export class Checkpointer {
     }
     const t1 = performance.now();
     this.stats.copyMs += t1 - t0;
+    this.syncingDatabase = true;
     this.syncDatabase(this.dbFd, (error) => {
+      this.syncingDatabase = false;
       const ms = performance.now() - t1;
       this.stats.syncMs += ms;
       if (ms > this.stats.maxSyncMs) this.stats.maxSyncMs = ms;

@@ -45,7 +45,10 @@ export interface Durability<I, O> {
   sync(done: (error: Error | null) => void): void;
   /** Called once a batch is durable, before its callers are answered (e.g. to make its rows visible). */
   onDurable?(inputs: readonly I[], outcomes: readonly ItemOutcome<O>[]): void;
-  /** A sync in flight this long lets what is pending commit during it (once per sync); unset: never. */
+  /**
+   * A sync in flight this long lets what is pending commit during it (once per sync); unset:
+   * never. Read when the late commit is armed and again when it is due, so it may change.
+   */
   lateCommitMs?: number;
 }
 
@@ -132,7 +135,9 @@ export class GroupCommit<I, O> {
 
   private readonly lateCommit = (): void => {
     this.lateTimer = undefined;
-    // The sync's end clears this timer, so the same sync is still in flight.
+    // The sync's end clears this timer, so the same sync is still in flight; its end commits if
+    // a late commit is no longer wanted.
+    if (this.durability?.lateCommitMs === undefined) return;
     this.lateCommitted = true;
     this.stats.lateCommits++;
     this.flushOnce();

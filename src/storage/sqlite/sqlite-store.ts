@@ -134,9 +134,9 @@ export class SqliteStore implements Store {
           });
         },
         onDurable: (_inputs, outcomes) => this.markDurable(outcomes),
-        // Not when a checkpoint is due: a commit during the sync would make it skip that checkpoint.
+        // Asked when a late commit is armed and again when it fires (checkpointer.ts says why not).
         get lateCommitMs() {
-          return checkpointer.due() ? undefined : LATE_COMMIT_MS;
+          return checkpointer.wantsQuietSync() ? undefined : LATE_COMMIT_MS;
         },
       });
     }
