@@ -110,14 +110,12 @@ export class ReturnAddressService {
   /** The address if it exists and is not past its grace period (then it is as good as swept). */
   async findAddress(addressId: string): Promise<AddressRecord | null> {
     if (!ADDRESS_ID_RE.test(addressId)) return null;
-    const a = await this.store.getAddress(addressId);
-    return a && !this.isPastGrace(a) ? a : null;
+    return this.usable(await this.store.getAddress(addressId));
   }
 
   /** The address by the local part of its email (slug), for the SMTP listener. */
   async findAddressBySlug(slug: string): Promise<AddressRecord | null> {
-    const a = await this.store.getAddressBySlug(slug);
-    return a && !this.isPastGrace(a) ? a : null;
+    return this.usable(await this.store.getAddressBySlug(slug));
   }
 
   /**
@@ -138,11 +136,12 @@ export class ReturnAddressService {
     const token = bearerToken(authorization);
     if (!ADDRESS_ID_RE.test(addressId)) throw notFound('Address');
     const held = this.store.heldAddress?.(addressId);
-    return held === undefined ? undefined : this.checkReadToken(held, token);
+    return held === undefined ? undefined : this.checkReadToken(this.usable(held), token);
   }
 
+  /** `address` is a usable one (from findAddress or usable), or null: 404. */
   private checkReadToken(address: AddressRecord | null, token: string): AddressRecord {
-    if (!address || this.isPastGrace(address)) throw notFound('Address');
+    if (!address) throw notFound('Address');
     if (!secretMatches(token, address.readTokenHash)) throw unauthorized();
     return address;
   }
@@ -274,6 +273,11 @@ export class ReturnAddressService {
     if (!page) throw notFound('Address');
     const last = page.events.at(-1);
     return { events: page.events, nextCursor: last ? last.sequence : after, hasMore: page.hasMore };
+  }
+
+  /** The address, unless it is past its grace period (then it is as good as swept). */
+  private usable(a: AddressRecord | null): AddressRecord | null {
+    return a && !this.isPastGrace(a) ? a : null;
   }
 
   private isPastGrace(a: AddressRecord): boolean {

@@ -77,7 +77,11 @@ export class Checkpointer {
    * (a commit then would keep the WAL from starting over, and under steady load it would never).
    */
   wantsQuietSync(): boolean {
-    return this.syncingDatabase || (!this.failed && performance.now() - this.lastAt >= this.intervalMs);
+    return this.syncingDatabase || (!this.failed && this.isDue(performance.now()));
+  }
+
+  private isDue(now: number): boolean {
+    return now - this.lastAt >= this.intervalMs;
   }
 
   /**
@@ -88,7 +92,7 @@ export class Checkpointer {
   afterWalSync(walDurable: boolean, done: (error: Error | null) => void): void {
     if (this.failed) return done(this.failed);
     const now = performance.now();
-    if (now - this.lastAt < this.intervalMs) return done(null);
+    if (!this.isDue(now)) return done(null);
     if (!walDurable) {
       this.stats.skippedUndurable++;
       return done(null);

@@ -258,8 +258,8 @@ export class SqliteStore implements Store {
   }
 
   async getAddress(id: string): Promise<AddressRecord | null> {
-    const cached = this.addresses.get(id);
-    if (cached) return cached;
+    const held = this.heldAddress(id);
+    if (held) return held;
     const r = this.q.getAddress.get(id);
     if (!r) return null;
     const a = Object.freeze(toAddress(r));
