@@ -13,7 +13,7 @@ function manualSync(committed: () => number[]) {
 const turn = () => new Promise((r) => setImmediate(r));
 
 /** A group commit over a manual sync that records its batches; `submit` records the answers in order. */
-function recorded(options: { lateCommitMs?: number } = {}) {
+function recorded(options: { maxSyncsInFlight?: number; quiet?: () => boolean } = {}) {
   const batches: number[][] = [];
   const committed: number[] = [];
   const disk = manualSync(() => committed);
@@ -92,40 +92,80 @@ describe('GroupCommit', () => {
     assert.equal(gc.busy(), false);
   });
 
-  it('a sync that runs long lets what is pending commit during it, once, and the next sync starts the moment it ends', async () => {
-    const { gc, batches, disk, answered, submit } = recorded({ lateCommitMs: 5 });
+  it('with two syncs allowed, commits during a sync and starts a second; a sync answers everything committed before it began, in whatever order the syncs end', async () => {
+    const { gc, batches, disk, answered, submit } = recorded({ maxSyncsInFlight: 2 });
     const first = submit(1);
     await turn();
-    assert.equal(disk.started.length, 1);
-    const during = [submit(2), submit(3)];
+    assert.deepEqual(batches, [[1]]);
+    const second = submit(2);
     await turn();
-    assert.deepEqual(batches, [[1]], 'within lateCommitMs, nothing is committed during the sync');
-    await new Promise((r) => setTimeout(r, 20));
-    assert.deepEqual(batches, [[1], [2, 3]], 'past it, the pending submissions are committed during the sync');
-    assert.equal(disk.started.length, 1, 'but no second sync starts while the first is in flight');
-    assert.deepEqual(answered, [], 'and nothing is answered before a sync that began after its commit');
-    // Once per sync: later submissions wait for the sync to end, however long it runs.
-    const after = submit(4);
-    await new Promise((r) => setTimeout(r, 20));
-    assert.deepEqual(batches, [[1], [2, 3]], 'one late commit per sync');
+    assert.deepEqual(batches, [[1], [2]], 'a free sync lets the next submission commit at once');
+    assert.equal(disk.started.length, 2, 'and its sync starts while the first is in flight');
+    assert.deepEqual(disk.started[1]!.committedBefore, [1, 2]);
+    const third = submit(3);
+    const fourth = submit(4);
+    await turn();
+    assert.deepEqual(batches, [[1], [2]], 'with both syncs busy, nothing is committed');
+    // The second sync ends first: it began after both commits, so both are durable.
+    disk.started[1]!.end();
+    await Promise.all([first, second]);
+    assert.deepEqual(answered, [1, 2]);
+    await turn();
+    assert.deepEqual(batches, [[1], [2], [3, 4]], 'the submissions made meanwhile share one commit');
+    assert.equal(disk.started.length, 3);
+    assert.deepEqual(disk.started[2]!.committedBefore, [1, 2, 3, 4]);
+    disk.started[0]!.end();
+    await turn();
+    assert.deepEqual(answered, [1, 2], 'the first sync, ending last, answers nothing more: it began before 3 and 4');
+    disk.started[2]!.end();
+    await Promise.all([third, fourth]);
+    assert.deepEqual(answered, [1, 2, 3, 4]);
+    assert.equal(gc.stats.overlappedSyncs, 2);
+    assert.equal(gc.busy(), false);
+  });
+
+  it('while the durability asks for quiet, commits nothing during a sync and runs one sync at a time', async () => {
+    let quiet = true;
+    const { gc, batches, disk, answered, submit } = recorded({ maxSyncsInFlight: 2, quiet: () => quiet });
+    const first = submit(1);
+    await turn();
+    const second = submit(2);
+    await turn();
+    assert.deepEqual(batches, [[1]], 'nothing is committed during the sync');
+    assert.equal(disk.started.length, 1);
+    quiet = false;
     disk.started[0]!.end();
     await first;
-    assert.deepEqual(answered, [1], '2 and 3 were committed during that sync, so it does not cover them');
-    assert.equal(disk.started.length, 2, 'the sync covering the late commit starts as soon as the first ends');
-    assert.deepEqual(disk.started[1]!.committedBefore, [1, 2, 3]);
-    // 4 is pending during that second sync, which gets a late commit of its own.
     await turn();
-    assert.deepEqual(batches, [[1], [2, 3]]);
-    await new Promise((r) => setTimeout(r, 20));
-    assert.deepEqual(batches, [[1], [2, 3], [4]], 'each sync may have one late commit');
-    disk.started[1]!.end();
-    await Promise.all(during);
-    assert.deepEqual(answered, [1, 2, 3]);
-    assert.equal(disk.started.length, 3, 'the sync covering 4 starts as soon as the second ends');
+    assert.deepEqual(batches, [[1], [2]]);
+    const third = submit(3);
+    await turn();
+    assert.deepEqual(batches, [[1], [2], [3]], 'no longer quiet: two syncs in flight again');
+    assert.equal(disk.started.length, 3);
     disk.started[2]!.end();
-    await after;
-    assert.deepEqual(answered, [1, 2, 3, 4]);
-    assert.equal(gc.stats.lateCommits, 2);
+    await Promise.all([second, third]);
+    assert.deepEqual(answered, [1, 2, 3]);
+    disk.started[1]!.end();
+    assert.equal(gc.busy(), false);
+  });
+
+  it('a failed sync fails every unanswered batch, even one that a sync still in flight would cover, and what is pending', async () => {
+    const { gc, batches, disk, submit } = recorded({ maxSyncsInFlight: 2 });
+    const first = submit(1);
+    await turn();
+    const second = submit(2);
+    await turn();
+    const third = submit(3);
+    await turn();
+    assert.equal(disk.started.length, 2);
+    disk.started[0]!.end(new Error('EIO'));
+    await assert.rejects(first, /EIO/);
+    await assert.rejects(second, /EIO/, 'the error may be the only report of its pages, so the other sync proves nothing');
+    await assert.rejects(third, /EIO/, 'a pending submission fails too');
+    disk.started[1]!.end();
+    await turn();
+    await assert.rejects(gc.submit(4), /EIO/, 'and so does every later one');
+    assert.deepEqual(batches, [[1], [2]], 'nothing is committed after a failed sync');
     assert.equal(gc.busy(), false);
   });
 

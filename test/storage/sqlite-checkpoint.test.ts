@@ -103,8 +103,8 @@ describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
 
   it('under steady load, with slow fdatasyncs of the database file, the WAL still starts over', async () => {
     const path = join(dir, 'steady.sqlite');
-    // Each database fdatasync takes 5 ms more, as on a busy disk: long enough for the group
-    // commit's late commit (1 ms into a sync) to come due while it runs.
+    // Each database fdatasync takes 5 ms more, as on a busy disk: long enough for deliveries to
+    // be pending while it runs, when the group commit could start a second WAL sync beside it.
     const slowDatabase: SyncFile = (fd, done) => setTimeout(() => fdatasync(fd, (err) => done(err)), 5);
     const store = new SqliteStore(path, { checkpoint: { intervalMs: 10, syncDatabase: slowDatabase } });
     try {
@@ -126,8 +126,9 @@ describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
       const restarts = walRestarts(path) - restartsBefore;
       assert.ok(checkpoints >= 10, `checkpoints ran (${checkpoints})`);
       // A commit during a checkpoint's database fdatasync leaves frames past the copied ones, and the
-      // WAL starts over only after a checkpoint without one: with late commits allowed there, it
-      // did after 21-25 of 55 checkpoints; without, after 54 of 55.
+      // WAL starts over only after a checkpoint without one: with commits allowed there (a late
+      // commit during the sync, in an earlier design), it did after 21-25 of 55 checkpoints;
+      // without, after 54 of 55.
       assert.ok(restarts >= (checkpoints * 3) / 4, `the WAL started over after most checkpoints (${restarts} of ${checkpoints})`);
     } finally {
       await store.close();

@@ -16,9 +16,9 @@
 //  3. PRAGMA wal_checkpoint(PASSIVE) on a third connection with synchronous=OFF copies the frames
 //     into the database file and syncs nothing.
 //  4. fdatasync of the database file on the thread pool; when it returns, the read transaction
-//     ends and the sync completes. Meanwhile the group commit commits nothing (`wantsQuietSync`
-//     also turns off its late commits), so its next commit finds the whole WAL copied and starts
-//     it over; other writes meanwhile just append to the WAL, which then starts over later.
+//     ends and the sync completes. Meanwhile the group commit commits nothing and runs one sync at
+//     a time (`wantsQuietSync`), so its next commit finds the whole WAL copied and starts it over;
+//     other writes meanwhile just append to the WAL, which then starts over later.
 // A failed fdatasync of the database file keeps the read transaction open for good (the WAL stays
 // the durable copy) and fails the sync, which fails the store.
 import Database from 'better-sqlite3';
@@ -72,9 +72,10 @@ export class Checkpointer {
   }
 
   /**
-   * True while nothing should be committed during the sync in flight: a checkpoint is due (a
-   * commit overlapping the WAL fdatasync would make it skip), or its database fdatasync is running
-   * (a commit then would keep the WAL from starting over, and under steady load it would never).
+   * True while nothing should be committed during a sync in flight: a checkpoint is due (a commit
+   * overlapping the WAL fdatasync would make it skip, and with overlapping syncs under load every
+   * sync would be overlapped), or its database fdatasync is running (a commit then would keep the
+   * WAL from starting over, and under steady load it would never).
    */
   wantsQuietSync(): boolean {
     return this.syncingDatabase || (!this.failed && this.isDue(performance.now()));
@@ -92,7 +93,8 @@ export class Checkpointer {
   afterWalSync(walDurable: boolean, done: (error: Error | null) => void): void {
     if (this.failed) return done(this.failed);
     const now = performance.now();
-    if (!this.isDue(now)) return done(null);
+    // With two WAL syncs in flight, the other may end while this checkpoint's database fdatasync runs.
+    if (this.syncingDatabase || !this.isDue(now)) return done(null);
     if (!walDurable) {
       this.stats.skippedUndurable++;
       return done(null);

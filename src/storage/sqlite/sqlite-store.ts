@@ -40,10 +40,12 @@ const PAGE_CACHE_EVENTS = 10_000;
 const PAGE_CACHE_PER_ADDRESS = 2;
 
 /**
- * A WAL fdatasync in flight this long lets the pending appends commit during it (group-commit.ts).
- * A quiet disk syncs in 0.1-0.3 ms and never reaches it; a busy one took 1.5-3.4 ms on average.
+ * WAL fdatasyncs in flight at once (group-commit.ts), each on a descriptor of its own. Linux
+ * reports a writeback error once to each open file description (errseq), so a sync on its own
+ * descriptor sees every error since that descriptor's previous sync: two fdatasyncs sharing one
+ * descriptor could report an error to only one of them, and the other could acknowledge lost data.
  */
-const LATE_COMMIT_MS = 1;
+const WAL_SYNCS_IN_FLIGHT = 2;
 
 /** Thrown inside a pruning item's savepoint to roll back a prune that did not make enough room. */
 class QueueFull extends Error {}
@@ -74,8 +76,8 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly appends: GroupCommit<AppendInput, AppendResult>;
   private closed = false;
-  /** The WAL file, fdatasynced after each group of commits; undefined for :memory: (nothing to sync). */
-  private readonly walFd: number | undefined;
+  /** Descriptors of the WAL file, one per fdatasync in flight; empty for :memory: (nothing to sync). */
+  private readonly walFds: number[];
   /** Checkpoints the WAL after its fdatasyncs (see checkpointer.ts); undefined for :memory:. */
   readonly checkpointer: Checkpointer | undefined;
   /** Per address, the first sequence of each committed batch that is not durable yet, oldest first. */
@@ -107,11 +109,10 @@ export class SqliteStore implements Store {
       return this.insertNext(e, c, pruned);
     });
     // The WAL exists while this connection is open and keeps its inode (it is restarted in place
-    // after checkpoints, only deleted when the last connection closes), so one descriptor serves.
+    // after checkpoints, only deleted when the last connection closes), so these descriptors serve.
     const wal = `${path}-wal`;
-    this.walFd = path !== ':memory:' && existsSync(wal) ? openSync(wal, 'r+') : undefined;
-    const walFd = this.walFd;
-    if (walFd === undefined) {
+    this.walFds = path !== ':memory:' && existsSync(wal) ? Array.from({ length: WAL_SYNCS_IN_FLIGHT }, () => openSync(wal, 'r+')) : [];
+    if (this.walFds.length === 0) {
       // Nothing to fdatasync separately: every commit stays synchronous=FULL.
       this.appends = new GroupCommit((inputs) => this.commitAppends(inputs));
       this.checkpointer = undefined;
@@ -123,21 +124,23 @@ export class SqliteStore implements Store {
       const checkpointer = new Checkpointer(path, opts.checkpoint);
       this.checkpointer = checkpointer;
       const totalChanges = this.db.prepare<[], number>('SELECT total_changes()').pluck();
+      const idleFds = [...this.walFds];
       this.appends = new GroupCommit((inputs) => this.commitAppends(inputs), 1000, {
+        maxSyncsInFlight: this.walFds.length,
         sync: (done) => {
+          // The group commit never has more syncs in flight than there are descriptors.
+          const fd = idleFds.pop() as number;
           // Every committed write changes rows, so an unchanged count means the WAL holds nothing
           // committed after this fdatasync began: all of it is on disk when it returns.
           const changesBefore = totalChanges.get();
-          fdatasync(walFd, (err) => {
+          fdatasync(fd, (err) => {
+            idleFds.push(fd);
             if (err) return done(err);
             checkpointer.afterWalSync(totalChanges.get() === changesBefore, done);
           });
         },
         onDurable: (_inputs, outcomes) => this.markDurable(outcomes),
-        // Asked when a late commit is armed and again when it fires (checkpointer.ts says why not).
-        get lateCommitMs() {
-          return checkpointer.wantsQuietSync() ? undefined : LATE_COMMIT_MS;
-        },
+        quiet: () => checkpointer.wantsQuietSync(),
       });
     }
     // Debugging aid: RA_DEBUG_GROUP_COMMIT=1 prints the group commit's counters to stderr every
@@ -233,7 +236,7 @@ export class SqliteStore implements Store {
     // Its connections close first, so this one is the last and checkpoints and removes the WAL.
     this.checkpointer?.close();
     this.db.close();
-    if (this.walFd !== undefined) closeSync(this.walFd);
+    for (const fd of this.walFds) closeSync(fd);
   }
 
   /** Resolves once every write committed so far is on disk (a no-op when commits are synchronous=FULL). */
@@ -336,7 +339,7 @@ export class SqliteStore implements Store {
     // synchronous turn as the commit, so no read can come in between.
     for (const [addressId, first] of firstCreated(outcomes)) {
       this.forget(addressId);
-      if (this.walFd === undefined) continue;
+      if (this.walFds.length === 0) continue;
       const pending = this.undurable.get(addressId);
       if (pending) pending.push(first);
       else this.undurable.set(addressId, [first]);
