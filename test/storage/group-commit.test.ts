@@ -11,6 +11,9 @@ function manualSync(committed: () => number[]) {
   };
 }
 const turn = () => new Promise((r) => setImmediate(r));
+const turns = async (n: number) => {
+  for (let i = 0; i < n; i++) await turn();
+};
 
 /** A group commit over a manual sync that records its batches; `submit` records the answers in order. */
 function recorded(options: { maxSyncsInFlight?: number; quiet?: () => boolean } = {}) {
@@ -98,20 +101,20 @@ describe('GroupCommit', () => {
     await turn();
     assert.deepEqual(batches, [[1]]);
     const second = submit(2);
-    await turn();
-    assert.deepEqual(batches, [[1], [2]], 'a free sync lets the next submission commit at once');
+    await turns(2);
+    assert.deepEqual(batches, [[1], [2]], 'a free sync lets the next submission commit after a turn without submissions');
     assert.equal(disk.started.length, 2, 'and its sync starts while the first is in flight');
     assert.deepEqual(disk.started[1]!.committedBefore, [1, 2]);
     const third = submit(3);
     const fourth = submit(4);
-    await turn();
+    await turns(2);
     assert.deepEqual(batches, [[1], [2]], 'with both syncs busy, nothing is committed');
     // The second sync ends first: it began after both commits, so both are durable.
     disk.started[1]!.end();
     await Promise.all([first, second]);
     assert.deepEqual(answered, [1, 2]);
-    await turn();
-    assert.deepEqual(batches, [[1], [2], [3, 4]], 'the submissions made meanwhile share one commit');
+    await turns(2);
+    assert.deepEqual(batches, [[1], [2], [3, 4]], 'the submissions made meanwhile share one commit, beside the first sync still in flight');
     assert.equal(disk.started.length, 3);
     assert.deepEqual(disk.started[2]!.committedBefore, [1, 2, 3, 4]);
     disk.started[0]!.end();
@@ -121,6 +124,29 @@ describe('GroupCommit', () => {
     await Promise.all([third, fourth]);
     assert.deepEqual(answered, [1, 2, 3, 4]);
     assert.equal(gc.stats.overlappedSyncs, 2);
+    assert.equal(gc.busy(), false);
+  });
+
+  it('beside a sync in flight, commits only after a turn in which nothing new was submitted', async () => {
+    const { gc, batches, disk, answered, submit } = recorded({ maxSyncsInFlight: 2 });
+    const first = submit(1);
+    await turn();
+    assert.equal(disk.started.length, 1);
+    // A wave of clients coming back over three turns, as after a sync answers them together.
+    const wave: Promise<void>[] = [];
+    for (const n of [2, 3, 4]) {
+      wave.push(submit(n));
+      await turn();
+    }
+    assert.deepEqual(batches, [[1]], 'while submissions keep arriving, nothing is committed beside the sync');
+    await turn();
+    assert.deepEqual(batches, [[1], [2, 3, 4]], 'a turn without submissions commits the wave as one batch');
+    assert.equal(disk.started.length, 2, 'and starts its sync beside the first');
+    disk.started[0]!.end();
+    await first;
+    disk.started[1]!.end();
+    await Promise.all(wave);
+    assert.deepEqual(answered, [1, 2, 3, 4]);
     assert.equal(gc.busy(), false);
   });
 
@@ -139,7 +165,7 @@ describe('GroupCommit', () => {
     await turn();
     assert.deepEqual(batches, [[1], [2]]);
     const third = submit(3);
-    await turn();
+    await turns(2);
     assert.deepEqual(batches, [[1], [2], [3]], 'no longer quiet: two syncs in flight again');
     assert.equal(disk.started.length, 3);
     disk.started[2]!.end();
@@ -154,7 +180,7 @@ describe('GroupCommit', () => {
     const first = submit(1);
     await turn();
     const second = submit(2);
-    await turn();
+    await turns(2);
     const third = submit(3);
     await turn();
     assert.equal(disk.started.length, 2);
