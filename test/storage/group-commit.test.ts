@@ -150,6 +150,31 @@ describe('GroupCommit', () => {
     assert.equal(gc.busy(), false);
   });
 
+  it('a sync that began before a barrier may end after it: whenNoSyncInFlight waits for it', async () => {
+    const { gc, disk, submit } = recorded({ maxSyncsInFlight: 2 });
+    const first = submit(1);
+    await turn();
+    const second = submit(2);
+    await turns(2);
+    assert.equal(disk.started.length, 2);
+    let barrierDone = false;
+    const barrier = gc.barrier().then(() => { barrierDone = true; });
+    disk.started[1]!.end();
+    await Promise.all([first, second]);
+    assert.equal(disk.started.length, 3, 'the barrier takes the freed sync');
+    disk.started[2]!.end();
+    await barrier;
+    assert.ok(barrierDone);
+    let idle = false;
+    const noSync = gc.whenNoSyncInFlight().then(() => { idle = true; });
+    await turns(2);
+    assert.equal(idle, false, 'the first sync, begun before the barrier, is still in flight');
+    disk.started[0]!.end();
+    await noSync;
+    assert.ok(idle);
+    await gc.whenNoSyncInFlight();
+  });
+
   it('while the durability asks for quiet, commits nothing during a sync and runs one sync at a time', async () => {
     let quiet = true;
     const { gc, batches, disk, answered, submit } = recorded({ maxSyncsInFlight: 2, quiet: () => quiet });

@@ -74,6 +74,7 @@ export class GroupCommit<I, O> {
   /** Entries before this number are covered by a sync already started. */
   private coveredCount = 0;
   private inFlight = 0;
+  private noSyncWaiters: (() => void)[] = [];
   /** Submissions ever, and their number at the last flush that found a sync in flight. */
   private submitted = 0;
   private submittedAtLastLook = 0;
@@ -120,6 +121,15 @@ export class GroupCommit<I, O> {
   /** The error of a failed sync: every write since fails with it. */
   get failure(): Error | undefined {
     return this.failed;
+  }
+
+  /**
+   * Resolves once no sync is in flight: before the file it syncs is closed. A sync that began
+   * before a barrier may end after it.
+   */
+  whenNoSyncInFlight(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.noSyncWaiters.push(resolve));
   }
 
   /** True while writes are pending, committed-but-not-durable, or syncing. */
@@ -216,34 +226,44 @@ export class GroupCommit<I, O> {
     if (this.inFlight > 1) this.stats.overlappedSyncs++;
     const t0 = performance.now();
     durability.sync((error) => {
-      this.inFlight--;
-      const ms = performance.now() - t0;
-      this.stats.syncMs += ms;
-      if (ms > this.stats.maxSyncMs) this.stats.maxSyncMs = ms;
-      if (error) this.failed ??= error;
-      if (this.failed) {
-        // Nothing more is committed: what was written fails, and so does what is pending.
-        const rest = this.written;
-        this.written = [];
-        this.settledCount = this.writtenCount;
-        this.settle(rest, this.failed);
-        const pending = this.pending;
-        this.pending = [];
-        for (const p of pending) p.reject(this.failed);
-        return;
+      this.afterSync(covers, t0, error);
+      if (this.inFlight === 0 && this.noSyncWaiters.length > 0) {
+        const waiters = this.noSyncWaiters;
+        this.noSyncWaiters = [];
+        for (const resolve of waiters) resolve();
       }
-      // Everything written before this sync began is durable; a later sync may have ended first
-      // and answered it already.
-      if (covers > this.settledCount) {
-        const durable = this.written.splice(0, covers - this.settledCount);
-        this.settledCount = covers;
-        this.settle(durable, null);
-      }
-      // What was written but not covered (barriers) starts the next sync now; what is pending is
-      // committed at the end of this turn, and its commit starts the sync after.
-      this.startSync();
-      this.scheduleFlush();
     });
+  }
+
+  /** A sync began when `covers` entries had been written, at `t0`, and has ended. */
+  private afterSync(covers: number, t0: number, error: Error | null): void {
+    this.inFlight--;
+    const ms = performance.now() - t0;
+    this.stats.syncMs += ms;
+    if (ms > this.stats.maxSyncMs) this.stats.maxSyncMs = ms;
+    if (error) this.failed ??= error;
+    if (this.failed) {
+      // Nothing more is committed: what was written fails, and so does what is pending.
+      const rest = this.written;
+      this.written = [];
+      this.settledCount = this.writtenCount;
+      this.settle(rest, this.failed);
+      const pending = this.pending;
+      this.pending = [];
+      for (const p of pending) p.reject(this.failed);
+      return;
+    }
+    // Everything written before this sync began is durable; a later sync may have ended first
+    // and answered it already.
+    if (covers > this.settledCount) {
+      const durable = this.written.splice(0, covers - this.settledCount);
+      this.settledCount = covers;
+      this.settle(durable, null);
+    }
+    // What was written but not covered (barriers) starts the next sync now; what is pending is
+    // committed at the end of this turn, and its commit starts the sync after.
+    this.startSync();
+    this.scheduleFlush();
   }
 
   private settle(cohort: Written<I, O>[], error: Error | null): void {

@@ -233,6 +233,9 @@ export class SqliteStore implements Store {
     // be left without an answer, nor answered before its write is on disk.
     this.appends.drain();
     await this.appends.barrier().catch(() => {});
+    // With two syncs in flight, one that began before the barrier may still run (or a failed
+    // store may have one running): its descriptor and its checkpoint must outlive it.
+    await this.appends.whenNoSyncInFlight();
     // Its connections close first, so this one is the last and checkpoints and removes the WAL.
     this.checkpointer?.close();
     this.db.close();
