@@ -4,7 +4,7 @@
 // The WAL header (https://www.sqlite.org/fileformat.html#the_write_ahead_log) tells a restart: its
 // checkpoint sequence number grows by one each time the WAL starts over from its beginning.
 import assert from 'node:assert/strict';
-import { fdatasync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { fdatasync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -36,20 +36,27 @@ function walFrames(path: string): number {
   return n;
 }
 
-/** A database fdatasync that can be held: while held, calls wait in `held` until release(). */
+/**
+ * An fdatasync that can be held: while held, calls wait in `held` (with their descriptors in
+ * `heldFds`) until release(), or one at a time with releaseOne(i).
+ */
 function holdableSync() {
   const held: (() => void)[] = [];
+  const heldFds: number[] = [];
   let holding = false;
   const sync: SyncFile = (fd, done) => {
     const run = () => fdatasync(fd, (err) => done(err));
-    if (holding) held.push(run);
-    else run();
+    if (!holding) return run();
+    held.push(run);
+    heldFds.push(fd);
   };
   return {
     sync,
     held,
+    heldFds,
     hold: () => { holding = true; },
     release: () => { holding = false; for (const run of held.splice(0)) run(); },
+    releaseOne: (i: number) => { const run = held[i]; held[i] = () => {}; run?.(); },
   };
 }
 
@@ -172,6 +179,68 @@ describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
       assert.deepEqual((await store.listEvents(a.id, 0, 10))!.events.map((e) => JSON.parse(e.data)), ['first', 'second', 'third', 'fourth']);
     } finally {
       db.release(); // a failed assertion must not leave close() waiting for a held sync
+      await store.close();
+    }
+  });
+
+  it('two WAL fdatasyncs in flight each use a descriptor of their own, both of the WAL file', async () => {
+    // Linux reports a writeback error once per open file description: two syncs sharing one could
+    // see it in only one of them, and the other would answer deliveries whose pages were lost.
+    const path = join(dir, 'two-syncs.sqlite');
+    const wal = holdableSync();
+    const store = new SqliteStore(path, { checkpoint: { intervalMs: 60_000 }, syncWal: wal.sync });
+    try {
+      const a = newAddress();
+      await store.createAddress(a, { ...RATE, now: Date.now() });
+      wal.hold();
+      const first = store.appendEvent(newEvent(a.id, 'first'), LIMITS);
+      await until(() => wal.held.length === 1, 'the first sync is in flight');
+      const second = store.appendEvent(newEvent(a.id, 'second'), LIMITS);
+      await until(() => wal.held.length === 2, 'a second sync starts beside it');
+      const [fd1, fd2] = wal.heldFds;
+      assert.notEqual(fd1, fd2, 'the two syncs share no descriptor');
+      for (const fd of [fd1, fd2]) assert.equal(readlinkSync(`/proc/self/fd/${fd}`), `${path}-wal`);
+      wal.release();
+      assert.deepEqual([(await first).kind, (await second).kind], ['created', 'created']);
+      assert.deepEqual((await store.listEvents(a.id, 0, 10))!.events.map((e) => JSON.parse(e.data)), ['first', 'second']);
+    } finally {
+      wal.release();
+      await store.close();
+    }
+  });
+
+  it('a WAL sync that ends while a checkpoint syncs the database file starts no second checkpoint', async () => {
+    const path = join(dir, 'sync-during-checkpoint.sqlite');
+    const wal = holdableSync();
+    const db = holdableSync();
+    const intervalMs = 200;
+    const store = new SqliteStore(path, { checkpoint: { intervalMs, syncDatabase: db.sync }, syncWal: wal.sync });
+    try {
+      const a = newAddress();
+      await store.createAddress(a, { ...RATE, now: Date.now() }); // its sync checkpoints: none is due for 200 ms
+      wal.hold();
+      // Sync A covers a delivery; sync B a barrier that changed nothing, so neither overlaps a commit.
+      const delivered = store.appendEvent(newEvent(a.id, 'first'), LIMITS);
+      await until(() => wal.held.length === 1, 'sync A is in flight');
+      const deleted = store.deleteAddress('addr_none');
+      await until(() => wal.held.length === 2, 'sync B starts beside it');
+      const checkpoints = store.checkpointer!.stats.checkpoints;
+      await new Promise((r) => setTimeout(r, intervalMs + 10));
+      db.hold();
+      wal.releaseOne(1);
+      await until(() => db.held.length === 1, 'B\'s end checkpoints, and the database fdatasync is in flight');
+      assert.equal(store.checkpointer!.stats.checkpoints, checkpoints + 1);
+      // A checkpoint is due again when A ends; another one now would open the read hold twice.
+      await new Promise((r) => setTimeout(r, intervalMs + 10));
+      wal.releaseOne(0);
+      assert.equal((await delivered).kind, 'created', 'A answers the delivery it covers');
+      assert.equal(store.checkpointer!.stats.checkpoints, checkpoints + 1, 'and starts no checkpoint');
+      db.release();
+      assert.equal(await deleted, false);
+      assert.equal((await store.listEvents(a.id, 0, 10))!.events.length, 1);
+    } finally {
+      wal.release();
+      db.release();
       await store.close();
     }
   });

@@ -68,8 +68,7 @@ export class GroupCommit<I, O> {
   private scheduled = false;
   /** Committed, not yet answered, oldest first; `written[0]` has the number `settledCount`. */
   private written: Written<I, O>[] = [];
-  /** Entries ever written, and ever settled: entry n is durable once a sync started after it ends. */
-  private writtenCount = 0;
+  /** Entries ever settled (answered or failed): entry n is durable once a sync started after it ends. */
   private settledCount = 0;
   /** Entries before this number are covered by a sync already started. */
   private coveredCount = 0;
@@ -113,7 +112,7 @@ export class GroupCommit<I, O> {
     if (!this.durability) return Promise.resolve();
     if (this.failed) return Promise.reject(this.failed);
     return new Promise<void>((resolve, reject) => {
-      this.pushWritten({ kind: 'barrier', resolve, reject });
+      this.written.push({ kind: 'barrier', resolve, reject });
       this.startSync();
     });
   }
@@ -145,15 +144,14 @@ export class GroupCommit<I, O> {
     while (this.pending.length > 0) this.flushOnce();
   }
 
-  /** How many syncs may run now: one while the durability asks for quiet, else the maximum. */
-  private syncSlots(): number {
-    return this.durability?.quiet?.() ? 1 : this.maxInFlight;
+  /** No further sync may start now: one runs while the durability asks for quiet, or the maximum run. */
+  private saturated(): boolean {
+    return this.inFlight > 0 && (this.inFlight >= this.maxInFlight || this.durability?.quiet?.() === true);
   }
 
   /** A flush at the end of this turn, unless no sync could start after it (a sync's end schedules one). */
   private scheduleFlush(): void {
-    if (this.scheduled || this.pending.length === 0) return;
-    if (this.durability && this.inFlight >= this.syncSlots()) return;
+    if (this.scheduled || this.pending.length === 0 || this.saturated()) return;
     this.scheduled = true;
     setImmediate(this.flush);
   }
@@ -161,7 +159,7 @@ export class GroupCommit<I, O> {
   private readonly flush = (): void => {
     this.scheduled = false;
     // A barrier may have taken the last free sync since this flush was scheduled: a sync's end commits.
-    if (this.durability && this.inFlight >= this.syncSlots()) return;
+    if (this.saturated()) return;
     // Beside a sync in flight, commit only after a turn of the event loop in which nothing new
     // was submitted. The clients answered together by a sync come back over several turns; a
     // commit after the first of them would split their wave into small batches, which write more
@@ -203,22 +201,22 @@ export class GroupCommit<I, O> {
       this.settle([{ kind: 'batch', batch, outcomes }], null);
       return;
     }
-    this.pushWritten({ kind: 'batch', batch, outcomes });
+    this.written.push({ kind: 'batch', batch, outcomes });
     this.startSync();
-  }
-
-  private pushWritten(w: Written<I, O>): void {
-    this.written.push(w);
-    this.writtenCount++;
   }
 
   /**
    * Starts a sync covering everything written so far, if anything is not covered yet and a sync
    * may start (otherwise the end of one in flight starts it).
    */
+  /** Entries ever written. */
+  private get writtenCount(): number {
+    return this.settledCount + this.written.length;
+  }
+
   private startSync(): void {
     const durability = this.durability;
-    if (!durability || this.failed || this.coveredCount === this.writtenCount || this.inFlight >= this.syncSlots()) return;
+    if (!durability || this.failed || this.coveredCount === this.writtenCount || this.saturated()) return;
     const covers = this.writtenCount;
     this.coveredCount = covers;
     this.inFlight++;
@@ -245,8 +243,8 @@ export class GroupCommit<I, O> {
     if (this.failed) {
       // Nothing more is committed: what was written fails, and so does what is pending.
       const rest = this.written;
+      this.settledCount += rest.length;
       this.written = [];
-      this.settledCount = this.writtenCount;
       this.settle(rest, this.failed);
       const pending = this.pending;
       this.pending = [];

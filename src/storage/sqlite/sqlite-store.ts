@@ -28,7 +28,7 @@ import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEven
 import { readMigrations } from '../migration-files.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import type { Store, StoreLimits } from '../store.js';
-import { Checkpointer, type CheckpointerOptions } from './checkpointer.js';
+import { Checkpointer, type CheckpointerOptions, type SyncFile } from './checkpointer.js';
 import { GroupCommit, type ItemOutcome } from './group-commit.js';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
@@ -57,6 +57,8 @@ interface AppendInput {
 
 export interface SqliteStoreOptions {
   checkpoint?: CheckpointerOptions;
+  /** fdatasync of the WAL; tests hold it to have two in flight at once. */
+  syncWal?: SyncFile;
 }
 
 /**
@@ -125,6 +127,7 @@ export class SqliteStore implements Store {
       this.checkpointer = checkpointer;
       const totalChanges = this.db.prepare<[], number>('SELECT total_changes()').pluck();
       const idleFds = [...this.walFds];
+      const syncWal: SyncFile = opts.syncWal ?? ((fd, done) => fdatasync(fd, (err) => done(err)));
       this.appends = new GroupCommit((inputs) => this.commitAppends(inputs), 1000, {
         maxSyncsInFlight: this.walFds.length,
         sync: (done) => {
@@ -133,7 +136,7 @@ export class SqliteStore implements Store {
           // Every committed write changes rows, so an unchanged count means the WAL holds nothing
           // committed after this fdatasync began: all of it is on disk when it returns.
           const changesBefore = totalChanges.get();
-          fdatasync(fd, (err) => {
+          syncWal(fd, (err) => {
             idleFds.push(fd);
             if (err) return done(err);
             checkpointer.afterWalSync(totalChanges.get() === changesBefore, done);
