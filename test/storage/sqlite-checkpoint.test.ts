@@ -245,6 +245,29 @@ describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
     }
   });
 
+  it('a failed WAL fdatasync fails the delivery it covers, keeps its event hidden, and fails the store', async () => {
+    // After a failed fsync the kernel may have dropped the pages: a later successful one proves
+    // nothing, so no 2xx may follow, and the event must not be read (its sequence could come back).
+    const path = join(dir, 'failed-wal-sync.sqlite');
+    let failing = false;
+    const syncWal: SyncFile = (fd, done) => (failing ? done(Object.assign(new Error('EIO: simulated'), { code: 'EIO' })) : fdatasync(fd, (err) => done(err)));
+    const store = new SqliteStore(path, { checkpoint: { intervalMs: 60_000 }, syncWal });
+    try {
+      const a = newAddress();
+      await store.createAddress(a, { ...RATE, now: Date.now() });
+      await store.appendEvent(newEvent(a.id, 'durable'), LIMITS);
+      failing = true;
+      await assert.rejects(store.appendEvent(newEvent(a.id, 'lost'), LIMITS), /EIO/);
+      assert.deepEqual((await store.listEvents(a.id, 0, 10))!.events.map((e) => JSON.parse(e.data)), ['durable'],
+        'the committed but never durable event stays invisible');
+      await assert.rejects(store.ping(), /EIO/, 'readiness reports the failure');
+      failing = false;
+      await assert.rejects(store.appendEvent(newEvent(a.id, 'later'), LIMITS), /EIO/, 'and every later write fails, whatever the disk says now');
+    } finally {
+      await store.close();
+    }
+  });
+
   it('copy no frame committed after the WAL fdatasync began: such a sync is followed by no checkpoint', async () => {
     const store = new SqliteStore(join(dir, 'undurable.sqlite'), { checkpoint: { intervalMs: 0 } });
     try {

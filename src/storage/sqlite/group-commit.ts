@@ -205,15 +205,15 @@ export class GroupCommit<I, O> {
     this.startSync();
   }
 
-  /**
-   * Starts a sync covering everything written so far, if anything is not covered yet and a sync
-   * may start (otherwise the end of one in flight starts it).
-   */
   /** Entries ever written. */
   private get writtenCount(): number {
     return this.settledCount + this.written.length;
   }
 
+  /**
+   * Starts a sync covering everything written so far, if anything is not covered yet and a sync
+   * may start (otherwise the end of one in flight starts it).
+   */
   private startSync(): void {
     const durability = this.durability;
     if (!durability || this.failed || this.coveredCount === this.writtenCount || this.saturated()) return;
