@@ -61,7 +61,8 @@ export async function startService(config: Config): Promise<RunningService> {
   }
 }
 
-async function main(): Promise<void> {
+/** The process entry, also `return-address serve`. */
+export async function main(): Promise<void> {
   let config: Config;
   try {
     config = loadConfig();

@@ -5,6 +5,8 @@ import {
   secretMatches,
 } from './credentials.js';
 import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
+import { eventMatches, type EventFilter } from './event-match.js';
+import { eventObject } from './representation.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
 import type { AddressRecord, EventRecord, NewEvent } from './model.js';
 import type { Store } from '../storage/store.js';
@@ -230,17 +232,18 @@ export class ReturnAddressService {
   }
 
   /**
-   * MCP wait_for_event: the first event after `after` (of `type`, when given), waiting up to
-   * `timeoutSeconds`. `nextCursor` is that event's sequence, or how far the queue was scanned.
+   * MCP wait_for_event: the first event after `after` that passes `filter` (type and dotted-path
+   * match, the clients' rule), waiting up to `timeoutSeconds`. `nextCursor` is that event's
+   * sequence, or how far the queue was scanned.
    */
-  async waitForEvent(address: AddressRecord, after: number, timeoutSeconds: number, type: string | undefined, signal?: AbortSignal):
+  async waitForEvent(address: AddressRecord, after: number, timeoutSeconds: number, filter: EventFilter, signal?: AbortSignal):
     Promise<{ event: EventRecord | null; nextCursor: number }> {
     const deadline = this.now() + timeoutSeconds * 1000;
     let cursor = after;
     for (;;) {
       const wait = Math.max(0, deadline - this.now()) / 1000;
       const page = await this.listEvents(address, { after: cursor, limit: 100, wait }, signal);
-      const match = page.events.find((e) => type === undefined || e.type === type);
+      const match = page.events.find((e) => (filter.type === undefined || e.type === filter.type) && (filter.match === undefined || eventMatches(eventObject(e), filter)));
       if (match) return { event: match, nextCursor: match.sequence };
       cursor = page.nextCursor;
       // An empty page means the wait ended (timeout, client gone, shutdown).

@@ -60,6 +60,9 @@ const WaitForEventInput = z.strictObject({
   timeout: z.number().min(0).max(MAX_WAIT_SECONDS).default(MAX_WAIT_SECONDS)
     .describe(`Seconds to wait, 0 to ${MAX_WAIT_SECONDS} (fractions allowed). Default ${MAX_WAIT_SECONDS}. 0 only looks, without waiting.`),
   type: z.string().optional().describe('Only an event of exactly this type counts (e.g. "email.received"); events of other types are skipped.'),
+  match: z.record(z.string(), z.string()).optional()
+    .describe('Only an event where every dotted path equals its value counts, e.g. {"data.from.address": "noreply@github.com"}. ' +
+      'Strings compare exactly; numbers, booleans and null as their JSON text; a path into an array matches any member; a missing path never matches.'),
 });
 
 // ---- output schemas: the API's shapes (spec §2), loose on formats so any deployment's values pass ----
@@ -181,7 +184,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     outputSchema: WaitResult,
     annotations: { readOnlyHint: true, openWorldHint: false },
   }, (args, extra) => run('wait_for_event', extra, async (signal) => {
-    const r = await service.waitForEvent(address, args.after, args.timeout, args.type, signal);
+    const r = await service.waitForEvent(address, args.after, args.timeout, { type: args.type, match: args.match }, signal);
     return `{"event":${r.event ? eventJson(r.event) : 'null'},"next_cursor":${r.nextCursor}}`;
   }));
 

@@ -1,0 +1,53 @@
+// One rule for "is this the event I am waiting for", shared by the TypeScript client, the CLI, the
+// Python module (which mirrors it) and MCP wait_for_event, so an agent gets the same answer
+// whichever way it waits (decisions §12).
+
+/** Dotted path (`data.from.address`) to the expected value, compared as text. */
+export type EventMatch = Record<string, string>;
+
+export interface EventFilter {
+  /** Only an event of exactly this type counts. */
+  type?: string | undefined;
+  match?: EventMatch | undefined;
+}
+
+/** Parses `path=value` pairs (the CLI's `--match`); the first `=` splits, so values may hold `=`. */
+export function parseMatch(pairs: readonly string[]): EventMatch {
+  const out: EventMatch = {};
+  for (const pair of pairs) {
+    const i = pair.indexOf('=');
+    if (i <= 0) throw new TypeError(`match "${pair}" must look like path=value (e.g. data.from.address=a@b.c)`);
+    out[pair.slice(0, i)] = pair.slice(i + 1);
+  }
+  return out;
+}
+
+/** The value at a dotted path, or undefined; array elements are addressed by index (`data.links.0.url`). */
+export function valueAt(root: unknown, path: string): unknown {
+  let v: unknown = root;
+  for (const key of path.split('.')) {
+    if (v === null || typeof v !== 'object' || !Object.hasOwn(v, key)) return undefined;
+    v = (v as Record<string, unknown>)[key];
+  }
+  return v;
+}
+
+/**
+ * Strings compare as they are; numbers, booleans and null as their JSON text (`data.n=3`,
+ * `data.ok=true`); objects and arrays never equal a match value, and neither does a missing path.
+ * A string value also matches when it is a member of an array at the path (`data.to=a@b.c`).
+ */
+function equalsText(v: unknown, expected: string): boolean {
+  if (typeof v === 'string') return v === expected;
+  if (typeof v === 'number' || typeof v === 'boolean' || v === null) return JSON.stringify(v) === expected;
+  if (Array.isArray(v)) return v.some((x) => !Array.isArray(x) && equalsText(x, expected));
+  return false;
+}
+
+export function eventMatches(event: unknown, filter: EventFilter): boolean {
+  if (filter.type !== undefined && valueAt(event, 'type') !== filter.type) return false;
+  for (const [path, expected] of Object.entries(filter.match ?? {})) {
+    if (!equalsText(valueAt(event, path), expected)) return false;
+  }
+  return true;
+}
