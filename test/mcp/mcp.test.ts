@@ -109,7 +109,7 @@ describe('MCP endpoint', () => {
     assert.deepEqual([le.wait!.type, le.wait!.minimum, le.wait!.maximum, le.wait!.default], ['integer', 0, 25, 0]);
     assert.deepEqual(byName.ack_event!.inputSchema.required, ['event_id']);
     const w = props('wait_for_event');
-    assert.deepEqual(Object.keys(w).sort(), ['after', 'timeout', 'type']);
+    assert.deepEqual(Object.keys(w).sort(), ['after', 'match', 'timeout', 'type']);
     assert.deepEqual([w.timeout!.minimum, w.timeout!.maximum, w.timeout!.default], [0, 25, 25]);
     assert.equal(w.type!.type, 'string');
     assert.deepEqual(byName.wait_for_event!.inputSchema.required ?? [], [], 'every wait_for_event argument is optional');
@@ -174,6 +174,17 @@ describe('MCP endpoint', () => {
     assert.deepEqual(await callOk(c, 'wait_for_event', { timeout: 5 }), { event: e1, next_cursor: 1 });
     assert.deepEqual(await callOk(c, 'wait_for_event', { after: 1, timeout: 5 }), { event: e2, next_cursor: 2 });
     assert.deepEqual(await callOk(c, 'wait_for_event', { type: 'y', timeout: 5 }), { event: e2, next_cursor: 2 });
+  });
+
+  it('wait_for_event with match passes over events whose dotted paths differ (the client and CLI rule)', async () => {
+    const a = await createAddress(base);
+    await deliverOk(base, a, { type: 'pr', data: { pr: { state: 'open', number: 7 } } });
+    const merged = await deliverOk(base, a, { type: 'pr', data: { pr: { state: 'merged', number: 7 } } });
+    const c = await session(a);
+    assert.deepEqual(await callOk(c, 'wait_for_event', { type: 'pr', match: { 'data.pr.state': 'merged', 'data.pr.number': '7' }, timeout: 5 }),
+      { event: merged, next_cursor: 2 });
+    assert.deepEqual(await callOk(c, 'wait_for_event', { match: { 'data.pr.state': 'closed' }, timeout: 0 }), { event: null, next_cursor: 2 });
+    assert.match(await callError(c, 'wait_for_event', { match: { 'data.pr.state': 1 } }), /match/);
   });
 
   it('wait_for_event is woken by an HTTP delivery during the wait', async (t) => {
