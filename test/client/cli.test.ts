@@ -1,0 +1,144 @@
+// The `return-address` CLI as a user runs it: the bin shim spawned as a process, against the real
+// service, checking stdout JSON, stderr messages, exit codes and the saved file.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { freePort, sleep, startTestService, type TestService } from '../helpers.js';
+
+interface Run { code: number | null; stdout: string; stderr: string; json: any }
+
+function cli(args: string[], env: Record<string, string> = {}): Promise<Run> & { proc: ReturnType<typeof spawn> } {
+  const proc = spawn(process.execPath, ['bin/return-address.js', ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout!.on('data', (d: Buffer) => { stdout += d.toString(); });
+  proc.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
+  const p = new Promise<Run>((resolve) => proc.on('close', (code) => {
+    let json: unknown;
+    try { json = stdout ? JSON.parse(stdout) : undefined; } catch { json = undefined; }
+    resolve({ code, stdout, stderr, json });
+  }));
+  return Object.assign(p, { proc });
+}
+
+describe('return-address CLI', () => {
+  let svc: TestService;
+  let env: Record<string, string>;
+  const dir = mkdtempSync(join(tmpdir(), 'ra-cli-'));
+  before(async () => {
+    svc = await startTestService();
+    env = { RETURN_ADDRESS_URL: svc.baseUrl };
+  });
+  after(async () => { await svc.stop(); });
+
+  it('every command has --help on stdout with exit 0; an unknown command or option is exit 1 on stderr', async () => {
+    for (const c of ['serve', 'create', 'wait', 'events', 'get', 'ack', 'deliver', 'delete']) {
+      const r = await cli([c, '--help']);
+      assert.equal(r.code, 0, c);
+      assert.match(r.stdout, new RegExp(`Usage: return-address ${c}`));
+    }
+    const top = await cli(['--help']);
+    assert.equal(top.code, 0);
+    assert.match(top.stdout, /Commands:/);
+    const bad = await cli(['frobnicate']);
+    assert.deepEqual([bad.code, bad.stdout], [1, '']);
+    assert.match(bad.stderr, /unknown command "frobnicate"/);
+    const badOpt = await cli(['create', '--colour', 'red'], env);
+    assert.equal(badOpt.code, 1);
+    assert.match(badOpt.stderr, /--colour/);
+    const noSave = await cli(['wait'], env);
+    assert.equal(noSave.code, 1);
+    assert.match(noSave.stderr, /--save FILE is required/);
+  });
+
+  it('create --save, deliver, events, wait (--match, --ack, timeout), get, ack, delete', async () => {
+    const file = join(dir, 'a.json');
+    const created = await cli(['create', '--name', 'cli', '--task-id', 'T9', '--ttl', '3600', '--save', file], env);
+    assert.equal(created.code, 0, created.stderr);
+    assert.equal(created.json.address.name, 'cli');
+    assert.equal(created.json.address.taskId, 'T9');
+    assert.match(created.stderr, /saved to/);
+    assert.equal(statSync(file).mode & 0o777, 0o600, 'the file holds secrets');
+    assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), { ...created.json, cursor: 0 }, 'the create response exactly, plus cursor');
+
+    const d1 = await cli(['deliver', '--save', file, '--type', 'note', '--data', '{"n":1}', '--key', 'k'], env);
+    assert.equal(d1.code, 0, d1.stderr);
+    assert.deepEqual([d1.json.event.sequence, d1.json.duplicate], [1, false]);
+    assert.equal((await cli(['deliver', '--save', file, '--type', 'note', '--data', '{"n":1}', '--key', 'k'], env)).json.duplicate, true);
+    await cli(['deliver', '--save', file, '--type', 'pr', '--data', '{"pr":{"state":"merged"},"n":2}'], env);
+
+    // wait without --ack finds the same event again: the saved cursor does not move.
+    for (let i = 0; i < 2; i++) {
+      const w = await cli(['wait', '--save', file, '--type', 'pr', '--match', 'data.pr.state=merged', '--timeout', '5'], env);
+      assert.equal(w.code, 0, w.stderr);
+      assert.equal(w.json.sequence, 2);
+      assert.equal(JSON.parse(readFileSync(file, 'utf8')).cursor, 0);
+    }
+    const none = await cli(['wait', '--save', file, '--match', 'data.pr.state=closed', '--timeout', '1'], env);
+    assert.deepEqual([none.code, none.stdout], [2, '']);
+    assert.match(none.stderr, /timed out/);
+
+    const acked = await cli(['wait', '--save', file, '--type', 'note', '--ack', '--timeout', '5'], env);
+    assert.equal(acked.code, 0, acked.stderr);
+    assert.equal(acked.json.sequence, 1);
+    assert.ok(acked.json.acknowledged_at, 'printed after the ack');
+    assert.equal(JSON.parse(readFileSync(file, 'utf8')).cursor, 1);
+
+    const page = await cli(['events', '--save', file], env);
+    assert.equal(page.code, 0, page.stderr);
+    assert.deepEqual(page.json.events.map((e: { sequence: number }) => e.sequence), [2]);
+    assert.equal(JSON.parse(readFileSync(file, 'utf8')).cursor, 2, 'events advances the saved cursor');
+    assert.deepEqual((await cli(['events', '--save', file], env)).json.events, []);
+
+    const ack = await cli(['ack', '--save', file, page.json.events[0].id], env);
+    assert.equal(ack.code, 0, ack.stderr);
+    assert.ok(ack.json.event.acknowledged_at);
+    const badAck = await cli(['ack', '--save', file, 'evt_nope'], env);
+    assert.deepEqual([badAck.code, badAck.stdout], [1, '']);
+    assert.match(badAck.stderr, /not_found \(HTTP 404\)/);
+
+    const got = await cli(['get', '--save', file], env);
+    assert.deepEqual(got.json, { address: created.json.address });
+    const del = await cli(['delete', '--save', file], env);
+    assert.deepEqual([del.code, del.json], [0, { deleted: created.json.address.id }]);
+    const gone = await cli(['get', '--save', file], env);
+    assert.equal(gone.code, 1);
+    assert.match(gone.stderr, /not_found/);
+  });
+
+  it('wait returns when an event arrives during the wait; --url beats RETURN_ADDRESS_URL', async () => {
+    const file = join(dir, 'b.json');
+    const deadUrl = `http://127.0.0.1:${await freePort()}`;
+    assert.equal((await cli(['create', '--save', file, '--url', svc.baseUrl], { RETURN_ADDRESS_URL: deadUrl })).code, 0);
+    const waiting = cli(['wait', '--save', file, '--type', 'late', '--timeout', '30'], env);
+    await sleep(500);
+    assert.equal((await cli(['deliver', '--save', file, '--type', 'late', '--data', '"hi"'], env)).code, 0);
+    const w = await waiting;
+    assert.equal(w.code, 0, w.stderr);
+    assert.equal(w.json.data, 'hi');
+    assert.equal(w.stderr, '', 'no spinner when stderr is not a terminal');
+    const unreachable = await cli(['get', '--save', file], { RETURN_ADDRESS_URL: deadUrl });
+    assert.equal(unreachable.code, 1);
+    assert.match(unreachable.stderr, /network_error/);
+  });
+
+  it('serve runs the service like npm start and stops on SIGTERM', async () => {
+    const port = await freePort();
+    const smtpPort = await freePort();
+    const server = cli(['serve'], { PORT: String(port), SMTP_PORT: String(smtpPort), HOST: '127.0.0.1', DATA_DIR: mkdtempSync(join(tmpdir(), 'ra-serve-')), LOG_LEVEL: 'warn' });
+    const url = `http://127.0.0.1:${port}`;
+    let ready = false;
+    for (let i = 0; i < 200 && !ready; i++) {
+      ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+      if (!ready) await sleep(100);
+    }
+    assert.ok(ready, 'serve answers /readyz');
+    const file = join(dir, 'c.json');
+    assert.equal((await cli(['create', '--save', file, '--url', url])).code, 0);
+    server.proc.kill('SIGTERM');
+    assert.equal((await server).code, 0);
+  });
+});
