@@ -41,6 +41,50 @@ function flow(c: Config): string {
    curl -s -X POST "$EVENTS_URL/$EVENT_ID/ack" -H "Authorization: Bearer $READ_TOKEN"`;
 }
 
+function toolkit(c: Config): string {
+  const b = c.baseUrl;
+  return `No curl loops needed: the repository ships a CLI, a TypeScript client and a stdlib-only
+Python module over the same API. All three take the base URL from --url / url, else the
+RETURN_ADDRESS_URL environment variable, else http://localhost:3000. \`match\` is a set of
+path=value pairs dotted into the event (data.from.address=noreply@github.com); every pair must
+hold; strings compare exactly, numbers, booleans and null as their JSON text, a path into an
+array matches any member, a missing path never matches. MCP wait_for_event takes the same match.
+
+CLI (\`npx return-address …\` in a clone after npm install; JSON on stdout, messages on stderr):
+  export RETURN_ADDRESS_URL=${b}
+  npx return-address create --name signup --save /tmp/ra.json   # whole create response + "cursor", mode 0600
+  npx return-address wait --save /tmp/ra.json --type email.received \\
+      --match data.from.address=noreply@github.com --timeout 300 --ack
+      # prints the event; exit 0 found, 2 timeout, 1 error. --ack acknowledges it and moves the
+      # saved cursor past it; without --ack the cursor stays and the same event is found again.
+  npx return-address events --save /tmp/ra.json      # one page after the saved cursor; advances it
+  npx return-address deliver --save /tmp/ra.json --type build.finished --data '{"ok":true}' [--key K]
+  npx return-address ack --save /tmp/ra.json evt_…
+  npx return-address get --save /tmp/ra.json
+  npx return-address delete --save /tmp/ra.json
+  npx return-address serve                            # runs the service (same as npm start)
+Every command has --help.
+
+Python 3.9+, no pip (copy clients/python/return_address.py next to your script):
+  from return_address import ReturnAddress, ReturnAddressError
+  ra = ReturnAddress.create(url="${b}", name="signup")   # ra.created is the whole response
+  ev = ra.wait_for(type="email.received", match={"data.from.address": "noreply@github.com"}, timeout=300)
+  if ev: ra.ack(ev["id"])                                 # ev is None on timeout
+  # also: ra.get(), ra.deliver(type, data), ra.events(after=0), ra.delete(),
+  #       ReturnAddress.from_created(saved_response) to resume; errors: ReturnAddressError(.status, .code, .message)
+  The same CLI: python3 return_address.py create --save a.json; python3 return_address.py wait --save a.json --type email.received
+
+TypeScript (import from the package; types are the API's own schemas):
+  import { ReturnAddress, ReturnAddressError } from 'return-address';
+  const ra = await ReturnAddress.create({ url: '${b}', name: 'signup' });
+  const { event, cursor } = await ra.waitFor({ type: 'email.received', match: { 'data.from.address': 'noreply@github.com' }, timeout: 300 });
+  for await (const e of ra.events({ after: 0 })) { … }   // walks the queue by cursor
+  await ra.ack(event.id); await ra.deliver({ type: 'x', data: {} }); await ra.delete();
+waitFor/wait_for long-poll from a cursor the client keeps (ra.cursor), retry network errors and
+429/5xx answers with backoff from that same cursor, and so never skip or repeat an event; an
+error that lasts to the timeout is raised as ReturnAddressError (status 0, code network_error).`;
+}
+
 export function llmsTxt(c: Config): string {
   return `# Return Address
 
@@ -53,6 +97,10 @@ Base URL: ${c.baseUrl}
 ## Typical flow
 
 ${flow(c)}
+
+## CLI, TypeScript and Python clients
+
+${toolkit(c)}
 
 ## More
 
@@ -223,8 +271,10 @@ Tools (results are the HTTP API's JSON, as structuredContent and as JSON text):
 - ack_event {event_id: "evt_…" (required)} -> {"event": Event} with acknowledged_at (as endpoint 5;
   idempotent).
 - wait_for_event {after: integer >= 0 = 0, timeout: seconds 0-25 = 25 (fractions allowed),
-  type: string (optional)} -> {"event": Event | null, "next_cursor": n}: the first event with
-  sequence > after (of exactly that type, when given), waiting up to timeout seconds for one;
+  type: string (optional), match: {path: value} (optional)} -> {"event": Event | null,
+  "next_cursor": n}: the first event with sequence > after (of exactly that type, and where every
+  dotted path of match equals its value, e.g. {"data.from.address": "noreply@github.com"}; the
+  same rule as the clients below), waiting up to timeout seconds for one;
   null when the timeout passes. next_cursor is the event's sequence, or how far the queue was
   scanned; pass it as after next time. It does not acknowledge.
 Arguments are checked against these ranges and no other arguments are accepted. A bad argument
@@ -251,6 +301,10 @@ Raw JSON-RPC with curl (one request per POST; no initialize needed for a single 
   curl -s -X POST "$MCP_URL" -H "Authorization: Bearer $READ_TOKEN" \\
     -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \\
     -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_events","arguments":{"after":0}}}'
+
+## CLI, TypeScript and Python clients
+
+${toolkit(c)}
 
 ## Expiry and retention
 

@@ -175,7 +175,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
 
   server.registerTool('wait_for_event', {
     title: 'Wait for the next event',
-    description: 'Returns {event, next_cursor}: the first event with sequence > after (of exactly `type`, when given), waiting up to ' +
+    description: 'Returns {event, next_cursor}: the first event with sequence > after (of exactly `type`, and with every dotted path of `match` equal to its value, when given), waiting up to ' +
       `timeout seconds (default ${MAX_WAIT_SECONDS}) for one to arrive; it returns within milliseconds of the delivery. On timeout ` +
       'event is null. Either way pass next_cursor as `after` next time: it is the returned event\'s sequence, or how far the queue ' +
       'was scanned on timeout (with `type`, events of other types up to there are passed over; list_events shows every event). ' +
