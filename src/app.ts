@@ -8,6 +8,8 @@ import { ERROR_CATALOGUE } from './domain/errors.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './http/plugins/error-handling.js';
 import { registerJsonBody } from './http/plugins/json-body.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
+import { escapeUndecodableSegments, parseQuery } from './http/plugins/request-url.js';
+import { closeQueryStrings } from './http/plugins/strict-query.js';
 import type { AppDeps } from './http/route-deps.js';
 import { addressRoutes } from './http/routes/addresses.js';
 import { documentRoutes } from './http/routes/documents.js';
@@ -15,20 +17,6 @@ import { eventRoutes } from './http/routes/events.js';
 import { healthRoutes } from './http/routes/health.js';
 import { inboxRoutes } from './http/routes/inbox.js';
 import { mcpRoutes } from './mcp/mcp-route.js';
-
-/**
- * Query strings: only plain decimal digits become numbers, so the schema's integer type refuses
- * "1.5", "0x10", "1e2" or " 5" instead of coercing them, and a repeated parameter stays an array.
- */
-function parseQuery(qs: string): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of new URLSearchParams(qs)) {
-    const value: unknown = /^-?\d{1,15}$/.test(v) ? Number(v) : v;
-    const prev = out[k];
-    out[k] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
-  }
-  return out;
-}
 
 export interface BuildAppOptions {
   /** A logger to use instead of building one from config.logLevel (tests capture logs with it). */
@@ -52,14 +40,21 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
     // While draining on shutdown, requests already on open connections are still served normally.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500, querystringParser: parseQuery },
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false } },
+    // No route has a regex parameter, so a long one costs nothing; the limit only decides whether
+    // an over-long id reaches its route (credential check, then 404) or the router's own error.
+    // Node's 16 KiB header limit bounds the URL anyway.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 16 * 1024, querystringParser: parseQuery },
+    rewriteUrl: (req) => escapeUndecodableSegments(req.url ?? '/'),
+    // verbose: validation errors carry the failing schema, so messages can say the allowed range
+    // or the allowed query parameters.
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, verbose: true } },
     clientErrorHandler,
     frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  registerErrorHandling(app);
+  registerErrorHandling(app, { maxPayloadBytes: config.maxPayloadBytes, maxDiscardBytes: config.maxDiscardBytes });
   registerJsonBody(app);
+  closeQueryStrings(app);
 
   await app.register(swagger, {
     openapi: {

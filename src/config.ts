@@ -23,6 +23,8 @@ export interface Config {
   readonly maxEventsPerAddress: number;
   readonly maxPayloadBytes: number;
   readonly maxEmailBytes: number;
+  /** Body bytes read and dropped after an early error answer (413, 404, 401...) before the socket is closed. */
+  readonly maxDiscardBytes: number;
   /** Email bytes held in memory by all SMTP sessions together; past it, 452 (try later). */
   readonly smtpMaxBufferedBytes: number;
   readonly trustProxy: boolean;
@@ -129,6 +131,7 @@ export function loadConfig(env: Env = process.env): Config {
     createRateWindowSeconds: int(env, 'CREATE_RATE_WINDOW_SECONDS', 60, 1),
     maxEventsPerAddress: int(env, 'MAX_EVENTS_PER_ADDRESS', 10_000, 1),
     maxPayloadBytes: int(env, 'MAX_PAYLOAD_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    maxDiscardBytes: int(env, 'MAX_DISCARD_BYTES', 8 * 1024 * 1024, 0, 1024 * 1024 * 1024),
     maxEmailBytes: int(env, 'MAX_EMAIL_BYTES', 10 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     smtpMaxBufferedBytes: int(env, 'SMTP_MAX_BUFFERED_BYTES', 256 * 1024 * 1024, 1024),
     trustProxy: bool(env, 'TRUST_PROXY', false),
