@@ -129,7 +129,7 @@ function describeParseError(err: ParserError): string {
     case 'HPE_INVALID_CONTENT_LENGTH':
       return 'Malformed HTTP request: the Content-Length header must be one decimal number, sent once.';
     case 'HPE_INVALID_TRANSFER_ENCODING':
-      return 'Malformed HTTP request: the Transfer-Encoding header must end with chunked; or send Content-Length instead.';
+      return 'Malformed HTTP request: the Transfer-Encoding header must end with chunked and must not come with Content-Length; send one of them.';
     case 'HPE_INVALID_CHUNK_SIZE':
       return 'Malformed HTTP request: a chunk size of the chunked body is not hexadecimal digits.';
     case 'HPE_INVALID_EOF_STATE':
