@@ -64,6 +64,11 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
         version: '0.1.0',
         description: 'A persistent return address for short-lived AI agents: an inbound email address, a secret write-only inbox URL ' +
           'and one durable, ordered event queue per address, read with a cursor and long-polling. Guides: /llms.txt and /llms-full.txt.\n\n' +
+          'Order of checks: the credential first (bearer read token on the address endpoints and MCP: missing or malformed 401, ' +
+          'unknown address 404, another address\'s token 401; the inbox secret on the inbox: unknown address or wrong secret 404), ' +
+          'before the body is read and before anything else is validated. Unknown query parameters are 400 invalid_request on every endpoint. ' +
+          `An error answered while a body is still arriving (413 and others) carries Connection: close; up to ${config.maxDiscardBytes} more bytes ` +
+          '(MAX_DISCARD_BYTES) are read and discarded so the client can read it.\n\n' +
           'Every non-2xx response has the body {"error":{"code","message"}}. Codes: ' +
           Object.entries(ERROR_CATALOGUE).map(([code, e]) => `${code} (${e.status})`).join(', ') + '.',
       },
