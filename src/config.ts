@@ -32,6 +32,8 @@ export interface Config {
   readonly requestTimeoutMs: number;
   readonly headersTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
+  /** RA_DEBUG_GROUP_COMMIT: log the SQLite group commit's counters every second while it works. */
+  readonly logGroupCommitStats: boolean;
 }
 
 export class ConfigError extends Error {
@@ -137,5 +139,6 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs,
     headersTimeoutMs,
     keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 100),
+    logGroupCommitStats: bool(env, 'RA_DEBUG_GROUP_COMMIT', false),
   });
 }

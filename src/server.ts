@@ -1,10 +1,12 @@
 // Process entry: configuration, storage, HTTP and SMTP listeners, the sweeper, graceful shutdown.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { ReturnAddressService } from './domain/return-address-service.js';
 import { startSmtpListener, type SmtpListener } from './email/smtp-listener.js';
 import { ExpirySweeper } from './expiry-sweeper.js';
+import { loggerOptions } from './http/plugins/request-logging.js';
 import { openStore } from './storage/open-store.js';
 import type { Store } from './storage/store.js';
 import { WakeupHub } from './wakeup/wakeup-hub.js';
@@ -19,14 +21,22 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-export async function startService(config: Config): Promise<RunningService> {
-  const store = await openStore(config);
+export interface StartOptions {
+  /** A logger to use instead of building one from config.logLevel (tests capture logs with it). */
+  logger?: FastifyBaseLogger;
+}
+
+export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
+  // One logger for the process, made before the store so that the store's background failures
+  // (a lost connection, a reconnect) reach the same log as the requests.
+  const log: FastifyBaseLogger = opts.logger ?? pino(loggerOptions(config.logLevel));
+  const store = await openStore(config, log.child({ component: 'store' }));
   const hub = new WakeupHub();
   const service = new ReturnAddressService(store, hub, config);
   let app: FastifyInstance | undefined;
   let smtp: SmtpListener | undefined;
   try {
-    app = await buildApp({ config, store, hub, service });
+    app = await buildApp({ config, store, hub, service }, { loggerInstance: log });
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe((addressId) => hub.notify(addressId), () => hub.notifyAll());
     }

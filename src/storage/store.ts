@@ -3,6 +3,19 @@
 // flags, not by `if (postgres)` scattered through the code.
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../domain/model.js';
 
+/**
+ * Where a store reports what happens in the background, away from any request: a lost and regained
+ * connection, a failed idle connection. Pino's (and so Fastify's) logger fits it.
+ */
+export interface StoreLog {
+  debug(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+/** For stores built without one (tests of the store alone). */
+export const SILENT_STORE_LOG: StoreLog = { debug() {}, info() {}, warn() {} };
+
 export interface StoreCapabilities {
   /**
    * The store tells other instances about new events and deletions (PostgreSQL NOTIFY), and

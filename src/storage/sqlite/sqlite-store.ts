@@ -27,7 +27,7 @@ import { fileURLToPath } from 'node:url';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
 import { readMigrations } from '../migration-files.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
-import type { Store, StoreLimits } from '../store.js';
+import { SILENT_STORE_LOG, type Store, type StoreLimits, type StoreLog } from '../store.js';
 import { Checkpointer, type CheckpointerOptions, type SyncFile } from './checkpointer.js';
 import { GroupCommit, type ItemOutcome } from './group-commit.js';
 
@@ -59,6 +59,9 @@ export interface SqliteStoreOptions {
   checkpoint?: CheckpointerOptions;
   /** fdatasync of the WAL; tests hold it to have two in flight at once. */
   syncWal?: SyncFile;
+  log?: StoreLog;
+  /** Log the group commit's and checkpointer's counters every second while they change. */
+  logGroupCommitStats?: boolean;
 }
 
 /**
@@ -146,13 +149,15 @@ export class SqliteStore implements Store {
         quiet: () => checkpointer.wantsQuietSync(),
       });
     }
-    // Debugging aid: RA_DEBUG_GROUP_COMMIT=1 prints the group commit's counters to stderr every
-    // second while it works (how many batches, how large, how long commits and syncs take).
-    if (process.env.RA_DEBUG_GROUP_COMMIT === '1') {
+    // Debugging aid (RA_DEBUG_GROUP_COMMIT=1): the group commit's counters every second while it
+    // works (how many batches, how large, how long commits and syncs take).
+    if (opts.logGroupCommitStats) {
+      const log = opts.log ?? SILENT_STORE_LOG;
       let last = '';
       setInterval(() => {
-        const line = JSON.stringify({ groupCommit: this.appends.stats, checkpointer: this.checkpointer?.stats });
-        if (line !== last) process.stderr.write(`${line}\n`);
+        const stats = { groupCommit: this.appends.stats, checkpointer: this.checkpointer?.stats };
+        const line = JSON.stringify(stats);
+        if (line !== last) log.info(stats, 'group commit counters');
         last = line;
       }, 1000).unref();
     }
