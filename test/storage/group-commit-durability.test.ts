@@ -8,9 +8,9 @@ import { sendPipelined, type PipelinedRequest, type PipelinedResponse } from '..
 
 interface Stats { batches: number; items: number; largestBatch: number }
 
-/** The group commit's counters, from the debug lines RA_DEBUG_GROUP_COMMIT=1 makes the store print. */
+/** The group commit's counters, from the log lines RA_DEBUG_GROUP_COMMIT=1 makes the store write. */
 function lastStats(output: string): Stats | undefined {
-  const lines = output.split('\n').filter((l) => l.startsWith('{"groupCommit"'));
+  const lines = output.split('\n').filter((l) => l.includes('"msg":"group commit counters"'));
   const last = lines.at(-1);
   return last === undefined ? undefined : (JSON.parse(last) as { groupCommit: Stats }).groupCommit;
 }
@@ -33,7 +33,7 @@ describe('group commit durability', { skip: onlySqlite }, () => {
 
   it('every delivery answered 2xx during a batch survives kill -9, sequences stay gapless', async () => {
     storage = await createTestStorage();
-    const env = { RA_DEBUG_GROUP_COMMIT: '1', LOG_LEVEL: 'warn' };
+    const env = { RA_DEBUG_GROUP_COMMIT: '1', LOG_LEVEL: 'info' };
     const first = await spawnService(env, storage);
     const addrs = [await createAddress(first.baseUrl), await createAddress(first.baseUrl)];
     const port = Number(new URL(first.baseUrl).port);

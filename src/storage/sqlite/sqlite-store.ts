@@ -29,7 +29,7 @@ import { readMigrations } from '../migration-files.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { SILENT_STORE_LOG, type Store, type StoreLimits, type StoreLog } from '../store.js';
 import { Checkpointer, type CheckpointerOptions, type SyncFile } from './checkpointer.js';
-import { GroupCommit, type ItemOutcome } from './group-commit.js';
+import { GroupCommit, GroupCommitStats, type ItemOutcome } from './group-commit.js';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -80,6 +80,8 @@ export class SqliteStore implements Store {
   readonly path: string;
   private readonly db: Database.Database;
   private readonly appends: GroupCommit<AppendInput, AppendResult>;
+  /** Kept only with RA_DEBUG_GROUP_COMMIT: timing every commit and sync is not free on the hot path. */
+  private readonly appendStats: GroupCommitStats | undefined;
   private closed = false;
   /** Descriptors of the WAL file, one per fdatasync in flight; empty for :memory: (nothing to sync). */
   private readonly walFds: number[];
@@ -117,9 +119,11 @@ export class SqliteStore implements Store {
     // after checkpoints, only deleted when the last connection closes), so these descriptors serve.
     const wal = `${path}-wal`;
     this.walFds = path !== ':memory:' && existsSync(wal) ? Array.from({ length: WAL_SYNCS_IN_FLIGHT }, () => openSync(wal, 'r+')) : [];
+    this.appendStats = opts.logGroupCommitStats ? new GroupCommitStats() : undefined;
+    const observer = this.appendStats;
     if (this.walFds.length === 0) {
       // Nothing to fdatasync separately: every commit stays synchronous=FULL.
-      this.appends = new GroupCommit((inputs) => this.commitAppends(inputs));
+      this.appends = new GroupCommit((inputs) => this.commitAppends(inputs), { observer });
       this.checkpointer = undefined;
     } else {
       this.db.pragma('synchronous = NORMAL');
@@ -131,7 +135,7 @@ export class SqliteStore implements Store {
       const totalChanges = this.db.prepare<[], number>('SELECT total_changes()').pluck();
       const idleFds = [...this.walFds];
       const syncWal: SyncFile = opts.syncWal ?? ((fd, done) => fdatasync(fd, (err) => done(err)));
-      this.appends = new GroupCommit((inputs) => this.commitAppends(inputs), 1000, {
+      this.appends = new GroupCommit((inputs) => this.commitAppends(inputs), { observer, durability: {
         maxSyncsInFlight: this.walFds.length,
         sync: (done) => {
           // The group commit never has more syncs in flight than there are descriptors.
@@ -147,15 +151,15 @@ export class SqliteStore implements Store {
         },
         onDurable: (_inputs, outcomes) => this.markDurable(outcomes),
         quiet: () => checkpointer.wantsQuietSync(),
-      });
+      } });
     }
     // Debugging aid (RA_DEBUG_GROUP_COMMIT=1): the group commit's counters every second while it
     // works (how many batches, how large, how long commits and syncs take).
-    if (opts.logGroupCommitStats) {
+    if (this.appendStats) {
       const log = opts.log ?? SILENT_STORE_LOG;
       let last = '';
       setInterval(() => {
-        const stats = { groupCommit: this.appends.stats, checkpointer: this.checkpointer?.stats };
+        const stats = { groupCommit: this.appendStats, checkpointer: this.checkpointer?.stats };
         const line = JSON.stringify(stats);
         if (line !== last) log.info(stats, 'group commit counters');
         last = line;
