@@ -5,18 +5,18 @@ import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { ReturnAddressService } from './domain/return-address-service.js';
 import { startSmtpListener, type SmtpListener } from './email/smtp-listener.js';
-import { ExpirySweeper } from './expiry-sweeper.js';
+import { ExpirySweeper } from './domain/expiry-sweeper.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { openStore } from './storage/open-store.js';
-import type { Store } from './storage/store.js';
-import { WakeupHub } from './wakeup/wakeup-hub.js';
+import type { Store } from './domain/ports.js';
+import { InProcessWakeupHub } from './wakeup/wakeup-hub.js';
 
 export interface RunningService {
   config: Config;
   httpUrl: string;
   app: FastifyInstance;
   store: Store;
-  hub: WakeupHub;
+  hub: InProcessWakeupHub;
   service: ReturnAddressService;
   stop(): Promise<void>;
 }
@@ -31,7 +31,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   // (a lost connection, a reconnect) reach the same log as the requests.
   const log: FastifyBaseLogger = opts.logger ?? pino(loggerOptions(config.logLevel));
   const store = await openStore(config, log.child({ component: 'store' }));
-  const hub = new WakeupHub();
+  const hub = new InProcessWakeupHub();
   const service = new ReturnAddressService(store, hub, config);
   let app: FastifyInstance | undefined;
   let smtp: SmtpListener | undefined;

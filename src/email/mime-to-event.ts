@@ -1,4 +1,4 @@
-// Raw RFC 5322 message + SMTP envelope -> the event input of decisions.md §7. Pure: no I/O, no
+// Raw RFC 5322 message + SMTP envelope -> the event input of ../shared/spec/decisions.md §7. Pure: no I/O, no
 // clock, no randomness; the same bytes and envelope always give the same event.
 //
 // Shape rules (documented in llms-full.txt):
@@ -20,11 +20,11 @@
 //   deduplicate. No Message-ID: no dedupe_key.
 import { createHash } from 'node:crypto';
 import PostalMime, { addressParser, decodeWords, type Address, type Email } from 'postal-mime';
-import type { EventInput } from '../domain/return-address-service.js';
+import type { EventInput } from '../domain/model.js';
 
 export const EMAIL_EVENT_TYPE = 'email.received';
 export const EMAIL_EVENT_SOURCE = 'email';
-/** Longest dedupe key the queue accepts (decisions.md §4). */
+/** Longest dedupe key the queue accepts (../shared/spec/decisions.md §4). */
 const MAX_DEDUPE_KEY_LENGTH = 255;
 
 export interface EmailMailbox {

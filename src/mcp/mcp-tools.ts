@@ -1,4 +1,4 @@
-// The MCP tools of one address (decisions.md §8): a thin adapter over ReturnAddressService, built
+// The MCP tools of one address (../shared/spec/decisions.md §8): a thin adapter over ReturnAddressService, built
 // fresh for every HTTP request (stateless Streamable HTTP), so nothing is shared between requests
 // and any instance behind a load balancer can answer any call.
 //

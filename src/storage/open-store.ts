@@ -2,11 +2,11 @@
 import { join, resolve } from 'node:path';
 import type { Config } from '../config.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
-import type { Store, StoreLog } from './store.js';
+import type { Store, Log } from '../domain/ports.js';
 
 export const SQLITE_FILE = 'return-address.sqlite';
 
-export async function openStore(config: Config, log?: StoreLog): Promise<Store> {
+export async function openStore(config: Config, log?: Log): Promise<Store> {
   if (config.databaseUrl !== undefined) {
     const { PostgresStore } = await import('./postgres/postgres-store.js');
     const store = new PostgresStore({ connectionString: config.databaseUrl, poolSize: config.pgPoolSize, statementTimeoutMs: config.pgStatementTimeoutMs, log });

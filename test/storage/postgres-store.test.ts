@@ -8,7 +8,7 @@ import { newEventId } from '../../src/domain/credentials.js';
 import type { NewEvent } from '../../src/domain/model.js';
 import { readMigrations } from '../../src/storage/migration-files.js';
 import { LISTENER_APPLICATION_NAME, PostgresStore } from '../../src/storage/postgres/postgres-store.js';
-import type { StoreLog } from '../../src/storage/store.js';
+import type { Log } from '../../src/domain/ports.js';
 import { createTestStorage, onlyPostgres, range, sleep, type TestStorage } from '../helpers.js';
 import { RATE, newAddress } from './store-records.js';
 
@@ -26,14 +26,14 @@ async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Pro
   }
 }
 
-const openStore = (storage: TestStorage, poolSize = 5, log?: StoreLog) =>
+const openStore = (storage: TestStorage, poolSize = 5, log?: Log) =>
   new PostgresStore({ connectionString: storage.databaseUrl!, poolSize, statementTimeoutMs: 10_000, log });
 
-/** A StoreLog that keeps what it is told, for asserting on background failures. */
+/** A Log that keeps what it is told, for asserting on background failures. */
 function recordingLog() {
   const lines: { level: string; msg: string; obj: Record<string, unknown> }[] = [];
   const at = (level: string) => (obj: object, msg: string) => void lines.push({ level, msg, obj: obj as Record<string, unknown> });
-  return { lines, log: { debug: at('debug'), info: at('info'), warn: at('warn') } satisfies StoreLog };
+  return { lines, log: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } satisfies Log };
 }
 
 describe('PostgreSQL store', { skip: onlyPostgres }, () => {

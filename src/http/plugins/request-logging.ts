@@ -1,5 +1,5 @@
 // What the request log may contain: never the Authorization header, never the secret path segment
-// of an inbox URL (decisions.md §1).
+// of an inbox URL (../shared/spec/decisions.md §1).
 import type { LoggerOptions } from 'pino';
 
 const INBOX_SECRET_IN_PATH = /(\/api\/v1\/inbox\/[^/?#]*\/)[^/?#]+/;

@@ -11,7 +11,7 @@
 // A connection that silently died (half-open TCP) is found by keepalive and by a periodic
 // `SELECT 1` with a timeout; either way it counts as lost and is replaced.
 import pg from 'pg';
-import { SILENT_STORE_LOG, type StoreLog } from '../store.js';
+import { SILENT_LOG, type Log } from '../../domain/ports.js';
 
 export type ListenerState = 'connecting' | 'listening' | 'waiting' | 'closed';
 
@@ -27,7 +27,7 @@ export interface ChangeListenerOptions {
   /** How often a listening connection is probed with `SELECT 1`. */
   healthCheckMs?: number;
   /** Each loss and each recovery is logged once (not every failed attempt in between). */
-  log?: StoreLog;
+  log?: Log;
 }
 
 export class ChangeListener {
@@ -42,13 +42,13 @@ export class ChangeListener {
   private readonly retryMinMs: number;
   private readonly retryMaxMs: number;
   private readonly healthCheckMs: number;
-  private readonly log: StoreLog;
+  private readonly log: Log;
 
   constructor(private readonly opts: ChangeListenerOptions) {
     this.retryMinMs = opts.retryMinMs ?? 250;
     this.retryMaxMs = opts.retryMaxMs ?? 10_000;
     this.healthCheckMs = opts.healthCheckMs ?? 15_000;
-    this.log = opts.log ?? SILENT_STORE_LOG;
+    this.log = opts.log ?? SILENT_LOG;
   }
 
   /** Connects and listens; rejects (and stays closed) if the first attempt fails. */

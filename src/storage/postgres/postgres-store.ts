@@ -22,7 +22,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
-import { SILENT_STORE_LOG, type Store, type StoreLimits, type StoreLog } from '../store.js';
+import { SILENT_LOG, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { AppendBatcher } from './append-batcher.js';
 import { ChangeListener, type ListenerState } from './change-listener.js';
@@ -46,7 +46,7 @@ export interface PostgresStoreOptions {
   poolSize: number;
   /** statement_timeout of pooled connections in ms (PG_STATEMENT_TIMEOUT_MS); 0 disables it. */
   statementTimeoutMs: number;
-  log?: StoreLog;
+  log?: Log;
 }
 
 function isUniqueViolation(err: unknown, constraint: string): boolean {
@@ -87,7 +87,7 @@ export class PostgresStore implements Store {
   private readonly clientConfig: pg.ClientConfig;
   private readonly pool: pg.Pool;
   private listener: ChangeListener | undefined;
-  private readonly log: StoreLog;
+  private readonly log: Log;
   private closing: Promise<void> | undefined;
   private readonly appends = new AppendBatcher<AppendInput, AppendResult>(
     (inputs) => this.appendBatch(inputs),
@@ -112,7 +112,7 @@ export class PostgresStore implements Store {
     // An idle pooled connection died (server restart, terminated backend): the pool drops it and
     // opens a new one on demand. Without this handler the 'error' event would crash the process;
     // with it, the loss is still seen in the log.
-    this.log = opts.log ?? SILENT_STORE_LOG;
+    this.log = opts.log ?? SILENT_LOG;
     let idleConnectionsLost = 0;
     this.pool.on('error', (err) => {
       idleConnectionsLost++;

@@ -27,7 +27,7 @@ import { fileURLToPath } from 'node:url';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
 import { readMigrations } from '../migration-files.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
-import { SILENT_STORE_LOG, type Store, type StoreLimits, type StoreLog } from '../store.js';
+import { SILENT_LOG, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { Checkpointer, type CheckpointerOptions, type SyncFile } from './checkpointer.js';
 import { GroupCommit, GroupCommitStats, type ItemOutcome } from './group-commit.js';
 
@@ -59,7 +59,7 @@ export interface SqliteStoreOptions {
   checkpoint?: CheckpointerOptions;
   /** fdatasync of the WAL; tests hold it to have two in flight at once. */
   syncWal?: SyncFile;
-  log?: StoreLog;
+  log?: Log;
   /** Log the group commit's and checkpointer's counters every second while they change. */
   logGroupCommitStats?: boolean;
 }
@@ -156,7 +156,7 @@ export class SqliteStore implements Store {
     // Debugging aid (RA_DEBUG_GROUP_COMMIT=1): the group commit's counters every second while it
     // works (how many batches, how large, how long commits and syncs take).
     if (this.appendStats) {
-      const log = opts.log ?? SILENT_STORE_LOG;
+      const log = opts.log ?? SILENT_LOG;
       let last = '';
       setInterval(() => {
         const stats = { groupCommit: this.appendStats, checkpointer: this.checkpointer?.stats };
