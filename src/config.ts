@@ -1,5 +1,6 @@
 // Environment variables -> one typed, frozen Config, validated once at boot. A bad value stops the
 // process with a message naming the variable, before anything listens.
+import { MAX_RATE_WINDOW_MS } from './domain/rate-window.js';
 
 export interface Config {
   readonly port: number;
@@ -128,7 +129,7 @@ export function loadConfig(env: Env = process.env): Config {
     expiredGraceSeconds: int(env, 'EXPIRED_GRACE_SECONDS', 24 * 3600, 0),
     sweepIntervalSeconds: int(env, 'SWEEP_INTERVAL_SECONDS', 60, 1, 24 * 3600),
     createRateLimit: int(env, 'CREATE_RATE_LIMIT', 30, 1),
-    createRateWindowSeconds: int(env, 'CREATE_RATE_WINDOW_SECONDS', 60, 1),
+    createRateWindowSeconds: int(env, 'CREATE_RATE_WINDOW_SECONDS', 60, 1, MAX_RATE_WINDOW_MS / 1000),
     maxEventsPerAddress: int(env, 'MAX_EVENTS_PER_ADDRESS', 10_000, 1),
     maxPayloadBytes: int(env, 'MAX_PAYLOAD_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     maxEmailBytes: int(env, 'MAX_EMAIL_BYTES', 10 * 1024 * 1024, 1024, 256 * 1024 * 1024),

@@ -40,6 +40,14 @@ export interface Log {
 /** For parts built without a log (tests of a store alone). */
 export const SILENT_LOG: Log = { debug() {}, info() {}, warn() {}, error() {} };
 
+/** A write asked of a store after close(). */
+export class StoreClosedError extends Error {
+  constructor() {
+    super('store is closed');
+    this.name = 'StoreClosedError';
+  }
+}
+
 export interface StoreCapabilities {
   /**
    * The store tells other instances about new events and deletions (PostgreSQL NOTIFY), and
@@ -91,10 +99,14 @@ export interface Store {
 
   /**
    * Appends an event with the next sequence of its address, or returns the existing event with
-   * the same dedupe key. Resolves only once the result is durably committed.
+   * the same dedupe key. Resolves only once the result is durably committed. After close() it
+   * rejects with StoreClosedError and writes nothing.
    */
   appendEvent(event: NewEvent, limits: StoreLimits): Promise<AppendResult>;
-  /** Events with sequence > after, ascending, at most `limit`; null when the address does not exist. */
+  /**
+   * Events with sequence > after, ascending, at most `limit`; null when the address does not exist.
+   * `after` is a safe integer >= 0 (the callers validate it), so no store clamps it.
+   */
   listEvents(addressId: string, after: number, limit: number): Promise<EventPageRecord | null>;
   /** Sets acknowledged_at once (a second ack keeps the first time); null when no such event. */
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;

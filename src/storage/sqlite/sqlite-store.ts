@@ -25,9 +25,10 @@ import { closeSync, existsSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
+import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
 import { readMigrations } from '../migration-files.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
-import { SILENT_LOG, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
+import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { Checkpointer, type CheckpointerOptions, type SyncFile } from './checkpointer.js';
 import { GroupCommit, GroupCommitStats, type ItemOutcome } from './group-commit.js';
 
@@ -261,13 +262,10 @@ export class SqliteStore implements Store {
 
   async createAddress(a: AddressRecord, rate: { key: string; limit: number; windowMs: number; now: number }): Promise<RateDecision> {
     const decision = this.db.transaction((): RateDecision => {
-      const windowStart = rate.now - (rate.now % rate.windowMs);
       const w = this.q.rateWindow.get(rate.key);
-      const used = w && w.window_start === windowStart ? w.count : 0;
-      if (used >= rate.limit) {
-        return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((windowStart + rate.windowMs - rate.now) / 1000)) };
-      }
-      this.q.upsertRateWindow.run(rate.key, windowStart, used + 1);
+      const attempt = countAttempt(w && { windowStart: w.window_start, count: w.count }, rate);
+      if (!attempt.allowed) return attempt;
+      this.q.upsertRateWindow.run(rate.key, attempt.row.windowStart, attempt.row.count);
       this.q.insertAddress.run(a);
       return { allowed: true };
     }).immediate();
@@ -314,7 +312,7 @@ export class SqliteStore implements Store {
       const ids = this.q.expiredIds.all(cutoff, batchSize).map((r) => r.id);
       for (const id of ids) this.q.deleteAddress.run(id);
       // Rate windows older than a day cannot matter to any configured window that still runs.
-      this.q.pruneRateWindows.run(cutoff - 24 * 3600 * 1000);
+      this.q.pruneRateWindows.run(staleRateWindowsBefore(cutoff));
       return ids;
     }).immediate();
     for (const id of ids) this.forget(id, true);
@@ -323,7 +321,7 @@ export class SqliteStore implements Store {
   }
 
   appendEvent(event: NewEvent, limits: StoreLimits): Promise<AppendResult> {
-    if (this.closed) return Promise.reject(new Error('store is closed'));
+    if (this.closed) return Promise.reject(new StoreClosedError());
     return this.appends.submit({ event, limits });
   }
 
