@@ -59,7 +59,7 @@ const JsonRpcReply = Type.Unknown({
 const NO_SESSION_REPLY = Type.Null({ description: 'Accepted: the body held only notifications or responses; no content.' });
 
 function acceptsStreamableHttp(accept: string | undefined): boolean {
-  return accept !== undefined && accept.includes('application/json') && accept.includes('text/event-stream');
+  return accept?.includes('application/json') === true && accept.includes('text/event-stream');
 }
 
 export const mcpRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {

@@ -10,6 +10,9 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
+// zod only because the MCP SDK's registerTool takes zod input schemas (it derives the tools' JSON
+// Schema and validates arguments from them); every range in them is read from the HTTP API's
+// TypeBox schemas, so the two ways in cannot disagree.
 import { z } from 'zod';
 import { ApiError } from '../domain/errors.js';
 import type { AddressRecord } from '../domain/model.js';

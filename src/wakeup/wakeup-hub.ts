@@ -95,7 +95,7 @@ export class InProcessWakeupHub implements WakeupHub {
   /** @internal Called by a registration as it settles or is cancelled. */
   remove(r: Registration): void {
     const set = this.byAddress.get(r.addressId);
-    if (!set || !set.delete(r)) return;
+    if (!set?.delete(r)) return;
     this.count--;
     if (set.size === 0) this.byAddress.delete(r.addressId);
   }

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
-import { ApiError } from '../../src/domain/errors.js';
+import type { ApiError } from '../../src/domain/errors.js';
 import { ReturnAddressService } from '../../src/domain/return-address-service.js';
 import { openStore } from '../../src/storage/open-store.js';
 import type { Store } from '../../src/domain/ports.js';

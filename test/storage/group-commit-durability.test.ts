@@ -84,7 +84,9 @@ describe('group commit durability', { skip: onlySqlite }, () => {
     try {
       for (const a of addrs) {
         const events = await readAll(second.baseUrl, a);
-        events.forEach((e, i) => assert.equal(e.sequence, i + 1, 'sequences are gapless from 1'));
+        events.forEach((e, i) => {
+          assert.equal(e.sequence, i + 1, 'sequences are gapless from 1');
+        });
         assert.equal(new Set(events.map((e) => e.id)).size, events.length, 'no event is stored twice');
         const byId = new Map(events.map((e) => [e.id, e.sequence]));
         for (const x of answered.filter((y) => y.address === a.id)) {

@@ -65,7 +65,9 @@ describe('GroupCommit', () => {
     }, { maxBatch: 10 });
     const answers = await Promise.all(Array.from({ length: 25 }, (_, i) => gc.submit(i)));
     assert.deepEqual(sizes, [10, 10, 5]);
-    answers.forEach((committedWhenAnswered, i) => assert.ok(committedWhenAnswered >= i + 1));
+    answers.forEach((committedWhenAnswered, i) => {
+      assert.ok(committedWhenAnswered >= i + 1);
+    });
   });
 
   it('commits nothing while a sync is in flight, then everything submitted meanwhile in one batch', async () => {

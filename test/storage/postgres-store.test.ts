@@ -166,7 +166,10 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
       await s.close(); // idempotent
       // Backends go away asynchronously after the client's Terminate message.
       let n = await count(c);
-      for (let i = 0; i < 100 && n > before - 4; i++) n = (await sleep(20), await count(c));
+      for (let i = 0; i < 100 && n > before - 4; i++) {
+        await sleep(20);
+        n = await count(c);
+      }
       assert.ok(before - n >= 4, `pool (3) and listener (1) connections closed: ${before} -> ${n}`);
     });
     await assert.rejects(s.ping());

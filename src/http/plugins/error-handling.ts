@@ -4,7 +4,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { Socket } from 'node:net';
-import { ApiError, ERROR_CATALOGUE } from '../../domain/errors.js';
+import { ApiError, type ERROR_CATALOGUE } from '../../domain/errors.js';
 
 interface AjvIssue {
   instancePath?: string;
