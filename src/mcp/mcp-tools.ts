@@ -14,7 +14,7 @@ import type { FastifyBaseLogger } from 'fastify';
 // Schema and validates arguments from them); every range in them is read from the HTTP API's
 // TypeBox schemas, so the two ways in cannot disagree.
 import { z } from 'zod';
-import { ApiError } from '../domain/errors.js';
+import { ApiError, errorBody, internalErrorBody } from '../domain/errors.js';
 import type { AddressRecord } from '../domain/model.js';
 import { addressView, eventJson, eventPageJson } from '../domain/representation.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
@@ -137,9 +137,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     } catch (err) {
       const e = err instanceof ApiError ? err : null;
       if (!e || e.status >= 500) ctx.log.error({ err, tool }, 'MCP tool failed');
-      const body = e && e.status < 500
-        ? { error: { code: e.code, message: e.message } }
-        : { error: { code: 'internal', message: 'Internal error. It has been logged; retrying later may help.' } };
+      const body = e && e.status < 500 ? errorBody(e.code, e.message) : internalErrorBody();
       return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
     }
   };
