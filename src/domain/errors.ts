@@ -1,4 +1,4 @@
-// The error catalogue (decisions.md §3): every error the API can answer, with its stable code and
+// The error catalogue (../shared/spec/decisions.md §3): every error the API can answer, with its stable code and
 // HTTP status. Everything else that goes wrong is `internal` and its details stay in the log.
 
 export const ERROR_CATALOGUE = {
@@ -32,6 +32,17 @@ export class ApiError extends Error {
     this.status = ERROR_CATALOGUE[code].status;
   }
 }
+
+/** The documented error body, `{"error":{"code","message"}}`: the one place it is built. */
+export function errorBody(code: ErrorCode, message: string): { error: { code: ErrorCode; message: string } } {
+  return { error: { code, message } };
+}
+
+/** What a caller is told of any internal failure; the details stay in the log. */
+export const INTERNAL_MESSAGE = 'Internal error. It has been logged; retrying later may help.';
+
+/** The body of an internal failure, for transports that answer it themselves (MCP). */
+export const internalErrorBody = () => errorBody('internal', INTERNAL_MESSAGE);
 
 /** One message for every 404 of the inbox, so that a wrong secret and an unknown address look alike. */
 export const INBOX_NOT_FOUND = 'No inbox at this URL.';

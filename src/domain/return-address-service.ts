@@ -6,9 +6,8 @@ import {
 } from './credentials.js';
 import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
-import type { AddressRecord, EventRecord, NewEvent } from './model.js';
-import type { Store } from '../storage/store.js';
-import type { WakeupHub } from '../wakeup/wakeup-hub.js';
+import type { AddressRecord, Delivery, EventInput, EventRecord, ListQuery, NewEvent, Page } from './model.js';
+import type { Store, WakeupHub } from './ports.js';
 
 export interface ServiceOptions {
   defaultTtlSeconds: number;
@@ -28,32 +27,6 @@ export interface CreatedAddress {
   address: AddressRecord;
   readToken: string;
   inboxSecret: string;
-}
-
-export interface EventInput {
-  type?: string;
-  source?: string;
-  data?: unknown;
-  metadata?: Record<string, string>;
-  dedupe_key?: string;
-}
-
-export interface Delivery {
-  event: EventRecord;
-  duplicate: boolean;
-}
-
-export interface Page {
-  events: EventRecord[];
-  nextCursor: number;
-  hasMore: boolean;
-}
-
-export interface ListQuery {
-  after: number;
-  limit: number;
-  /** Seconds to hold the request when nothing is after the cursor. */
-  wait: number;
 }
 
 /**
@@ -134,7 +107,7 @@ export class ReturnAddressService {
   }
 
   /**
-   * Checks a bearer credential in the order of decisions.md §3: a well-formed bearer (else 401),
+   * Checks a bearer credential in the order of ../shared/spec/decisions.md §3: a well-formed bearer (else 401),
    * then an existing address (else 404), then the token of that address (else 401).
    */
   async authenticate(addressId: string, authorization: string | undefined): Promise<AddressRecord> {

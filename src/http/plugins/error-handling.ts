@@ -1,10 +1,10 @@
-// One place that turns every failure into the documented error body (decisions.md §3):
+// One place that turns every failure into the documented error body (../shared/spec/decisions.md §3):
 // thrown ApiErrors, Fastify's own errors (validation, body parsing, limits), unknown routes and
 // wrong methods, undecodable URLs and broken HTTP. 5xx details go to the log, never to the client.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { Socket } from 'node:net';
-import { ApiError, ERROR_CATALOGUE } from '../../domain/errors.js';
+import { ApiError, INTERNAL_MESSAGE, errorBody, type ERROR_CATALOGUE } from '../../domain/errors.js';
 
 interface AjvIssue {
   instancePath?: string;
@@ -92,15 +92,15 @@ export function toApiError(err: FastifyError | ApiError | Error, payloadLimit?: 
 }
 
 export function sendApiError(reply: FastifyReply, e: ApiError): FastifyReply {
-  return reply.code(e.status).headers(e.headers).type('application/json; charset=utf-8').send(JSON.stringify({ error: { code: e.code, message: e.message } }));
+  return reply.code(e.status).headers(e.headers).type('application/json; charset=utf-8').send(JSON.stringify(errorBody(e.code, e.message)));
 }
 
 function sendInternal(reply: FastifyReply): FastifyReply {
-  return sendApiError(reply, new ApiError('internal', 'Internal error. It has been logged; retrying later may help.'));
+  return sendApiError(reply, new ApiError('internal', INTERNAL_MESSAGE));
 }
 
 const HTTP_ERROR_BODY = (status: number, code: keyof typeof ERROR_CATALOGUE, message: string) => {
-  const body = JSON.stringify({ error: { code, message } });
+  const body = JSON.stringify(errorBody(code, message));
   return `HTTP/1.1 ${status} ${status === 400 ? 'Bad Request' : status === 408 ? 'Request Timeout' : status === 431 ? 'Request Header Fields Too Large' : 'Error'}\r\n` +
     `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 };
