@@ -5,7 +5,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { FastifyBaseLogger } from 'fastify';
 import { MAX_WAIT_SECONDS } from './config.js';
 import { ERROR_CATALOGUE } from './domain/errors.js';
-import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './http/plugins/error-handling.js';
+import { clientErrorHandler, frameworkErrors, registerErrorHandling, requireHostHeader } from './http/plugins/error-handling.js';
 import { registerJsonBody } from './http/plugins/json-body.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { escapeUndecodableSegments, parseQuery } from './http/plugins/request-url.js';
@@ -36,7 +36,9 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
     connectionTimeout: (MAX_WAIT_SECONDS + 30) * 1000,
-    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    // requireHostHeader: Node would answer an HTTP/1.1 request without Host with a bare 400 and no
+    // body; requireHostHeader answers it in the documented error shape instead.
+    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000, requireHostHeader: false },
     // While draining on shutdown, requests already on open connections are still served normally.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
@@ -55,6 +57,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   registerErrorHandling(app, { maxPayloadBytes: config.maxPayloadBytes, maxDiscardBytes: config.maxDiscardBytes });
   registerJsonBody(app);
   closeQueryStrings(app);
+  app.addHook('onRequest', requireHostHeader);
 
   await app.register(swagger, {
     openapi: {
