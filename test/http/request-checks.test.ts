@@ -164,6 +164,7 @@ describe('order of checks, error codes and messages (issues 15 and 19)', () => {
     const a = await createAddress(base);
     const cases: [Res, RegExp][] = [
       [await listEvents(base, a, { limit: '0' }), /'limit'.*from 1 to 100/],
+      [await api(base, 'GET', `/api/v1/addresses/${a.id}/events?limit=1&limit=2`, { token: a.token }), /'limit'.*more than once/],
       [await api(base, 'POST', a.inboxUrl, { body: '{"type":"a\\u0000"}', headers: JSON_HEADERS }), /'type'.*U\+0000/],
       [await api(base, 'POST', a.inboxUrl, { body: '{}', headers: { ...JSON_HEADERS, 'idempotency-key': '' } }), /Idempotency-Key.*1-255 characters/],
       [await api(base, 'POST', a.inboxUrl, { body: '[]', headers: JSON_HEADERS }), /body must be a JSON object/],

@@ -11,7 +11,8 @@ interface AjvIssue {
   keyword?: string;
   message?: string;
   params?: Record<string, unknown>;
-  /** With ajv's verbose option: the schema holding the failed keyword. */
+  /** With ajv's verbose option: the value that failed, and the schema holding the failed keyword. */
+  data?: unknown;
   parentSchema?: { type?: string; minimum?: number; maximum?: number; minLength?: number; maxLength?: number; pattern?: string; properties?: Record<string, unknown> };
 }
 
@@ -22,6 +23,7 @@ const NO_NUL_PATTERN = '^[^\\u0000]*$';
 function expectation(issue: AjvIssue): string {
   const s = issue.parentSchema ?? {};
   const k = issue.keyword;
+  if (k === 'type' && Array.isArray(issue.data)) return 'is given more than once; send it once';
   if ((k === 'type' || k === 'minimum' || k === 'maximum') && s.type === 'integer') {
     const range = s.minimum !== undefined && s.maximum !== undefined ? ` from ${s.minimum} to ${s.maximum}`
       : s.minimum !== undefined ? ` of at least ${s.minimum}` : s.maximum !== undefined ? ` of at most ${s.maximum}` : '';
