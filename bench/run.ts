@@ -302,7 +302,7 @@ async function wakeScenario(service: Child, addrs: Addr[], inFlight: number, fir
     woken.forEach((w, i) => {
       const d = delivered[i];
       const events = w.status === 200 ? (JSON.parse(w.body).events as { id: string }[]) : [];
-      if (!d || d.status !== 202 || events[0]?.id !== d.id) errors++;
+      if (d?.status !== 202 || events[0]?.id !== d.id) errors++;
       else {
         // Negative when the reader's answer arrives first: it is written in the same turn of the
         // service's event loop as the 202, and can leave before it.
@@ -512,7 +512,7 @@ async function main(): Promise<void> {
   console.log(`\n${table}\n`);
   const results = join(ROOT, 'bench/results');
   mkdirSync(results, { recursive: true });
-  writeFileSync(join(results, 'latest.json'), JSON.stringify(report, null, 2) + '\n');
+  writeFileSync(join(results, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(join(results, 'chart.svg'), renderChart(report));
   if (ONLY.size === 6 && process.exitCode !== 1) updateReadme(join(ROOT, 'bench/README.md'), report, table);
   log(`wrote bench/results/latest.json, bench/results/chart.svg${ONLY.size === 6 ? ', bench/README.md' : ''}`);

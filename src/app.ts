@@ -5,9 +5,11 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { FastifyBaseLogger } from 'fastify';
 import { MAX_WAIT_SECONDS } from './config.js';
 import { ERROR_CATALOGUE } from './domain/errors.js';
-import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './http/plugins/error-handling.js';
+import { clientErrorHandler, frameworkErrors, registerErrorHandling, requireHostHeader } from './http/plugins/error-handling.js';
 import { registerJsonBody } from './http/plugins/json-body.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
+import { escapeUndecodableSegments, parseQuery } from './http/plugins/request-url.js';
+import { closeQueryStrings } from './http/plugins/strict-query.js';
 import type { AppDeps } from './http/route-deps.js';
 import { addressRoutes } from './http/routes/addresses.js';
 import { documentRoutes } from './http/routes/documents.js';
@@ -15,20 +17,6 @@ import { eventRoutes } from './http/routes/events.js';
 import { healthRoutes } from './http/routes/health.js';
 import { inboxRoutes } from './http/routes/inbox.js';
 import { mcpRoutes } from './mcp/mcp-route.js';
-
-/**
- * Query strings: only plain decimal digits become numbers, so the schema's integer type refuses
- * "1.5", "0x10", "1e2" or " 5" instead of coercing them, and a repeated parameter stays an array.
- */
-function parseQuery(qs: string): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of new URLSearchParams(qs)) {
-    const value: unknown = /^-?\d{1,15}$/.test(v) ? Number(v) : v;
-    const prev = out[k];
-    out[k] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
-  }
-  return out;
-}
 
 export interface BuildAppOptions {
   /** A logger to use instead of building one from config.logLevel (tests capture logs with it). */
@@ -48,18 +36,28 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
     connectionTimeout: (MAX_WAIT_SECONDS + 30) * 1000,
-    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    // requireHostHeader: Node would answer an HTTP/1.1 request without Host with a bare 400 and no
+    // body; requireHostHeader answers it in the documented error shape instead.
+    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000, requireHostHeader: false },
     // While draining on shutdown, requests already on open connections are still served normally.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500, querystringParser: parseQuery },
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false } },
+    // No route has a regex parameter, so a long one costs nothing; the limit only decides whether
+    // an over-long id reaches its route (credential check, then 404) or the router's own error.
+    // Node's 16 KiB header limit bounds the URL anyway.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 16 * 1024, querystringParser: parseQuery },
+    rewriteUrl: (req) => escapeUndecodableSegments(req.url ?? '/'),
+    // verbose: validation errors carry the failing schema, so messages can say the allowed range
+    // or the allowed query parameters.
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, verbose: true } },
     clientErrorHandler,
     frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  registerErrorHandling(app);
+  registerErrorHandling(app, { maxPayloadBytes: config.maxPayloadBytes, maxDiscardBytes: config.maxDiscardBytes });
   registerJsonBody(app);
+  closeQueryStrings(app);
+  app.addHook('onRequest', requireHostHeader);
 
   await app.register(swagger, {
     openapi: {
@@ -69,6 +67,11 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
         version: '0.1.0',
         description: 'A persistent return address for short-lived AI agents: an inbound email address, a secret write-only inbox URL ' +
           'and one durable, ordered event queue per address, read with a cursor and long-polling. Guides: /llms.txt and /llms-full.txt.\n\n' +
+          'Order of checks: the credential first (bearer read token on the address endpoints and MCP: missing or malformed 401, ' +
+          'unknown address 404, another address\'s token 401; the inbox secret on the inbox: unknown address or wrong secret 404), ' +
+          'before the body is read and before anything else is validated. Unknown query parameters are 400 invalid_request on every endpoint. ' +
+          `An error answered while a body is still arriving (413 and others) carries Connection: close; up to ${config.maxDiscardBytes} more bytes ` +
+          '(MAX_DISCARD_BYTES) are read and discarded so the client can read it.\n\n' +
           'Every non-2xx response has the body {"error":{"code","message"}}. Codes: ' +
           Object.entries(ERROR_CATALOGUE).map(([code, e]) => `${code} (${e.status})`).join(', ') + '.',
       },

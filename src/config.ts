@@ -1,5 +1,6 @@
 // Environment variables -> one typed, frozen Config, validated once at boot. A bad value stops the
 // process with a message naming the variable, before anything listens.
+import { MAX_RATE_WINDOW_MS } from './domain/rate-window.js';
 
 export interface Config {
   readonly port: number;
@@ -23,6 +24,8 @@ export interface Config {
   readonly maxEventsPerAddress: number;
   readonly maxPayloadBytes: number;
   readonly maxEmailBytes: number;
+  /** Body bytes read and dropped after an early error answer (413, 404, 401...) before the socket is closed. */
+  readonly maxDiscardBytes: number;
   /** Email bytes held in memory by all SMTP sessions together; past it, 452 (try later). */
   readonly smtpMaxBufferedBytes: number;
   readonly trustProxy: boolean;
@@ -32,6 +35,8 @@ export interface Config {
   readonly requestTimeoutMs: number;
   readonly headersTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
+  /** RA_DEBUG_GROUP_COMMIT: log the SQLite group commit's counters every second while it works. */
+  readonly logGroupCommitStats: boolean;
 }
 
 export class ConfigError extends Error {
@@ -126,9 +131,10 @@ export function loadConfig(env: Env = process.env): Config {
     expiredGraceSeconds: int(env, 'EXPIRED_GRACE_SECONDS', 24 * 3600, 0),
     sweepIntervalSeconds: int(env, 'SWEEP_INTERVAL_SECONDS', 60, 1, 24 * 3600),
     createRateLimit: int(env, 'CREATE_RATE_LIMIT', 30, 1),
-    createRateWindowSeconds: int(env, 'CREATE_RATE_WINDOW_SECONDS', 60, 1),
+    createRateWindowSeconds: int(env, 'CREATE_RATE_WINDOW_SECONDS', 60, 1, MAX_RATE_WINDOW_MS / 1000),
     maxEventsPerAddress: int(env, 'MAX_EVENTS_PER_ADDRESS', 10_000, 1),
     maxPayloadBytes: int(env, 'MAX_PAYLOAD_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    maxDiscardBytes: int(env, 'MAX_DISCARD_BYTES', 8 * 1024 * 1024, 0, 1024 * 1024 * 1024),
     maxEmailBytes: int(env, 'MAX_EMAIL_BYTES', 10 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     smtpMaxBufferedBytes: int(env, 'SMTP_MAX_BUFFERED_BYTES', 256 * 1024 * 1024, 1024),
     trustProxy: bool(env, 'TRUST_PROXY', false),
@@ -137,5 +143,6 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs,
     headersTimeoutMs,
     keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 100),
+    logGroupCommitStats: bool(env, 'RA_DEBUG_GROUP_COMMIT', false),
   });
 }

@@ -1,32 +1,42 @@
 // Process entry: configuration, storage, HTTP and SMTP listeners, the sweeper, graceful shutdown.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { ReturnAddressService } from './domain/return-address-service.js';
 import { startSmtpListener, type SmtpListener } from './email/smtp-listener.js';
-import { ExpirySweeper } from './expiry-sweeper.js';
+import { ExpirySweeper } from './domain/expiry-sweeper.js';
+import { loggerOptions } from './http/plugins/request-logging.js';
 import { openStore } from './storage/open-store.js';
-import type { Store } from './storage/store.js';
-import { WakeupHub } from './wakeup/wakeup-hub.js';
+import type { Store } from './domain/ports.js';
+import { InProcessWakeupHub } from './wakeup/wakeup-hub.js';
 
 export interface RunningService {
   config: Config;
   httpUrl: string;
   app: FastifyInstance;
   store: Store;
-  hub: WakeupHub;
+  hub: InProcessWakeupHub;
   service: ReturnAddressService;
   stop(): Promise<void>;
 }
 
-export async function startService(config: Config): Promise<RunningService> {
-  const store = await openStore(config);
-  const hub = new WakeupHub();
+export interface StartOptions {
+  /** A logger to use instead of building one from config.logLevel (tests capture logs with it). */
+  logger?: FastifyBaseLogger;
+}
+
+export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
+  // One logger for the process, made before the store so that the store's background failures
+  // (a lost connection, a reconnect) reach the same log as the requests.
+  const log: FastifyBaseLogger = opts.logger ?? pino(loggerOptions(config.logLevel));
+  const store = await openStore(config, log.child({ component: 'store' }));
+  const hub = new InProcessWakeupHub();
   const service = new ReturnAddressService(store, hub, config);
   let app: FastifyInstance | undefined;
   let smtp: SmtpListener | undefined;
   try {
-    app = await buildApp({ config, store, hub, service });
+    app = await buildApp({ config, store, hub, service }, { loggerInstance: log });
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe((addressId) => hub.notify(addressId), () => hub.notifyAll());
     }

@@ -65,7 +65,10 @@ export async function createTestStorage(): Promise<TestStorage> {
           `SELECT application_name AS app FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE 'return-address%'`, [name],
         )).rows.map((r) => r.app);
         let left = await leaked();
-        for (let i = 0; i < 100 && left.length > 0; i++) left = (await sleep(20), await leaked());
+        for (let i = 0; i < 100 && left.length > 0; i++) {
+          await sleep(20);
+          left = await leaked();
+        }
         await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
         assert.deepEqual(left, [], 'connections left open on the test database');
       } finally {

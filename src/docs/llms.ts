@@ -149,7 +149,19 @@ ${flow(c)}
    GET    /healthz (process up), /readyz (storage reachable), /openapi.json, /llms.txt, /llms-full.txt
 
 Authentication for 2-5 and MCP: header "Authorization: Bearer aa_read_…". Order of checks: a missing
-or malformed bearer is 401; then an unknown address is 404; then a token of another address is 401.
+or malformed bearer is 401; then an unknown address is 404; then a token of another address is 401;
+only then anything else (the query, the body, an event id, even an undecodable or over-long one,
+which is 404). The three 401s have the same code and different messages, none depending on whether
+the address exists:
+- no Authorization header: "No Authorization header: …" -> send Authorization: Bearer <read_token>;
+- not "Bearer aa_read_…" (another scheme, a malformed token, an inbox secret): "The Authorization
+  header is not a bearer read token: …" (or "… holds an inbox secret …") -> fix the header;
+- a well-formed read token that is not this address's: "This read token does not open this
+  address: …" -> use the read_token returned when this address was created.
+
+Query parameters: every endpoint refuses one it does not know with 400 invalid_request naming it
+and the allowed ones ("Unknown query parameter 'cursor': the allowed ones are after, limit, wait."),
+so a misspelt parameter is never silently ignored. Only endpoint 4 takes any.
 
 ## Create address (endpoint 1)
 
@@ -192,6 +204,11 @@ address returns 200 with duplicate: true and the ORIGINAL event unchanged, whate
 says, for as long as the original event exists (also after it was acknowledged). N concurrent
 deliveries with one key create exactly one event. Keys are scoped to one address.
 
+Order of checks: the address and the secret first (unknown address or wrong secret: 404, before
+the body is read and before the body, the headers or the query are validated, so a request without
+the secret learns nothing else and costs no parsing); then Content-Type (415), size (413), JSON
+(400 invalid_json), the body and the Idempotency-Key header (400 invalid_request); then 410, 409, 429.
+
 Answers: 202 {"event": Event, "duplicate": false} for a new event; 200 {…, "duplicate": true} for a
 repeat. A 2xx means the event is durably committed (fsynced) before the answer is sent.
 Errors: 400 invalid_request / invalid_json, 404 not_found (unknown address or wrong secret, which look
@@ -200,8 +217,11 @@ ${c.maxPayloadBytes} bytes), 415 unsupported_media_type, 429 queue_full (with Re
 
 ## Read the queue (endpoint 4)
 
-Query parameters (integers; anything else, or out of range, is 400 invalid_request naming it, never clamped):
-- after: >= 0, default 0. Return events whose sequence is greater.
+Query parameters (plain decimal integers; anything else, out of range, or another parameter, is 400
+invalid_request naming it, never clamped):
+- after: 0 to 9007199254740991 (Number.MAX_SAFE_INTEGER), default 0. Return events whose sequence is
+  greater. A cursor past the last sequence is an empty page with next_cursor = after; a larger number
+  is 400 saying the range.
 - limit: 1 to 100, default 50.
 - wait: 0 to 25 seconds, default 0. Long-poll when nothing is after the cursor.
 
@@ -319,7 +339,7 @@ ${toolkit(c)}
 ## Limits
 
 - name: max 100 characters; task_id: max 200 characters; expires_in_seconds: 60 to 31536000.
-- limit: 1 to 100 (default 50); wait: 0 to 25 s (default 0); after: >= 0 (default 0).
+- limit: 1 to 100 (default 50); wait: 0 to 25 s (default 0); after: 0 to 9007199254740991 (default 0).
 - Delivery body: max ${c.maxPayloadBytes} bytes; JSON nesting of data/metadata: max ${MAX_VALUE_DEPTH} levels.
 - Idempotency-Key / dedupe_key: 1 to 255 characters.
 - Email: max ${c.maxEmailBytes} bytes per message.
@@ -329,6 +349,13 @@ ${toolkit(c)}
 
 Every non-2xx answer has Content-Type application/json and the body
 {"error": {"code": "<code>", "message": "<human-readable, naming the field when relevant>"}}.
+Every 400 names the field, query parameter or header at fault and what it must be. A body that is
+not parseable JSON is invalid_json on every JSON endpoint, whatever else is wrong with it.
+
+Bodies over the limit (413), and any other error answered before a body was read (401, 404, 415),
+carry "Connection: close": the service still reads and discards up to ${c.maxDiscardBytes} more bytes
+(MAX_DISCARD_BYTES) so a client that writes its whole body before reading gets the answer; past that
+it closes the connection.
 
 ${errorTable()}
 

@@ -1,15 +1,15 @@
-// The error catalogue (decisions.md §3): every error the API can answer, with its stable code and
+// The error catalogue (../shared/spec/decisions.md §3): every error the API can answer, with its stable code and
 // HTTP status. Everything else that goes wrong is `internal` and its details stay in the log.
 
 export const ERROR_CATALOGUE = {
-  invalid_request: { status: 400, description: 'The body, query or a header fails validation, or a required body is empty. The message names the field.' },
-  invalid_json: { status: 400, description: 'The body is not parseable JSON.' },
-  unauthorized: { status: 401, description: 'The bearer token is missing, malformed, or not the read token of this address.' },
+  invalid_request: { status: 400, description: 'The body, query or a header fails validation, a query parameter is unknown, or a required body is empty. The message names the field, parameter or header and what it must be.' },
+  invalid_json: { status: 400, description: 'The body is not parseable JSON (on every JSON endpoint, whatever else is wrong with it).' },
+  unauthorized: { status: 401, description: 'The bearer token is missing, malformed, or not the read token of this address; the message says which and the fix.' },
   not_found: { status: 404, description: 'Unknown address, unknown event, wrong inbox secret, unknown route, or an id of the wrong shape.' },
   method_not_allowed: { status: 405, description: 'The path exists but not with this method; the Allow header lists the methods it has.' },
   idempotency_key_mismatch: { status: 409, description: 'The Idempotency-Key header and the body dedupe_key are both present and differ.' },
   address_expired: { status: 410, description: 'The address is past expiresAt and refuses deliveries.' },
-  payload_too_large: { status: 413, description: 'The body is larger than MAX_PAYLOAD_BYTES.' },
+  payload_too_large: { status: 413, description: 'The body is larger than MAX_PAYLOAD_BYTES; answered with Connection: close.' },
   unsupported_media_type: { status: 415, description: 'A JSON endpoint was sent a body whose Content-Type is not application/json.' },
   rate_limited: { status: 429, description: 'Too many addresses created from this client IP; retry after Retry-After seconds.' },
   queue_full: { status: 429, description: 'The address holds MAX_EVENTS_PER_ADDRESS unacknowledged events; acknowledge some, then retry after Retry-After seconds.' },
@@ -32,6 +32,17 @@ export class ApiError extends Error {
     this.status = ERROR_CATALOGUE[code].status;
   }
 }
+
+/** The documented error body, `{"error":{"code","message"}}`: the one place it is built. */
+export function errorBody(code: ErrorCode, message: string): { error: { code: ErrorCode; message: string } } {
+  return { error: { code, message } };
+}
+
+/** What a caller is told of any internal failure; the details stay in the log. */
+export const INTERNAL_MESSAGE = 'Internal error. It has been logged; retrying later may help.';
+
+/** The body of an internal failure, for transports that answer it themselves (MCP). */
+export const internalErrorBody = () => errorBody('internal', INTERNAL_MESSAGE);
 
 /** One message for every 404 of the inbox, so that a wrong secret and an unknown address look alike. */
 export const INBOX_NOT_FOUND = 'No inbox at this URL.';

@@ -1,15 +1,15 @@
 // One read of the queue that may be held: endpoint 4 with wait > 0, and MCP's list_events and
 // wait_for_event through ReturnAddressService.listEvents.
 //
-// The order that makes it correct (decisions.md §5): read; if nothing is after the cursor, register
+// The order that makes it correct (../shared/spec/decisions.md §5): read; if nothing is after the cursor, register
 // a waiter, then re-read, then wait; after every 'changed', register again and re-read. An event
 // committed between a read and the wait has already signalled the registered waiter.
 //
 // It is a small state machine driven by callbacks, not an async loop: a poll that is waiting holds
 // this object, its hub registration and a timer, and no promise, no suspended async frame and no
 // AbortController. Reads are the only asynchronous steps, and nothing waits on them while idle.
-import type { WakeListener, WakeReason, Waiter, WakeupHub } from '../wakeup/wakeup-hub.js';
-import type { Page } from './return-address-service.js';
+import type { Page } from './model.js';
+import type { WakeListener, WakeReason, Waiter, WakeupHub } from './ports.js';
 
 /**
  * Called exactly once: with an error (the address is gone: not_found; or the store failed), or

@@ -46,3 +46,30 @@ export interface EventPageRecord {
 }
 
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+/** What a sender asks to be stored: endpoint 6's body, or what another way in builds from its request. */
+export interface EventInput {
+  type?: string;
+  source?: string;
+  data?: unknown;
+  metadata?: Record<string, string>;
+  dedupe_key?: string;
+}
+
+export interface Delivery {
+  event: EventRecord;
+  duplicate: boolean;
+}
+
+export interface Page {
+  events: EventRecord[];
+  nextCursor: number;
+  hasMore: boolean;
+}
+
+export interface ListQuery {
+  after: number;
+  limit: number;
+  /** Seconds to hold the request when nothing is after the cursor. */
+  wait: number;
+}

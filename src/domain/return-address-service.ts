@@ -1,16 +1,15 @@
 // The queue's rules, shared by every way in: HTTP routes, the SMTP listener and MCP tools.
 // No HTTP and no SQL here: it speaks to a Store and a WakeupHub and throws ApiErrors.
 import {
-  ADDRESS_ID_RE, EVENT_ID_RE, READ_TOKEN_RE, hashSecret, newAddressId, newEventId, newInboxSecret, newReadToken, newSlug,
+  ADDRESS_ID_RE, EVENT_ID_RE, INBOX_SECRET_RE, READ_TOKEN_RE, hashSecret, newAddressId, newEventId, newInboxSecret, newReadToken, newSlug,
   secretMatches,
 } from './credentials.js';
 import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
 import { eventMatches, type EventFilter } from './event-match.js';
 import { eventObject } from './representation.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
-import type { AddressRecord, EventRecord, NewEvent } from './model.js';
-import type { Store } from '../storage/store.js';
-import type { WakeupHub } from '../wakeup/wakeup-hub.js';
+import type { AddressRecord, Delivery, EventInput, EventRecord, ListQuery, NewEvent, Page } from './model.js';
+import type { Store, WakeupHub } from './ports.js';
 
 export interface ServiceOptions {
   defaultTtlSeconds: number;
@@ -32,39 +31,28 @@ export interface CreatedAddress {
   inboxSecret: string;
 }
 
-export interface EventInput {
-  type?: string;
-  source?: string;
-  data?: unknown;
-  metadata?: Record<string, string>;
-  dedupe_key?: string;
-}
-
-export interface Delivery {
-  event: EventRecord;
-  duplicate: boolean;
-}
-
-export interface Page {
-  events: EventRecord[];
-  nextCursor: number;
-  hasMore: boolean;
-}
-
-export interface ListQuery {
-  after: number;
-  limit: number;
-  /** Seconds to hold the request when nothing is after the cursor. */
-  wait: number;
-}
-
-/** The token of an `Authorization: Bearer <read token>` header; 401 when there is none of that form. */
+/**
+ * The token of an `Authorization: Bearer <read token>` header; 401 when there is none of that form.
+ * The three 401s of decisions §3 say which case it is and the fix (no header; not a bearer read token;
+ * a well-formed token that is not this address's), and none depends on whether the address exists.
+ */
 function bearerToken(authorization: string | undefined): string {
-  const m = authorization === undefined ? null : /^Bearer +(\S+) *$/i.exec(authorization);
+  if (authorization === undefined || authorization.trim() === '') throw unauthorized(MISSING_BEARER);
+  const m = /^Bearer +(\S+) *$/i.exec(authorization);
   const token = m?.[1];
-  if (token === undefined || !READ_TOKEN_RE.test(token)) throw unauthorized();
+  if (token === undefined || !READ_TOKEN_RE.test(token)) {
+    throw unauthorized(token !== undefined && INBOX_SECRET_RE.test(token) ? INBOX_SECRET_AS_BEARER : MALFORMED_BEARER);
+  }
   return token;
 }
+
+const MISSING_BEARER = 'No Authorization header: send Authorization: Bearer <read_token>, the credentials.read_token returned when the address was created.';
+const MALFORMED_BEARER = 'The Authorization header is not a bearer read token: send exactly "Authorization: Bearer aa_read_…" ' +
+  '(the scheme Bearer, one space, then the 51-character credentials.read_token).';
+const INBOX_SECRET_AS_BEARER = 'The Authorization header holds an inbox secret (aa_ingress_…), which can only deliver: ' +
+  'send Authorization: Bearer <read_token> (credentials.read_token, aa_read_…) to read.';
+const WRONG_TOKEN = 'This read token does not open this address: use the credentials.read_token returned when this address was created ' +
+  '(a token opens only its own address).';
 
 export const DEFAULT_EVENT_TYPE = 'message.received';
 export const DEFAULT_EVENT_SOURCE = 'https';
@@ -121,7 +109,7 @@ export class ReturnAddressService {
   }
 
   /**
-   * Checks a bearer credential in the order of decisions.md §3: a well-formed bearer (else 401),
+   * Checks a bearer credential in the order of ../shared/spec/decisions.md §3: a well-formed bearer (else 401),
    * then an existing address (else 404), then the token of that address (else 401).
    */
   async authenticate(addressId: string, authorization: string | undefined): Promise<AddressRecord> {
@@ -144,7 +132,7 @@ export class ReturnAddressService {
   /** `address` is a usable one (from findAddress or usable), or null: 404. */
   private checkReadToken(address: AddressRecord | null, token: string): AddressRecord {
     if (!address) throw notFound('Address');
-    if (!secretMatches(token, address.readTokenHash)) throw unauthorized();
+    if (!secretMatches(token, address.readTokenHash)) throw unauthorized(WRONG_TOKEN);
     return address;
   }
 
@@ -154,11 +142,30 @@ export class ReturnAddressService {
     this.changed(address.id);
   }
 
-  /** Endpoint 6: the inbox secret authorises writing to this one address. */
-  async deliverToInbox(addressId: string, secret: string, input: EventInput, idempotencyKey: string | undefined): Promise<Delivery> {
-    const address = await this.findAddress(addressId);
+  /**
+   * Endpoint 6's credential: the address whose inbox secret this is, else 404. Checked before the
+   * body or any header is looked at, so someone without the secret learns nothing from validation
+   * and cannot make the service parse a body.
+   */
+  async openInbox(addressId: string, secret: string): Promise<AddressRecord> {
+    return this.checkInboxSecret(await this.findAddress(addressId), secret);
+  }
+
+  /** `openInbox` without waiting when the store holds the address in memory; undefined when only `openInbox` can tell. */
+  openInboxNow(addressId: string, secret: string): AddressRecord | undefined {
+    if (!ADDRESS_ID_RE.test(addressId)) throw new ApiError('not_found', INBOX_NOT_FOUND);
+    const held = this.store.heldAddress?.(addressId);
+    return held === undefined ? undefined : this.checkInboxSecret(this.usable(held), secret);
+  }
+
+  private checkInboxSecret(address: AddressRecord | null, secret: string): AddressRecord {
     // One answer for an unknown address and a wrong secret, so neither can be probed.
     if (!address || !secretMatches(secret, address.inboxSecretHash)) throw new ApiError('not_found', INBOX_NOT_FOUND);
+    return address;
+  }
+
+  /** Endpoint 6 once `openInbox` has resolved the address. */
+  async deliverToInbox(address: AddressRecord, input: EventInput, idempotencyKey: string | undefined): Promise<Delivery> {
     return this.deliver(address, input, idempotencyKey, 'https');
   }
 

@@ -1,4 +1,4 @@
-// Raw RFC 5322 message + SMTP envelope -> the event input of decisions.md §7. Pure: no I/O, no
+// Raw RFC 5322 message + SMTP envelope -> the event input of ../shared/spec/decisions.md §7. Pure: no I/O, no
 // clock, no randomness; the same bytes and envelope always give the same event.
 //
 // Shape rules (documented in llms-full.txt):
@@ -20,11 +20,11 @@
 //   deduplicate. No Message-ID: no dedupe_key.
 import { createHash } from 'node:crypto';
 import PostalMime, { addressParser, decodeWords, type Address, type Email } from 'postal-mime';
-import type { EventInput } from '../domain/return-address-service.js';
+import type { EventInput } from '../domain/model.js';
 
 export const EMAIL_EVENT_TYPE = 'email.received';
 export const EMAIL_EVENT_SOURCE = 'email';
-/** Longest dedupe key the queue accepts (decisions.md §4). */
+/** Longest dedupe key the queue accepts (../shared/spec/decisions.md §4). */
 const MAX_DEDUPE_KEY_LENGTH = 255;
 
 export interface EmailMailbox {
@@ -130,6 +130,7 @@ export async function mimeToEvent(raw: Uint8Array, envelope: SmtpEnvelope): Prom
 
 export function dedupeKeyFor(messageId: string): string {
   // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
   const usable = messageId.length <= MAX_DEDUPE_KEY_LENGTH && !/[\u0000-\u001f\u007f]/.test(messageId);
   return usable ? messageId : `sha256:${createHash('sha256').update(messageId, 'utf8').digest('hex')}`;
 }

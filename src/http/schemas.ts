@@ -116,10 +116,13 @@ export const ErrorBody = Type.Object(
 );
 
 export const EventsQuery = Type.Object({
-  after: Type.Integer({ minimum: 0, default: 0, description: 'Return events whose sequence is greater than this cursor.' }),
+  after: Type.Integer({
+    minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0,
+    description: 'Return events whose sequence is greater than this cursor. Any integer from 0 to 9007199254740991 (Number.MAX_SAFE_INTEGER); a cursor past the last sequence is an empty page with next_cursor = after.',
+  }),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Page size.' }),
   wait: Type.Integer({ minimum: 0, maximum: 25, default: 0, description: 'Long-poll: seconds to hold the request while nothing is after the cursor. Returns within milliseconds of an event.' }),
-});
+}, { additionalProperties: false, description: 'Only after, limit and wait: any other query parameter is 400 invalid_request naming it.' });
 
 const AddressIdParam = Type.String({ description: 'Address id (addr_…).' });
 export const AddressParams = Type.Object({ addressId: AddressIdParam });

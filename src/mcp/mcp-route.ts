@@ -7,7 +7,7 @@
 // 405 method_not_allowed with "Allow: POST" answers them, which MCP clients expect.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { ApiError } from '../domain/errors.js';
+import { ApiError, internalErrorBody } from '../domain/errors.js';
 import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
 import { sendApiError } from '../http/plugins/error-handling.js';
 import type { AppDeps } from '../http/route-deps.js';
@@ -59,7 +59,7 @@ const JsonRpcReply = Type.Unknown({
 const NO_SESSION_REPLY = Type.Null({ description: 'Accepted: the body held only notifications or responses; no content.' });
 
 function acceptsStreamableHttp(accept: string | undefined): boolean {
-  return accept !== undefined && accept.includes('application/json') && accept.includes('text/event-stream');
+  return accept?.includes('application/json') === true && accept.includes('text/event-stream');
 }
 
 export const mcpRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
@@ -114,7 +114,7 @@ export const mcpRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypeb
       request.log.error({ err }, 'MCP request failed');
       if (!reply.raw.headersSent) {
         reply.raw.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
-        reply.raw.end(JSON.stringify({ error: { code: 'internal', message: 'Internal error. It has been logged; retrying later may help.' } }));
+        reply.raw.end(JSON.stringify(internalErrorBody()));
       } else {
         reply.raw.destroy();
       }

@@ -1,4 +1,4 @@
-// The MCP tools of one address (decisions.md §8): a thin adapter over ReturnAddressService, built
+// The MCP tools of one address (../shared/spec/decisions.md §8): a thin adapter over ReturnAddressService, built
 // fresh for every HTTP request (stateless Streamable HTTP), so nothing is shared between requests
 // and any instance behind a load balancer can answer any call.
 //
@@ -10,8 +10,11 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
+// zod only because the MCP SDK's registerTool takes zod input schemas (it derives the tools' JSON
+// Schema and validates arguments from them); every range in them is read from the HTTP API's
+// TypeBox schemas, so the two ways in cannot disagree.
 import { z } from 'zod';
-import { ApiError } from '../domain/errors.js';
+import { ApiError, errorBody, internalErrorBody } from '../domain/errors.js';
 import type { AddressRecord } from '../domain/model.js';
 import { addressView, eventJson, eventPageJson } from '../domain/representation.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
@@ -137,9 +140,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     } catch (err) {
       const e = err instanceof ApiError ? err : null;
       if (!e || e.status >= 500) ctx.log.error({ err, tool }, 'MCP tool failed');
-      const body = e && e.status < 500
-        ? { error: { code: e.code, message: e.message } }
-        : { error: { code: 'internal', message: 'Internal error. It has been logged; retrying later may help.' } };
+      const body = e && e.status < 500 ? errorBody(e.code, e.message) : internalErrorBody();
       return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
     }
   };

@@ -2,14 +2,14 @@
 import { join, resolve } from 'node:path';
 import type { Config } from '../config.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
-import type { Store } from './store.js';
+import type { Store, Log } from '../domain/ports.js';
 
 export const SQLITE_FILE = 'return-address.sqlite';
 
-export async function openStore(config: Config): Promise<Store> {
+export async function openStore(config: Config, log?: Log): Promise<Store> {
   if (config.databaseUrl !== undefined) {
     const { PostgresStore } = await import('./postgres/postgres-store.js');
-    const store = new PostgresStore({ connectionString: config.databaseUrl, poolSize: config.pgPoolSize, statementTimeoutMs: config.pgStatementTimeoutMs });
+    const store = new PostgresStore({ connectionString: config.databaseUrl, poolSize: config.pgPoolSize, statementTimeoutMs: config.pgStatementTimeoutMs, log });
     try {
       await store.migrate();
     } catch (err) {
@@ -18,7 +18,7 @@ export async function openStore(config: Config): Promise<Store> {
     }
     return store;
   }
-  const store = new SqliteStore(join(resolve(config.dataDir), SQLITE_FILE));
+  const store = new SqliteStore(join(resolve(config.dataDir), SQLITE_FILE), { log, logGroupCommitStats: config.logGroupCommitStats });
   await store.migrate();
   return store;
 }

@@ -14,23 +14,13 @@
 // a promise, its reactions and the suspended async frames awaiting it. With 10,000 polls held
 // that difference is most of what the service adds to the socket's own cost (bench/README.md).
 
-export type WakeReason = 'changed' | 'timeout' | 'shutdown';
-
-export interface WakeListener {
-  /** Called once, synchronously from notify(), the timer, or shutdown(); the waiter is deregistered by then. */
-  wake(reason: WakeReason): void;
-}
-
-export interface Waiter {
-  /** Deregisters without calling the listener (idempotent; a no-op once settled). */
-  cancel(): void;
-}
+import type { WakeListener, WakeReason, Waiter, WakeupHub } from '../domain/ports.js';
 
 class Registration implements Waiter {
   timer: NodeJS.Timeout | undefined;
   done = false;
 
-  constructor(readonly hub: WakeupHub, readonly addressId: string, readonly listener: WakeListener) {}
+  constructor(readonly hub: InProcessWakeupHub, readonly addressId: string, readonly listener: WakeListener) {}
 
   settle(reason: WakeReason): void {
     if (this.done) return;
@@ -56,7 +46,7 @@ function onTimeout(r: Registration): void {
 
 const SETTLED: Waiter = { cancel() {} };
 
-export class WakeupHub {
+export class InProcessWakeupHub implements WakeupHub {
   private readonly byAddress = new Map<string, Set<Registration>>();
   private count = 0;
   private closing = false;
@@ -105,7 +95,7 @@ export class WakeupHub {
   /** @internal Called by a registration as it settles or is cancelled. */
   remove(r: Registration): void {
     const set = this.byAddress.get(r.addressId);
-    if (!set || !set.delete(r)) return;
+    if (!set?.delete(r)) return;
     this.count--;
     if (set.size === 0) this.byAddress.delete(r.addressId);
   }

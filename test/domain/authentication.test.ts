@@ -1,4 +1,4 @@
-// Bearer authentication has two paths (decisions.md §3 order: a well-formed bearer, else 401; an
+// Bearer authentication has two paths (../shared/spec/decisions.md §3 order: a well-formed bearer, else 401; an
 // existing address, else 404; its token, else 401): `authenticate` asks the store, and
 // `authenticateNow` answers in the same turn when the store holds the address in memory. Whichever
 // path a request takes, the answer must be the same; here every case goes through both, on a real
@@ -6,11 +6,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
-import { ApiError } from '../../src/domain/errors.js';
+import type { ApiError } from '../../src/domain/errors.js';
 import { ReturnAddressService } from '../../src/domain/return-address-service.js';
 import { openStore } from '../../src/storage/open-store.js';
-import type { Store } from '../../src/storage/store.js';
-import { WakeupHub } from '../../src/wakeup/wakeup-hub.js';
+import type { Store } from '../../src/domain/ports.js';
+import { InProcessWakeupHub } from '../../src/wakeup/wakeup-hub.js';
 import { createTestStorage, STORE, type TestStorage } from '../helpers.js';
 
 type Outcome = string; // the address id, or the error code
@@ -31,7 +31,7 @@ function now(service: ReturnAddressService, id: string, authorization: string | 
 describe(`authentication, from the store and from memory (${STORE})`, () => {
   let storage: TestStorage;
   let store: Store;
-  const hub = new WakeupHub();
+  const hub = new InProcessWakeupHub();
   let config: ReturnType<typeof loadConfig>;
   let clock = Date.now();
   let service: ReturnAddressService;

@@ -19,6 +19,8 @@ describe('loadConfig', () => {
     assert.equal(c.databaseUrl, undefined);
     assert.equal(c.requestTimeoutMs, 30_000);
     assert.equal(c.headersTimeoutMs, 10_000);
+    assert.equal(c.logGroupCommitStats, false);
+    assert.equal(loadConfig({ RA_DEBUG_GROUP_COMMIT: '1' }).logGroupCommitStats, true);
     assert.ok(Object.isFrozen(c));
   });
 
@@ -32,7 +34,7 @@ describe('loadConfig', () => {
     const bad: Record<string, string>[] = [
       { PORT: 'eighty' }, { PORT: '70000' }, { BASE_URL: 'ftp://x' }, { BASE_URL: 'not a url' }, { DATABASE_URL: 'mysql://x' },
       { DEFAULT_TTL_SECONDS: '0' }, { MAX_PAYLOAD_BYTES: '1.5' }, { LOG_LEVEL: 'loud' }, { TRUST_PROXY: 'maybe' },
-      { SMTP_TLS_CERT: '/tmp/cert.pem' }, { CREATE_RATE_LIMIT: '-1' },
+      { SMTP_TLS_CERT: '/tmp/cert.pem' }, { CREATE_RATE_LIMIT: '-1' }, { RA_DEBUG_GROUP_COMMIT: 'verbose' },
     ];
     for (const env of bad) {
       const name = Object.keys(env)[0]!;

@@ -1,4 +1,4 @@
-// The long-poll's one race (style habit 3, decisions.md §5): an event committed after a reader's
+// The long-poll's one race (style habit 3, ../shared/spec/decisions.md §5): an event committed after a reader's
 // read found nothing, but before the reader started waiting. The service registers its waiter
 // first, then re-reads, then waits, so that event either shows up in the re-read or wakes the
 // waiter. Here a delivery is made at exactly that moment, on a real store: inside the reader's
@@ -9,14 +9,14 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { ReturnAddressService } from '../../src/domain/return-address-service.js';
 import { openStore } from '../../src/storage/open-store.js';
-import type { Store } from '../../src/storage/store.js';
-import { WakeupHub } from '../../src/wakeup/wakeup-hub.js';
+import type { Store } from '../../src/domain/ports.js';
+import { InProcessWakeupHub } from '../../src/wakeup/wakeup-hub.js';
 import { createTestStorage, sleep, STORE, type TestStorage } from '../helpers.js';
 
 describe(`a long-poll and a delivery racing it (${STORE})`, () => {
   let storage: TestStorage;
   let store: Store;
-  const hub = new WakeupHub();
+  const hub = new InProcessWakeupHub();
   let writer: ReturnAddressService;
   let config: ReturnType<typeof loadConfig>;
 

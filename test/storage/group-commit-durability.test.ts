@@ -1,4 +1,4 @@
-// Group commit keeps the durability promise of decisions.md §5: every delivery answered 2xx is on
+// Group commit keeps the durability promise of ../shared/spec/decisions.md §5: every delivery answered 2xx is on
 // disk, including those answered from inside a batch, even when the process is killed with
 // SIGKILL while other deliveries of the same burst are still in flight. Real SQLite, real process.
 import assert from 'node:assert/strict';
@@ -8,9 +8,9 @@ import { sendPipelined, type PipelinedRequest, type PipelinedResponse } from '..
 
 interface Stats { batches: number; items: number; largestBatch: number }
 
-/** The group commit's counters, from the debug lines RA_DEBUG_GROUP_COMMIT=1 makes the store print. */
+/** The group commit's counters, from the log lines RA_DEBUG_GROUP_COMMIT=1 makes the store write. */
 function lastStats(output: string): Stats | undefined {
-  const lines = output.split('\n').filter((l) => l.startsWith('{"groupCommit"'));
+  const lines = output.split('\n').filter((l) => l.includes('"msg":"group commit counters"'));
   const last = lines.at(-1);
   return last === undefined ? undefined : (JSON.parse(last) as { groupCommit: Stats }).groupCommit;
 }
@@ -33,7 +33,7 @@ describe('group commit durability', { skip: onlySqlite }, () => {
 
   it('every delivery answered 2xx during a batch survives kill -9, sequences stay gapless', async () => {
     storage = await createTestStorage();
-    const env = { RA_DEBUG_GROUP_COMMIT: '1', LOG_LEVEL: 'warn' };
+    const env = { RA_DEBUG_GROUP_COMMIT: '1', LOG_LEVEL: 'info' };
     const first = await spawnService(env, storage);
     const addrs = [await createAddress(first.baseUrl), await createAddress(first.baseUrl)];
     const port = Number(new URL(first.baseUrl).port);
@@ -84,7 +84,9 @@ describe('group commit durability', { skip: onlySqlite }, () => {
     try {
       for (const a of addrs) {
         const events = await readAll(second.baseUrl, a);
-        events.forEach((e, i) => assert.equal(e.sequence, i + 1, 'sequences are gapless from 1'));
+        events.forEach((e, i) => {
+          assert.equal(e.sequence, i + 1, 'sequences are gapless from 1');
+        });
         assert.equal(new Set(events.map((e) => e.id)).size, events.length, 'no event is stored twice');
         const byId = new Map(events.map((e) => [e.id, e.sequence]));
         for (const x of answered.filter((y) => y.address === a.id)) {

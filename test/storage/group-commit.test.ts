@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GroupCommit } from '../../src/storage/sqlite/group-commit.js';
+import { GroupCommit, GroupCommitStats } from '../../src/storage/sqlite/group-commit.js';
 
 /** A sync the test ends by hand, recording what had been committed when each one started. */
 function manualSync(committed: () => number[]) {
@@ -20,14 +20,15 @@ function recorded(options: { maxSyncsInFlight?: number; quiet?: () => boolean } 
   const batches: number[][] = [];
   const committed: number[] = [];
   const disk = manualSync(() => committed);
+  const stats = new GroupCommitStats();
   const gc = new GroupCommit<number, number>((inputs) => {
     batches.push([...inputs]);
     committed.push(...inputs);
     return inputs.map((n) => ({ ok: true, value: n }));
-  }, 1000, { sync: disk.sync, ...options });
+  }, { durability: { sync: disk.sync, ...options }, observer: stats });
   const answered: number[] = [];
   const submit = (n: number) => gc.submit(n).then((v) => void answered.push(v));
-  return { gc, batches, disk, answered, submit };
+  return { gc, stats, batches, disk, answered, submit };
 }
 
 describe('GroupCommit', () => {
@@ -61,10 +62,12 @@ describe('GroupCommit', () => {
       sizes.push(inputs.length);
       committed += inputs.length;
       return inputs.map(() => ({ ok: true, value: committed }));
-    }, 10);
+    }, { maxBatch: 10 });
     const answers = await Promise.all(Array.from({ length: 25 }, (_, i) => gc.submit(i)));
     assert.deepEqual(sizes, [10, 10, 5]);
-    answers.forEach((committedWhenAnswered, i) => assert.ok(committedWhenAnswered >= i + 1));
+    answers.forEach((committedWhenAnswered, i) => {
+      assert.ok(committedWhenAnswered >= i + 1);
+    });
   });
 
   it('commits nothing while a sync is in flight, then everything submitted meanwhile in one batch', async () => {
@@ -96,7 +99,7 @@ describe('GroupCommit', () => {
   });
 
   it('with two syncs allowed, commits during a sync and starts a second; a sync answers everything committed before it began, in whatever order the syncs end', async () => {
-    const { gc, batches, disk, answered, submit } = recorded({ maxSyncsInFlight: 2 });
+    const { gc, stats, batches, disk, answered, submit } = recorded({ maxSyncsInFlight: 2 });
     const first = submit(1);
     await turn();
     assert.deepEqual(batches, [[1]]);
@@ -123,7 +126,7 @@ describe('GroupCommit', () => {
     disk.started[2]!.end();
     await Promise.all([third, fourth]);
     assert.deepEqual(answered, [1, 2, 3, 4]);
-    assert.equal(gc.stats.overlappedSyncs, 2);
+    assert.equal(stats.overlappedSyncs, 2);
     assert.equal(gc.busy(), false);
   });
 
@@ -226,7 +229,7 @@ describe('GroupCommit', () => {
     const gc = new GroupCommit<number, number>((inputs) => {
       committed.push(...inputs);
       return inputs.map((n) => ({ ok: true, value: n }));
-    }, 1000, { sync: disk.sync });
+    }, { durability: { sync: disk.sync } });
     const first = gc.submit(1);
     await turn();
     let barrierDone = false;

@@ -7,7 +7,8 @@ import pg from 'pg';
 import { newEventId } from '../../src/domain/credentials.js';
 import type { NewEvent } from '../../src/domain/model.js';
 import { readMigrations } from '../../src/storage/migration-files.js';
-import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
+import { LISTENER_APPLICATION_NAME, PostgresStore } from '../../src/storage/postgres/postgres-store.js';
+import type { Log } from '../../src/domain/ports.js';
 import { createTestStorage, onlyPostgres, range, sleep, type TestStorage } from '../helpers.js';
 import { RATE, newAddress } from './store-records.js';
 
@@ -25,8 +26,15 @@ async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Pro
   }
 }
 
-const openStore = (storage: TestStorage, poolSize = 5) =>
-  new PostgresStore({ connectionString: storage.databaseUrl!, poolSize, statementTimeoutMs: 10_000 });
+const openStore = (storage: TestStorage, poolSize = 5, log?: Log) =>
+  new PostgresStore({ connectionString: storage.databaseUrl!, poolSize, statementTimeoutMs: 10_000, log });
+
+/** A Log that keeps what it is told, for asserting on background failures. */
+function recordingLog() {
+  const lines: { level: string; msg: string; obj: Record<string, unknown> }[] = [];
+  const at = (level: string) => (obj: object, msg: string) => void lines.push({ level, msg, obj: obj as Record<string, unknown> });
+  return { lines, log: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } satisfies Log };
+}
 
 describe('PostgreSQL store', { skip: onlyPostgres }, () => {
   let storage: TestStorage;
@@ -158,10 +166,39 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
       await s.close(); // idempotent
       // Backends go away asynchronously after the client's Terminate message.
       let n = await count(c);
-      for (let i = 0; i < 100 && n > before - 4; i++) n = (await sleep(20), await count(c));
+      for (let i = 0; i < 100 && n > before - 4; i++) {
+        await sleep(20);
+        n = await count(c);
+      }
       assert.ok(before - n >= 4, `pool (3) and listener (1) connections closed: ${before} -> ${n}`);
     });
     await assert.rejects(s.ping());
     assert.equal(s.listenerStatus()!.state, 'closed');
+  });
+
+  it('logs a lost LISTEN connection once and its return once, and an idle pooled connection that failed', async () => {
+    const { lines, log } = recordingLog();
+    const s = openStore(storage, 2, log);
+    let resyncs = 0;
+    await s.subscribe(() => {}, () => resyncs++);
+    await Promise.all(range(1, 4).map(() => s.ping())); // idle pooled connections to kill
+    const terminate = (app: string) => withClient(storage.databaseUrl!, (c) => c.query(
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [app]));
+    await terminate(LISTENER_APPLICATION_NAME);
+    await terminate('return-address');
+    const until = Date.now() + 10_000;
+    while (resyncs < 2 && Date.now() < until) await sleep(20);
+    assert.equal(resyncs, 2, 'the listener came back and asked for a resync');
+    const msgs = (level: string, re: RegExp) => lines.filter((l) => l.level === level && re.test(l.msg));
+    assert.equal(msgs('warn', /LISTEN connection lost/).length, 1, JSON.stringify(lines));
+    assert.equal(msgs('warn', /LISTEN connection lost/)[0]!.obj.losses, 1);
+    const back = msgs('info', /LISTEN connection back/);
+    assert.equal(back.length, 1);
+    assert.equal(typeof back[0]!.obj.downMs, 'number');
+    const idle = msgs('warn', /idle PostgreSQL connection failed/);
+    assert.ok(idle.length >= 1, 'the pool error is logged, not swallowed');
+    assert.equal(idle.at(-1)!.obj.idleConnectionsLost, idle.length, 'with a running count');
+    await s.ping(); // the pool still serves
+    await s.close();
   });
 });

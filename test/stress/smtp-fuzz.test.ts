@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { RawSmtp } from '../email/smtp-client.js';
+import { RawSmtp, type Reply } from '../email/smtp-client.js';
 import { createAddress, listEvents, startTestService, STORE } from '../helpers.js';
 
 const RUNS = Number(process.env.SMTP_FUZZ_RUNS ?? 150);
@@ -37,7 +37,7 @@ describe(`SMTP fuzz (${STORE})`, () => {
           assert.equal(greeting.code, 220);
           for (const c of cmds) {
             if (s.closed) break;
-            let r;
+            let r: Reply;
             try {
               r = await s.cmd(c);
             } catch (e) {

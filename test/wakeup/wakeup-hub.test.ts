@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { WakeupHub, type WakeReason } from '../../src/wakeup/wakeup-hub.js';
+import type { WakeReason } from '../../src/domain/ports.js';
+import { InProcessWakeupHub } from '../../src/wakeup/wakeup-hub.js';
 
 /** A listener that records every wake-up it gets, and a promise of the first. */
 function listener() {
@@ -10,9 +11,9 @@ function listener() {
   return { reasons, woken, wake: (r: WakeReason) => { reasons.push(r); first(r); } };
 }
 
-describe('WakeupHub', () => {
+describe('InProcessWakeupHub', () => {
   it('wakes every waiter of the address and none of another', async () => {
-    const hub = new WakeupHub();
+    const hub = new InProcessWakeupHub();
     const [a1, a2, b] = [listener(), listener(), listener()];
     hub.register('a', 10_000, a1);
     hub.register('a', 10_000, a2);
@@ -25,7 +26,7 @@ describe('WakeupHub', () => {
   });
 
   it('wakes each registration once; cancel deregisters without waking', async () => {
-    const hub = new WakeupHub();
+    const hub = new InProcessWakeupHub();
     const once = listener();
     const w = hub.register('a', 30, once);
     hub.notify('a');
@@ -40,7 +41,7 @@ describe('WakeupHub', () => {
   });
 
   it('a listener may register again from inside its wake-up; that registration waits for the next change', () => {
-    const hub = new WakeupHub();
+    const hub = new InProcessWakeupHub();
     const reasons: WakeReason[] = [];
     const relisten = { wake: (r: WakeReason) => { reasons.push(r); if (reasons.length === 1) hub.register('a', 10_000, relisten); } };
     hub.register('a', 10_000, relisten);
@@ -53,7 +54,7 @@ describe('WakeupHub', () => {
   });
 
   it('notifyAll wakes everyone; shutdown ends waits and wakes new ones at once', async () => {
-    const hub = new WakeupHub();
+    const hub = new InProcessWakeupHub();
     const ls = ['a', 'b', 'c'].map((id) => {
       const l = listener();
       hub.register(id, 10_000, l);
@@ -72,7 +73,7 @@ describe('WakeupHub', () => {
   });
 
   it('holds 10,000 waiters and releases them all', () => {
-    const hub = new WakeupHub();
+    const hub = new InProcessWakeupHub();
     const ls = Array.from({ length: 10_000 }, (_, i) => {
       const l = listener();
       hub.register(`addr${i % 1000}`, 60_000, l);

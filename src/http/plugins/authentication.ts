@@ -1,19 +1,26 @@
-// Bearer authentication for endpoints 2-5 and MCP, as an onRequest hook: it runs before the body
-// and the query are looked at, so an unauthenticated caller learns nothing from validation errors.
+// The credential checks, as onRequest hooks: they run before the body is read and before the query,
+// the headers or the body are validated, so a caller without the credential learns nothing from
+// validation errors and cannot make the service read or parse a body (decisions.md §3). Bearer
+// read tokens guard endpoints 2-5 and MCP; the inbox secret in the path guards endpoint 6.
 import type { FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { AddressRecord } from '../../domain/model.js';
 import type { ReturnAddressService } from '../../domain/return-address-service.js';
 
 const authenticated = new WeakMap<FastifyRequest, AddressRecord>();
 
-export function requireReadToken(service: ReturnAddressService): onRequestHookHandler {
-  // A callback hook, not an async one: when the address is held in memory it answers in this turn.
+/**
+ * A hook from a check that answers at once when the address is held in memory (`now`, undefined
+ * when it cannot tell) and else asynchronously (`later`). A callback hook, not an async one, so the
+ * in-memory case answers in this turn.
+ */
+function guard(
+  now: (request: FastifyRequest) => AddressRecord | undefined,
+  later: (request: FastifyRequest) => Promise<AddressRecord>,
+): onRequestHookHandler {
   return (request, _reply, done) => {
-    const { addressId } = request.params as { addressId: string };
-    const { authorization } = request.headers;
     let address: AddressRecord | undefined;
     try {
-      address = service.authenticateNow(addressId, authorization);
+      address = now(request);
     } catch (err) {
       return done(err as Error);
     }
@@ -21,16 +28,33 @@ export function requireReadToken(service: ReturnAddressService): onRequestHookHa
       authenticated.set(request, address);
       return done();
     }
-    service.authenticate(addressId, authorization).then((a) => {
+    later(request).then((a) => {
       authenticated.set(request, a);
       done();
     }, done);
   };
 }
 
-/** The address the request's bearer token opened (only on routes behind requireReadToken). */
+const params = (request: FastifyRequest) => request.params as { addressId: string; secret?: string };
+
+export function requireReadToken(service: ReturnAddressService): onRequestHookHandler {
+  return guard(
+    (r) => service.authenticateNow(params(r).addressId, r.headers.authorization),
+    (r) => service.authenticate(params(r).addressId, r.headers.authorization),
+  );
+}
+
+/** Endpoint 6: unknown address and wrong secret are one 404, answered before the body is read. */
+export function requireInboxSecret(service: ReturnAddressService): onRequestHookHandler {
+  return guard(
+    (r) => service.openInboxNow(params(r).addressId, params(r).secret ?? ''),
+    (r) => service.openInbox(params(r).addressId, params(r).secret ?? ''),
+  );
+}
+
+/** The address the request's credential opened (only on routes behind one of the guards above). */
 export function authenticatedAddress(request: FastifyRequest): AddressRecord {
   const a = authenticated.get(request);
-  if (!a) throw new Error('route is not behind requireReadToken');
+  if (!a) throw new Error('route is not behind requireReadToken or requireInboxSecret');
   return a;
 }

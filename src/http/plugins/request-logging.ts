@@ -1,6 +1,6 @@
 // What the request log may contain: never the Authorization header, never the secret path segment
-// of an inbox URL (decisions.md §1).
-import type { FastifyServerOptions } from 'fastify';
+// of an inbox URL (../shared/spec/decisions.md §1).
+import type { LoggerOptions } from 'pino';
 
 const INBOX_SECRET_IN_PATH = /(\/api\/v1\/inbox\/[^/?#]*\/)[^/?#]+/;
 
@@ -16,7 +16,7 @@ interface LoggedRequest {
   socket?: { remotePort?: number };
 }
 
-export function loggerOptions(level: string): NonNullable<FastifyServerOptions['logger']> {
+export function loggerOptions(level: string): LoggerOptions {
   return {
     level,
     redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[REDACTED]' },

@@ -15,7 +15,8 @@ export const eventRoutes = ({ service }: AppDeps): FastifyPluginAsyncTypebox => 
       summary: 'Read the ordered event queue',
       description: 'Events with sequence > after, ascending, acknowledged or not. Use next_cursor as the next after. ' +
         'With wait > 0 and nothing after the cursor, the request is held until an event arrives (it returns within milliseconds), ' +
-        'or wait seconds pass (empty page). Deleting the address ends the wait with 404; a server shutdown ends it with an empty page.',
+        'or wait seconds pass (empty page). Deleting the address ends the wait with 404; a server shutdown ends it with an empty page. ' +
+        'after takes any integer up to 9007199254740991; a query parameter other than after, limit and wait is 400 invalid_request naming it.',
       tags: ['events'],
       security: BEARER,
       params: AddressParams,

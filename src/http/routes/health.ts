@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { errorBody } from '../../domain/errors.js';
 import type { AppDeps } from '../route-deps.js';
 import { ErrorBody, NO_AUTH, errorResponses } from '../schemas.js';
 
@@ -23,7 +24,7 @@ export const healthRoutes = ({ store }: AppDeps): FastifyPluginAsyncTypebox => a
       return { status: 'ok' };
     } catch (err) {
       request.log.warn({ err }, 'readiness check failed');
-      return reply.code(503).send({ error: { code: 'internal', message: 'Storage is unreachable.' } });
+      return reply.code(503).send(errorBody('internal', 'Storage is unreachable.'));
     }
   });
 };

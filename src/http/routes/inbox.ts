@@ -1,18 +1,21 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { eventJson } from '../../domain/representation.js';
+import { authenticatedAddress, requireInboxSecret } from '../plugins/authentication.js';
 import { sendJsonText } from '../json-text.js';
 import type { AppDeps } from '../route-deps.js';
 import { CreateEventBody, EventDeliveryResponse, InboxHeaders, InboxParams, NO_AUTH, errorResponses } from '../schemas.js';
 
 export const inboxRoutes = ({ service, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
   app.post('/api/v1/inbox/:addressId/:secret', {
+    onRequest: requireInboxSecret(service),
     schema: {
       summary: 'Deliver an event (write-only)',
       description: 'The secret in the path is the only credential; it cannot read the queue. Content-Type must be application/json. ' +
         `The body is at most ${config.maxPayloadBytes} bytes. A 2xx means the event is durably stored. ` +
         'Idempotency: the Idempotency-Key header, else the body dedupe_key, is the event\'s dedupe_key; a repeat returns 200, ' +
         'duplicate: true and the original event unchanged, for as long as that event exists. Header and body key both given and different: 409. ' +
-        'An unknown address and a wrong secret are both 404, indistinguishably. After expiresAt: 410.',
+        'An unknown address and a wrong secret are both 404, indistinguishably, and are checked first: before the body is read ' +
+        'and before the body, the query or the headers are validated (so they answer 404 whatever else is wrong). After expiresAt: 410.',
       tags: ['inbox'],
       security: NO_AUTH,
       params: InboxParams,
@@ -25,8 +28,7 @@ export const inboxRoutes = ({ service, config }: AppDeps): FastifyPluginAsyncTyp
       },
     },
   }, async (request, reply) => {
-    const { addressId, secret } = request.params;
-    const { event, duplicate } = await service.deliverToInbox(addressId, secret, request.body, request.headers['idempotency-key']);
+    const { event, duplicate } = await service.deliverToInbox(authenticatedAddress(request), request.body, request.headers['idempotency-key']);
     return sendJsonText(reply, `{"event":${eventJson(event)},"duplicate":${duplicate}}`, duplicate ? 200 : 202);
   });
 };

@@ -50,7 +50,9 @@ export class AppendBatcher<I, O> {
     } else {
       try {
         const outcomes = await this.commitBatch(batch.map((p) => p.input));
-        batch.forEach((p, i) => p.resolve(outcomes[i]!));
+        batch.forEach((p, i) => {
+          p.resolve(outcomes[i]!);
+        });
       } catch (err) {
         if (isSqlError(err)) {
           for (const p of batch) await this.commitOne(p.input).then(p.resolve, p.reject);

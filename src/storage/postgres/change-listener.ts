@@ -11,6 +11,7 @@
 // A connection that silently died (half-open TCP) is found by keepalive and by a periodic
 // `SELECT 1` with a timeout; either way it counts as lost and is replaced.
 import pg from 'pg';
+import { SILENT_LOG, type Log } from '../../domain/ports.js';
 
 export type ListenerState = 'connecting' | 'listening' | 'waiting' | 'closed';
 
@@ -25,6 +26,8 @@ export interface ChangeListenerOptions {
   retryMaxMs?: number;
   /** How often a listening connection is probed with `SELECT 1`. */
   healthCheckMs?: number;
+  /** Each loss and each recovery is logged once (not every failed attempt in between). */
+  log?: Log;
 }
 
 export class ChangeListener {
@@ -34,15 +37,18 @@ export class ChangeListener {
   private healthTimer: NodeJS.Timeout | undefined;
   private failures = 0;
   private listens = 0;
+  private losses = 0;
   private downSince: number | undefined;
   private readonly retryMinMs: number;
   private readonly retryMaxMs: number;
   private readonly healthCheckMs: number;
+  private readonly log: Log;
 
   constructor(private readonly opts: ChangeListenerOptions) {
     this.retryMinMs = opts.retryMinMs ?? 250;
     this.retryMaxMs = opts.retryMaxMs ?? 10_000;
     this.healthCheckMs = opts.healthCheckMs ?? 15_000;
+    this.log = opts.log ?? SILENT_LOG;
   }
 
   /** Connects and listens; rejects (and stays closed) if the first attempt fails. */
@@ -87,6 +93,10 @@ export class ChangeListener {
       throw err;
     }
     if (this.client !== client) return; // lost or closed meanwhile
+    if (this.downSince !== undefined) {
+      this.log.info({ downMs: Date.now() - this.downSince, attempts: this.failures, losses: this.losses },
+        'LISTEN connection back; waking every waiter to re-read what may have been missed');
+    }
     this.state = 'listening';
     this.failures = 0;
     this.downSince = undefined;
@@ -102,8 +112,14 @@ export class ChangeListener {
     client.query('SELECT 1').catch((err: unknown) => this.lost(client, err));
   }
 
-  private lost(client: pg.Client, _err?: unknown): void {
+  private lost(client: pg.Client, err?: unknown): void {
     if (this.client !== client) return;
+    if (this.state === 'listening') {
+      this.losses++;
+      this.log.warn({ err, losses: this.losses }, 'LISTEN connection lost; cross-instance wake-ups wait for the reconnect');
+    } else if (this.state !== 'closed') {
+      this.log.debug({ err, attempt: this.failures + 1 }, 'LISTEN reconnect attempt failed');
+    }
     this.client = undefined;
     clearInterval(this.healthTimer);
     // Make sure the socket is gone; its late events are ignored (not current any more).

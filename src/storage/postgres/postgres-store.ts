@@ -22,11 +22,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
-import type { Store, StoreLimits } from '../store.js';
+import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { AppendBatcher } from './append-batcher.js';
 import { ChangeListener, type ListenerState } from './change-listener.js';
 import { runMigrations } from './migrator.js';
+import { retryAfterSeconds, staleRateWindowsBefore, windowStartOf } from '../../domain/rate-window.js';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -46,6 +47,7 @@ export interface PostgresStoreOptions {
   poolSize: number;
   /** statement_timeout of pooled connections in ms (PG_STATEMENT_TIMEOUT_MS); 0 disables it. */
   statementTimeoutMs: number;
+  log?: Log;
 }
 
 function isUniqueViolation(err: unknown, constraint: string): boolean {
@@ -77,8 +79,6 @@ function toAppendResult(row: EventRowOrNull & { outcome: string }): AppendResult
 
 const compareIds = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Cursors beyond any possible sequence must not overflow BIGINT; they match nothing either way. */
-const clampCursor = (after: number) => Math.min(after, Number.MAX_SAFE_INTEGER);
 
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
@@ -86,6 +86,7 @@ export class PostgresStore implements Store {
   private readonly clientConfig: pg.ClientConfig;
   private readonly pool: pg.Pool;
   private listener: ChangeListener | undefined;
+  private readonly log: Log;
   private closing: Promise<void> | undefined;
   private readonly appends = new AppendBatcher<AppendInput, AppendResult>(
     (inputs) => this.appendBatch(inputs),
@@ -108,8 +109,14 @@ export class PostgresStore implements Store {
       idle_in_transaction_session_timeout: 60_000,
     });
     // An idle pooled connection died (server restart, terminated backend): the pool drops it and
-    // opens a new one on demand. Without this handler the 'error' event would crash the process.
-    this.pool.on('error', () => {});
+    // opens a new one on demand. Without this handler the 'error' event would crash the process;
+    // with it, the loss is still seen in the log.
+    this.log = opts.log ?? SILENT_LOG;
+    let idleConnectionsLost = 0;
+    this.pool.on('error', (err) => {
+      idleConnectionsLost++;
+      this.log.warn({ err, idleConnectionsLost }, 'an idle PostgreSQL connection failed; the pool opens a new one when needed');
+    });
   }
 
   migrate(): Promise<void> {
@@ -145,16 +152,18 @@ export class PostgresStore implements Store {
       channel: CHANGE_CHANNEL,
       onNotification: onAddressChanged,
       onListening: onResync,
+      log: this.log,
     });
     await this.listener.start();
   }
 
   async createAddress(a: AddressRecord, rate: { key: string; limit: number; windowMs: number; now: number }): Promise<RateDecision> {
-    const windowStart = rate.now - (rate.now % rate.windowMs);
+    const windowStart = windowStartOf(rate.now, rate.windowMs);
     // One statement, so one atomic step: count the attempt in the window row (locked by the
     // upsert, shared by every instance) and insert the address only if the count was allowed.
-    // A refused attempt updates nothing and inserts nothing. A later window resets the count; an
-    // earlier one (a lagging clock on another instance) counts against the current window.
+    // A refused attempt updates nothing and inserts nothing. The rule is domain/rate-window.ts's
+    // countAttempt: a later window resets the count; an earlier one (a lagging clock on another
+    // instance) counts against the stored window.
     const r = await this.pool.query(
       `WITH counted AS (
          INSERT INTO rate_windows AS w (key, window_start, count) VALUES ($1, $2, 1)
@@ -169,7 +178,11 @@ export class PostgresStore implements Store {
       [rate.key, windowStart, rate.limit, a.id, a.slug, a.name, a.taskId, a.readTokenHash, a.inboxSecretHash, a.createdAt, a.expiresAt],
     );
     if (r.rowCount === 1) return { allowed: true };
-    return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((windowStart + rate.windowMs - rate.now) / 1000)) };
+    // Refused: the wait runs to the end of the stored window, which a lagging clock's attempt
+    // did not open (one more read, on the rare refused path only).
+    const w = await this.pool.query<{ window_start: string }>('SELECT window_start FROM rate_windows WHERE key = $1', [rate.key]);
+    const stored = Math.max(windowStart, Number(w.rows[0]?.window_start ?? windowStart));
+    return { allowed: false, retryAfterSeconds: retryAfterSeconds(stored, rate.windowMs, rate.now) };
   }
 
   async getAddress(id: string): Promise<AddressRecord | null> {
@@ -204,12 +217,12 @@ export class PostgresStore implements Store {
        SELECT id, pg_notify($3, id) FROM gone`,
       [cutoff, batchSize, CHANGE_CHANNEL],
     );
-    // Rate windows older than a day cannot matter to any configured window that still runs.
-    await this.pool.query('DELETE FROM rate_windows WHERE window_start < $1', [cutoff - 24 * 3600 * 1000]);
+    await this.pool.query('DELETE FROM rate_windows WHERE window_start < $1', [staleRateWindowsBefore(cutoff)]);
     return r.rows.map((row) => row.id);
   }
 
   appendEvent(event: NewEvent, limits: StoreLimits): Promise<AppendResult> {
+    if (this.closing) return Promise.reject(new StoreClosedError());
     return this.appends.submit({ event, limits });
   }
 
@@ -265,7 +278,7 @@ export class PostgresStore implements Store {
          WHERE address_id = a.id AND sequence > $2 ORDER BY sequence LIMIT $3
        ) e ON true
        WHERE a.id = $1`,
-      [addressId, clampCursor(after), limit + 1],
+      [addressId, after, limit + 1],
     );
     if (r.rows.length === 0) return null;
     const rows = r.rows.filter((row): row is EventRow => row.id !== null);

@@ -4,8 +4,7 @@
 // the database file; that file is on disk; only then may a writer restart the WAL over those frames
 // (until then they are the only durable copy of those pages). SQLite's own checkpoint does this
 // with two fsyncs inside the call, and on the event loop those stalled every request behind them;
-// on a thread of its own it cost a worker isolate, ~8 MB of RSS (measured: an empty worker adds
-// 7.8 MB, the old checkpointer 8.6 MB), a twentieth of the budget for 10,000 held long-polls.
+// on a thread of its own it cost a worker isolate's memory (bench/README.md, "Group commit").
 //
 // Here the group commit's fdatasync of the WAL is the first wait, and this runs in its completion:
 //  1. WAL durable: only if nothing was committed since that fdatasync began (the connection's
@@ -27,10 +26,7 @@ import { closeSync, fdatasync, openSync } from 'node:fs';
 /**
  * At most one checkpoint this often. Each adds a database fdatasync to one sync, during which the
  * group commit waits; between checkpoints the WAL grows by what was written meanwhile, and a page
- * rewritten many times is copied once. Alternating bench runs over 100 addresses (6 rounds each,
- * medians of service/ceiling): 50 ms 0.77x, 250 ms 0.815x, 1000 ms 0.85x (wider spread), the
- * checkpoint thread this replaced 0.805x. (Against the ceiling before its event ids were fixed,
- * which flattered every ratio by ~30%: compare these with each other, not with the target.)
+ * rewritten many times is copied once. The value was measured (bench/README.md, "Group commit").
  */
 const CHECKPOINT_INTERVAL_MS = 250;
 

@@ -1,34 +1,22 @@
 // Group commit: writes submitted while the event loop is busy are gathered and written in one
 // transaction, and one fsync makes a whole burst durable instead of one fsync per request.
 //
-// Pipeline (each stage strictly ordered):
-//   pending  -- submitted, not yet written. A flush is scheduled with setImmediate, which runs
-//               after the current I/O phase has handed over every request that was ready. It
-//               commits only when a sync can start right after the commit (fewer than
-//               `maxSyncsInFlight` are running): a commit that would have to wait for a free sync
-//               gains nothing by being early, so what arrives meanwhile waits and is written in one
-//               larger transaction when a sync ends. Beside a sync in flight, it also waits for a
-//               turn in which nothing new was submitted (see `flush`). Larger transactions write
-//               fewer pages per event: over 100 addresses, batches of 50 wrote 1.46 WAL frames per
-//               event against 1.79 in batches of 25 and 2.26 in batches of 12.
-//   written  -- the batch's transaction has committed (synchronously, without waiting for the
-//               disk); its outcomes wait for a sync that starts after this commit.
-//   syncing  -- up to `maxSyncsInFlight` syncs (fdatasync of the log, off the event loop) run at
-//               once. Each covers everything committed before it started, so when one ends,
-//               every batch committed before its start is durable, whatever the order in which
-//               the syncs end. With one sync at a time, a delivery arriving during a sync waited
-//               for it to end, then for a whole second sync: on a busy disk (1-3 ms per
-//               fdatasync) that was most of its latency, and with 50 clients it bounded
-//               throughput. Two in flight, the second starts as soon as the requests that
-//               arrived meanwhile have all been read.
-// A caller's promise resolves only after a sync that started after its commit has completed, so
-// it never resolves before its write is on disk. While the disk is busy the event loop keeps
-// parsing requests, which is what lets throughput approach the HTTP ceiling. Without a `sync` (a
-// store that commits durably by itself), outcomes resolve at commit.
-// A batch is all-or-nothing at the transaction level, while `commit` isolates items from each
-// other (one item's error does not fail its neighbours). A failed sync fails every batch not yet
-// answered and every later write: after a failed fsync, the kernel may have dropped the dirty
-// pages, and a later successful fsync would prove nothing.
+// An entry (a committed batch, or a barrier) moves pending -> written -> covered by a sync ->
+// settled. The invariants, each checked by test/storage/group-commit-property.test.ts under
+// random sync completion orders:
+//   1. Durable before answered: a caller is answered only after a sync that STARTED after its
+//      batch committed has ended. Each sync covers everything written before it started, so when
+//      one ends, every entry it covers is durable, whatever order the syncs end in.
+//   2. Answers follow commit order: entries settle oldest first; a later sync that ends first
+//      settles everything it covers, earlier entries included.
+//   3. Bounded syncs: at most `maxSyncsInFlight` run at once; while `quiet()` holds, at most one,
+//      and nothing commits beside it (a checkpoint needs a sync no commit overlapped).
+//   4. Isolation: one item's error fails only that item; a commit that throws fails its batch.
+//   5. A failed sync is final: it fails every unanswered entry and every later write (after a
+//      failed fsync the kernel may have dropped the dirty pages; a later success proves nothing).
+// When to commit is the commit policy's choice (`QuietTurnPolicy`); how long commits and syncs
+// take is an observer's concern (`GroupCommitStats`). Why two syncs in flight and why larger
+// batches pay, with the measurements: bench/README.md, "Group commit".
 
 export type ItemOutcome<O> = { ok: true; value: O } | { ok: false; error: unknown };
 
@@ -42,6 +30,72 @@ interface Pending<I, O> {
 type Written<I, O> =
   | { kind: 'batch'; batch: Pending<I, O>[]; outcomes: ItemOutcome<O>[] }
   | { kind: 'barrier'; resolve: () => void; reject: (error: unknown) => void };
+
+/** Decides, at a flush that finds a sync in flight, whether to commit now or look again next turn. */
+export interface CommitPolicy {
+  deferCommit(syncsInFlight: number, submittedEver: number): boolean;
+}
+
+/**
+ * Beside a sync in flight, commit only after a turn of the event loop in which nothing new was
+ * submitted. The clients answered together by a sync come back over several turns; a commit
+ * after the first of them would split their wave into small batches, which write more WAL pages
+ * per delivery. When requests keep arriving every turn, the sync in flight ends first and its end
+ * commits them. With no sync in flight there is nothing to wait for: commit at once.
+ */
+export class QuietTurnPolicy implements CommitPolicy {
+  private submittedAtLastLook = 0;
+  deferCommit(syncsInFlight: number, submittedEver: number): boolean {
+    if (syncsInFlight === 0 || submittedEver === this.submittedAtLastLook) return false;
+    this.submittedAtLastLook = submittedEver;
+    return true;
+  }
+}
+
+/** Commit at every flush: for tests that want one batch per turn. */
+export const COMMIT_AT_ONCE: CommitPolicy = { deferCommit: () => false };
+
+/** Told of each commit and each sync, for counters and debug logs; the group commit keeps none. */
+export interface GroupCommitObserver {
+  committed(items: number, ms: number): void;
+  synced(ms: number, overlapped: boolean): void;
+}
+
+/** The counters RA_DEBUG_GROUP_COMMIT logs, and tests read. */
+export class GroupCommitStats implements GroupCommitObserver {
+  batches = 0;
+  items = 0;
+  largestBatch = 0;
+  syncs = 0;
+  overlappedSyncs = 0;
+  commitMs = 0;
+  maxCommitMs = 0;
+  syncMs = 0;
+  maxSyncMs = 0;
+  committed(items: number, ms: number): void {
+    this.batches++;
+    this.items += items;
+    this.largestBatch = Math.max(this.largestBatch, items);
+    this.commitMs += ms;
+    this.maxCommitMs = Math.max(this.maxCommitMs, ms);
+  }
+  synced(ms: number, overlapped: boolean): void {
+    this.syncs++;
+    if (overlapped) this.overlappedSyncs++;
+    this.syncMs += ms;
+    this.maxSyncMs = Math.max(this.maxSyncMs, ms);
+  }
+}
+
+export interface GroupCommitOptions<I, O> {
+  /** Most items in one transaction; default 1000. */
+  maxBatch?: number;
+  /** How committed batches are made durable; without it, `commit` must be durable itself. */
+  durability?: Durability<I, O>;
+  /** Default: a `QuietTurnPolicy`. */
+  policy?: CommitPolicy;
+  observer?: GroupCommitObserver;
+}
 
 export interface Durability<I, O> {
   /**
@@ -74,25 +128,25 @@ export class GroupCommit<I, O> {
   private coveredCount = 0;
   private inFlight = 0;
   private noSyncWaiters: (() => void)[] = [];
-  /** Submissions ever, and their number at the last flush that found a sync in flight. */
+  /** Submissions ever, for the commit policy. */
   private submitted = 0;
-  private submittedAtLastLook = 0;
   private failed: Error | undefined;
   private readonly maxInFlight: number;
-  /** Commits made so far and the largest batch, for the debug log and tests. */
-  readonly stats = { batches: 0, items: 0, largestBatch: 0, syncs: 0, overlappedSyncs: 0, commitMs: 0, maxCommitMs: 0, syncMs: 0, maxSyncMs: 0 };
+  private readonly maxBatch: number;
+  private readonly durability: Durability<I, O> | undefined;
+  private readonly policy: CommitPolicy;
+  private readonly observer: GroupCommitObserver | undefined;
 
   /**
    * @param commit writes all inputs in one transaction and returns one outcome per input, in
    *   order. If it throws, the whole batch failed and every caller gets the error.
-   * @param durability how committed batches are made durable; without it, `commit` must be durable itself.
    */
-  constructor(
-    private readonly commit: (inputs: readonly I[]) => ItemOutcome<O>[],
-    private readonly maxBatch = 1000,
-    private readonly durability?: Durability<I, O>,
-  ) {
-    this.maxInFlight = Math.max(1, durability?.maxSyncsInFlight ?? 1);
+  constructor(private readonly commit: (inputs: readonly I[]) => ItemOutcome<O>[], opts: GroupCommitOptions<I, O> = {}) {
+    this.maxBatch = opts.maxBatch ?? 1000;
+    this.durability = opts.durability;
+    this.policy = opts.policy ?? new QuietTurnPolicy();
+    this.observer = opts.observer;
+    this.maxInFlight = Math.max(1, this.durability?.maxSyncsInFlight ?? 1);
   }
 
   submit(input: I): Promise<O> {
@@ -160,13 +214,7 @@ export class GroupCommit<I, O> {
     this.scheduled = false;
     // A barrier may have taken the last free sync since this flush was scheduled: a sync's end commits.
     if (this.saturated()) return;
-    // Beside a sync in flight, commit only after a turn of the event loop in which nothing new
-    // was submitted. The clients answered together by a sync come back over several turns; a
-    // commit after the first of them would split their wave into small batches, which write more
-    // WAL pages per delivery, and while the CPU is the limit that cost more than the second sync
-    // gained. When requests keep arriving every turn, the sync in flight ends first and commits them.
-    if (this.inFlight > 0 && this.submitted !== this.submittedAtLastLook) {
-      this.submittedAtLastLook = this.submitted;
+    if (this.policy.deferCommit(this.inFlight, this.submitted)) {
       this.scheduled = true;
       setImmediate(this.flush);
       return;
@@ -184,19 +232,14 @@ export class GroupCommit<I, O> {
       return;
     }
     let outcomes: ItemOutcome<O>[];
-    const t0 = performance.now();
+    const t0 = this.observer ? performance.now() : 0;
     try {
       outcomes = this.commit(batch.map((p) => p.input));
     } catch (error) {
       for (const p of batch) p.reject(error);
       return;
     }
-    const ms = performance.now() - t0;
-    this.stats.commitMs += ms;
-    if (ms > this.stats.maxCommitMs) this.stats.maxCommitMs = ms;
-    this.stats.batches++;
-    this.stats.items += batch.length;
-    if (batch.length > this.stats.largestBatch) this.stats.largestBatch = batch.length;
+    this.observer?.committed(batch.length, performance.now() - t0);
     if (!this.durability) {
       this.settle([{ kind: 'batch', batch, outcomes }], null);
       return;
@@ -220,11 +263,11 @@ export class GroupCommit<I, O> {
     const covers = this.writtenCount;
     this.coveredCount = covers;
     this.inFlight++;
-    this.stats.syncs++;
-    if (this.inFlight > 1) this.stats.overlappedSyncs++;
-    const t0 = performance.now();
+    const overlapped = this.inFlight > 1;
+    const t0 = this.observer ? performance.now() : 0;
     durability.sync((error) => {
-      this.afterSync(covers, t0, error);
+      this.observer?.synced(performance.now() - t0, overlapped);
+      this.afterSync(covers, error);
       if (this.inFlight === 0 && this.noSyncWaiters.length > 0) {
         const waiters = this.noSyncWaiters;
         this.noSyncWaiters = [];
@@ -233,12 +276,9 @@ export class GroupCommit<I, O> {
     });
   }
 
-  /** A sync began when `covers` entries had been written, at `t0`, and has ended. */
-  private afterSync(covers: number, t0: number, error: Error | null): void {
+  /** A sync began when `covers` entries had been written, and has ended. */
+  private afterSync(covers: number, error: Error | null): void {
     this.inFlight--;
-    const ms = performance.now() - t0;
-    this.stats.syncMs += ms;
-    if (ms > this.stats.maxSyncMs) this.stats.maxSyncMs = ms;
     if (error) this.failed ??= error;
     if (this.failed) {
       // Nothing more is committed: what was written fails, and so does what is pending.

@@ -25,11 +25,12 @@ import { closeSync, existsSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
+import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
 import { readMigrations } from '../migration-files.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
-import type { Store, StoreLimits } from '../store.js';
+import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { Checkpointer, type CheckpointerOptions, type SyncFile } from './checkpointer.js';
-import { GroupCommit, type ItemOutcome } from './group-commit.js';
+import { GroupCommit, GroupCommitStats, type ItemOutcome } from './group-commit.js';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -59,6 +60,9 @@ export interface SqliteStoreOptions {
   checkpoint?: CheckpointerOptions;
   /** fdatasync of the WAL; tests hold it to have two in flight at once. */
   syncWal?: SyncFile;
+  log?: Log;
+  /** Log the group commit's and checkpointer's counters every second while they change. */
+  logGroupCommitStats?: boolean;
 }
 
 /**
@@ -77,6 +81,8 @@ export class SqliteStore implements Store {
   readonly path: string;
   private readonly db: Database.Database;
   private readonly appends: GroupCommit<AppendInput, AppendResult>;
+  /** Kept only with RA_DEBUG_GROUP_COMMIT: timing every commit and sync is not free on the hot path. */
+  private readonly appendStats: GroupCommitStats | undefined;
   private closed = false;
   /** Descriptors of the WAL file, one per fdatasync in flight; empty for :memory: (nothing to sync). */
   private readonly walFds: number[];
@@ -114,9 +120,11 @@ export class SqliteStore implements Store {
     // after checkpoints, only deleted when the last connection closes), so these descriptors serve.
     const wal = `${path}-wal`;
     this.walFds = path !== ':memory:' && existsSync(wal) ? Array.from({ length: WAL_SYNCS_IN_FLIGHT }, () => openSync(wal, 'r+')) : [];
+    this.appendStats = opts.logGroupCommitStats ? new GroupCommitStats() : undefined;
+    const observer = this.appendStats;
     if (this.walFds.length === 0) {
       // Nothing to fdatasync separately: every commit stays synchronous=FULL.
-      this.appends = new GroupCommit((inputs) => this.commitAppends(inputs));
+      this.appends = new GroupCommit((inputs) => this.commitAppends(inputs), { observer });
       this.checkpointer = undefined;
     } else {
       this.db.pragma('synchronous = NORMAL');
@@ -128,7 +136,7 @@ export class SqliteStore implements Store {
       const totalChanges = this.db.prepare<[], number>('SELECT total_changes()').pluck();
       const idleFds = [...this.walFds];
       const syncWal: SyncFile = opts.syncWal ?? ((fd, done) => fdatasync(fd, (err) => done(err)));
-      this.appends = new GroupCommit((inputs) => this.commitAppends(inputs), 1000, {
+      this.appends = new GroupCommit((inputs) => this.commitAppends(inputs), { observer, durability: {
         maxSyncsInFlight: this.walFds.length,
         sync: (done) => {
           // The group commit never has more syncs in flight than there are descriptors.
@@ -144,15 +152,17 @@ export class SqliteStore implements Store {
         },
         onDurable: (_inputs, outcomes) => this.markDurable(outcomes),
         quiet: () => checkpointer.wantsQuietSync(),
-      });
+      } });
     }
-    // Debugging aid: RA_DEBUG_GROUP_COMMIT=1 prints the group commit's counters to stderr every
-    // second while it works (how many batches, how large, how long commits and syncs take).
-    if (process.env.RA_DEBUG_GROUP_COMMIT === '1') {
+    // Debugging aid (RA_DEBUG_GROUP_COMMIT=1): the group commit's counters every second while it
+    // works (how many batches, how large, how long commits and syncs take).
+    if (this.appendStats) {
+      const log = opts.log ?? SILENT_LOG;
       let last = '';
       setInterval(() => {
-        const line = JSON.stringify({ groupCommit: this.appends.stats, checkpointer: this.checkpointer?.stats });
-        if (line !== last) process.stderr.write(`${line}\n`);
+        const stats = { groupCommit: this.appendStats, checkpointer: this.checkpointer?.stats };
+        const line = JSON.stringify(stats);
+        if (line !== last) log.info(stats, 'group commit counters');
         last = line;
       }, 1000).unref();
     }
@@ -252,13 +262,10 @@ export class SqliteStore implements Store {
 
   async createAddress(a: AddressRecord, rate: { key: string; limit: number; windowMs: number; now: number }): Promise<RateDecision> {
     const decision = this.db.transaction((): RateDecision => {
-      const windowStart = rate.now - (rate.now % rate.windowMs);
       const w = this.q.rateWindow.get(rate.key);
-      const used = w && w.window_start === windowStart ? w.count : 0;
-      if (used >= rate.limit) {
-        return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((windowStart + rate.windowMs - rate.now) / 1000)) };
-      }
-      this.q.upsertRateWindow.run(rate.key, windowStart, used + 1);
+      const attempt = countAttempt(w && { windowStart: w.window_start, count: w.count }, rate);
+      if (!attempt.allowed) return attempt;
+      this.q.upsertRateWindow.run(rate.key, attempt.row.windowStart, attempt.row.count);
       this.q.insertAddress.run(a);
       return { allowed: true };
     }).immediate();
@@ -305,7 +312,7 @@ export class SqliteStore implements Store {
       const ids = this.q.expiredIds.all(cutoff, batchSize).map((r) => r.id);
       for (const id of ids) this.q.deleteAddress.run(id);
       // Rate windows older than a day cannot matter to any configured window that still runs.
-      this.q.pruneRateWindows.run(cutoff - 24 * 3600 * 1000);
+      this.q.pruneRateWindows.run(staleRateWindowsBefore(cutoff));
       return ids;
     }).immediate();
     for (const id of ids) this.forget(id, true);
@@ -314,7 +321,7 @@ export class SqliteStore implements Store {
   }
 
   appendEvent(event: NewEvent, limits: StoreLimits): Promise<AppendResult> {
-    if (this.closed) return Promise.reject(new Error('store is closed'));
+    if (this.closed) return Promise.reject(new StoreClosedError());
     return this.appends.submit({ event, limits });
   }
 

@@ -1,7 +1,52 @@
-// The one interface both backends implement. The domain service talks only to this; nothing
-// above it knows whether SQLite or PostgreSQL is underneath. Backends differ by capability
-// flags, not by `if (postgres)` scattered through the code.
-import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../domain/model.js';
+// The domain's ports: what the queue's rules need from the outside, implemented outside it.
+// `Store` is implemented by both backends (src/storage/sqlite, src/storage/postgres); nothing
+// above it knows which one is underneath, and backends differ by capability flags, not by
+// `if (postgres)` scattered through the code. `WakeupHub` is implemented in process by
+// src/wakeup/wakeup-hub.ts. Dependencies point inward: those modules import this file, never the
+// other way round.
+import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from './model.js';
+
+export type WakeReason = 'changed' | 'timeout' | 'shutdown';
+
+export interface WakeListener {
+  /** Called once, synchronously from notify(), the timer, or shutdown(); the waiter is deregistered by then. */
+  wake(reason: WakeReason): void;
+}
+
+export interface Waiter {
+  /** Deregisters without calling the listener (idempotent; a no-op once settled). */
+  cancel(): void;
+}
+
+/** Wake-ups for held reads: a hint that an address changed; the store stays the truth. */
+export interface WakeupHub {
+  /** A one-shot waiter woken with the first of 'changed', 'timeout' (after `timeoutMs`) or 'shutdown'. */
+  register(addressId: string, timeoutMs: number, listener: WakeListener): Waiter;
+  /** Something changed on this address (new event, deletion): every waiter re-reads. */
+  notify(addressId: string): void;
+}
+
+/**
+ * Where code away from any request reports what happens (a lost and regained connection, a failed
+ * sweep). Pino's (and so Fastify's) logger fits it.
+ */
+export interface Log {
+  debug(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/** For parts built without a log (tests of a store alone). */
+export const SILENT_LOG: Log = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** A write asked of a store after close(). */
+export class StoreClosedError extends Error {
+  constructor() {
+    super('store is closed');
+    this.name = 'StoreClosedError';
+  }
+}
 
 export interface StoreCapabilities {
   /**
@@ -54,10 +99,14 @@ export interface Store {
 
   /**
    * Appends an event with the next sequence of its address, or returns the existing event with
-   * the same dedupe key. Resolves only once the result is durably committed.
+   * the same dedupe key. Resolves only once the result is durably committed. After close() it
+   * rejects with StoreClosedError and writes nothing.
    */
   appendEvent(event: NewEvent, limits: StoreLimits): Promise<AppendResult>;
-  /** Events with sequence > after, ascending, at most `limit`; null when the address does not exist. */
+  /**
+   * Events with sequence > after, ascending, at most `limit`; null when the address does not exist.
+   * `after` is a safe integer >= 0 (the callers validate it), so no store clamps it.
+   */
   listEvents(addressId: string, after: number, limit: number): Promise<EventPageRecord | null>;
   /** Sets acknowledged_at once (a second ack keeps the first time); null when no such event. */
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;

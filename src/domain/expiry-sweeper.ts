@@ -1,14 +1,14 @@
 // Deletes addresses past expiresAt + grace on a timer. Safe to run on every instance: each sweep
 // deletes what it finds, and the stores make concurrent sweeps harmless (SQLite has one writer;
 // PostgreSQL skips rows another sweeper holds).
-import type { FastifyBaseLogger } from 'fastify';
-import type { ReturnAddressService } from './domain/return-address-service.js';
+import type { Log } from './ports.js';
+import type { ReturnAddressService } from './return-address-service.js';
 
 export class ExpirySweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
 
-  constructor(private readonly service: ReturnAddressService, private readonly intervalMs: number, private readonly log: FastifyBaseLogger) {}
+  constructor(private readonly service: ReturnAddressService, private readonly intervalMs: number, private readonly log: Log) {}
 
   start(): void {
     this.timer = setInterval(() => void this.sweepOnce(), this.intervalMs);

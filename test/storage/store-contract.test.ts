@@ -1,0 +1,154 @@
+// The Store port's rules, one table of cases run against the store STORE selects (npm test runs it
+// on both): what both backends must answer alike, so that no rule is decided twice.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { newEventId } from '../../src/domain/credentials.js';
+import type { AddressRecord, NewEvent } from '../../src/domain/model.js';
+import { StoreClosedError, type Store } from '../../src/domain/ports.js';
+import { openStore } from '../../src/storage/open-store.js';
+import { loadConfig } from '../../src/config.js';
+import { createTestStorage, type TestStorage } from '../helpers.js';
+import { newAddress } from './store-records.js';
+
+const WINDOW = 60_000;
+const T0 = 1_800_000_000_000 - (1_800_000_000_000 % WINDOW); // the start of a window
+
+function newEvent(addressId: string, dedupeKey: string | null = null): NewEvent {
+  return { id: newEventId(), addressId, type: 't', source: 's', data: '{"n":1}', metadata: null, dedupeKey, createdAt: Date.now() };
+}
+
+interface Case {
+  name: string;
+  run(store: Store, storage: TestStorage): Promise<void>;
+}
+
+const cases: Case[] = [
+  {
+    name: 'rate window: the limit refuses within a window, with the seconds left; a refusal inserts nothing',
+    async run(store) {
+      const rate = (now: number) => ({ key: `k-${Math.random()}`, limit: 2, windowMs: WINDOW, now });
+      const r = rate(T0 + 10_000);
+      const a = newAddress();
+      assert.deepEqual(await store.createAddress(newAddress(), r), { allowed: true });
+      assert.deepEqual(await store.createAddress(newAddress(), { ...r, now: T0 + 20_000 }), { allowed: true });
+      assert.deepEqual(await store.createAddress(a, { ...r, now: T0 + 30_500 }), { allowed: false, retryAfterSeconds: 30 });
+      assert.equal(await store.getAddress(a.id), null, 'the refused address was not inserted');
+      // The next window starts over.
+      assert.deepEqual(await store.createAddress(a, { ...r, now: T0 + WINDOW + 1 }), { allowed: true });
+    },
+  },
+  {
+    name: 'rate window: an attempt stamped in an earlier window (a lagging clock) counts against the stored window',
+    async run(store) {
+      const key = `lag-${Math.random()}`;
+      const at = (now: number) => ({ key, limit: 2, windowMs: WINDOW, now });
+      assert.deepEqual(await store.createAddress(newAddress(), at(T0 + WINDOW + 5_000)), { allowed: true });
+      assert.deepEqual(await store.createAddress(newAddress(), at(T0 + 5_000)), { allowed: true }, 'counted in the later window');
+      assert.deepEqual(await store.createAddress(newAddress(), at(T0 + 6_000)), { allowed: false, retryAfterSeconds: 114 },
+        'refused until the stored (later) window ends, not reopened');
+      assert.deepEqual(await store.createAddress(newAddress(), at(T0 + WINDOW + 10_000)), { allowed: false, retryAfterSeconds: 50 });
+    },
+  },
+  {
+    name: 'cursor: any safe integer is a valid after; past the end answers an empty page',
+    async run(store) {
+      const a = newAddress();
+      await store.createAddress(a, { key: 'c', limit: 1e6, windowMs: WINDOW, now: Date.now() });
+      await store.appendEvent(newEvent(a.id), { maxEventsPerAddress: 10 });
+      for (const after of [0, 1, 2 ** 31, 2 ** 53 - 1]) {
+        const page = await store.listEvents(a.id, after, 10);
+        assert.ok(page);
+        assert.equal(page.events.length, after === 0 ? 1 : 0, `after=${after}`);
+        assert.equal(page.hasMore, false);
+      }
+      assert.equal(await store.listEvents('addr_unknown', 0, 10), null);
+    },
+  },
+  {
+    name: 'append: sequences from 1 without gaps; a repeated dedupe key answers the original',
+    async run(store) {
+      const a = newAddress();
+      await store.createAddress(a, { key: 'c', limit: 1e6, windowMs: WINDOW, now: Date.now() });
+      const limits = { maxEventsPerAddress: 100 };
+      const results = await Promise.all([newEvent(a.id, 'k1'), newEvent(a.id), newEvent(a.id, 'k1'), newEvent(a.id)].map((e) => store.appendEvent(e, limits)));
+      const created = results.filter((r) => r.kind === 'created');
+      assert.equal(created.length, 3);
+      assert.deepEqual(created.map((r) => (r.kind === 'created' ? r.event.sequence : 0)).sort(), [1, 2, 3]);
+      const dup = results.find((r) => r.kind === 'duplicate');
+      assert.ok(dup && dup.kind === 'duplicate');
+      assert.equal(dup.event.dedupeKey, 'k1');
+      assert.equal(dup.event.id, (results[0] as { event: { id: string } }).event.id);
+    },
+  },
+  {
+    name: 'queue limit: the oldest acknowledged event is pruned first; with none acknowledged, queue_full; sequences go on',
+    async run(store) {
+      const a = newAddress();
+      await store.createAddress(a, { key: 'c', limit: 1e6, windowMs: WINDOW, now: Date.now() });
+      const limits = { maxEventsPerAddress: 2 };
+      const first = await store.appendEvent(newEvent(a.id), limits);
+      await store.appendEvent(newEvent(a.id), limits);
+      assert.deepEqual(await store.appendEvent(newEvent(a.id), limits), { kind: 'queue_full' });
+      assert.ok(first.kind === 'created');
+      await store.ackEvent(a.id, first.event.id, Date.now());
+      const third = await store.appendEvent(newEvent(a.id), limits);
+      assert.ok(third.kind === 'created');
+      assert.equal(third.event.sequence, 3);
+      const page = await store.listEvents(a.id, 0, 10);
+      assert.deepEqual(page?.events.map((e) => e.sequence), [2, 3]);
+    },
+  },
+  {
+    name: 'ack: the first time stays; unknown events and addresses answer null',
+    async run(store) {
+      const a = newAddress();
+      await store.createAddress(a, { key: 'c', limit: 1e6, windowMs: WINDOW, now: Date.now() });
+      const r = await store.appendEvent(newEvent(a.id), { maxEventsPerAddress: 10 });
+      assert.ok(r.kind === 'created');
+      assert.equal((await store.ackEvent(a.id, r.event.id, 1000))?.acknowledgedAt, 1000);
+      assert.equal((await store.ackEvent(a.id, r.event.id, 2000))?.acknowledgedAt, 1000);
+      assert.equal(await store.ackEvent(a.id, newEventId(), 1000), null);
+      assert.equal(await store.ackEvent('addr_unknown', r.event.id, 1000), null);
+    },
+  },
+  {
+    name: 'delete and expiry: deleteAddress once; deleteExpired takes only what expired before the cutoff',
+    async run(store) {
+      const now = Date.now();
+      const expired: AddressRecord = newAddress(now - 10);
+      const alive = newAddress(now + 60_000);
+      for (const x of [expired, alive]) await store.createAddress(x, { key: 'c', limit: 1e6, windowMs: WINDOW, now });
+      const swept: string[] = [];
+      for (let batch = await store.deleteExpired(now, 100); batch.length > 0; batch = await store.deleteExpired(now, 100)) swept.push(...batch);
+      assert.ok(swept.includes(expired.id));
+      assert.ok(!swept.includes(alive.id));
+      assert.equal(await store.deleteAddress(alive.id), true);
+      assert.equal(await store.deleteAddress(alive.id), false);
+      assert.equal(await store.getAddressBySlug(alive.slug), null);
+    },
+  },
+];
+
+describe('Store contract', () => {
+  let storage: TestStorage;
+  let store: Store;
+  before(async () => {
+    storage = await createTestStorage();
+    store = await openStore(loadConfig(storage.env));
+  });
+  after(async () => {
+    await store.close();
+    await storage.drop();
+  });
+
+  for (const c of cases) it(c.name, () => c.run(store, storage));
+
+  it('append after close: rejects with StoreClosedError and writes nothing', async () => {
+    const s = await openStore(loadConfig(storage.env));
+    const a = newAddress();
+    await s.createAddress(a, { key: 'c', limit: 1e6, windowMs: WINDOW, now: Date.now() });
+    await s.close();
+    await assert.rejects(s.appendEvent(newEvent(a.id), { maxEventsPerAddress: 10 }), StoreClosedError);
+    assert.equal((await store.listEvents(a.id, 0, 10))?.events.length, 0);
+  });
+});
