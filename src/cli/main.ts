@@ -2,7 +2,7 @@
 // stdout, human messages to stderr; exit 0 done/found, 2 wait timed out, 1 error.
 import { chmodSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { parseMatch, ReturnAddress, ReturnAddressError, resolveUrl, type CreateAddressResponse, type CreateEventBody } from '../client/index.js';
+import { parseMatch, ReturnAddress, ReturnAddressError, resolveUrl, type CreateAddressResponse, type CreateEventBody, type WaitResult } from '../client/index.js';
 
 type Saved = CreateAddressResponse & { cursor: number };
 
@@ -126,7 +126,7 @@ async function run(argv: string[]): Promise<number> {
       const match = parseMatchOption(values.match ?? []);
       const ra = ReturnAddress.fromCreated(saved, { url: resolveUrl(values.url) });
       const stop = spinner(`waiting for ${values.type ?? 'an event'} on ${saved.address.email}`);
-      let result;
+      let result: WaitResult;
       try {
         result = await ra.waitFor({ type: values.type, match, timeout: intOption(values.timeout, 'timeout') ?? 300 });
       } finally {
