@@ -72,7 +72,10 @@ export class LongPoll implements WakeListener {
 
   private readPage(registered: boolean): void {
     this.reading = true;
-    this.read().then((page) => this.onPage(page, registered), (err: unknown) => this.onReadFailed(err));
+    // The callback must not throw (PollCallback); should it, the rejection is reported as a warning
+    // instead of ending the process as an unhandled rejection.
+    this.read().then((page) => this.onPage(page, registered), (err: unknown) => this.onReadFailed(err))
+      .catch((err: unknown) => process.emitWarning(`a long-poll callback threw: ${String(err)}`, 'LongPollCallbackError'));
   }
 
   private onPage(page: Page, registered: boolean): void {

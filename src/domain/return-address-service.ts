@@ -17,6 +17,8 @@ export interface ServiceOptions {
   createRateLimit: number;
   createRateWindowSeconds: number;
   maxEventsPerAddress: number;
+  /** A page holds events up to this many bytes of stored JSON (at least one event): MAX_PAGE_BYTES. */
+  maxPageBytes: number;
 }
 
 export interface CreateAddressInput {
@@ -279,7 +281,7 @@ export class ReturnAddressService {
   }
 
   private async readPage(addressId: string, after: number, limit: number): Promise<Page> {
-    const page = await this.store.listEvents(addressId, after, limit);
+    const page = await this.store.listEvents(addressId, after, limit, this.opts.maxPageBytes);
     if (!page) throw notFound('Address');
     const last = page.events.at(-1);
     return { events: page.events, nextCursor: last ? last.sequence : after, hasMore: page.hasMore };

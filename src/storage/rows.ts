@@ -61,3 +61,31 @@ export const toEvent = (r: EventRow): EventRecord => ({
   createdAt: Number(r.created_at),
   acknowledgedAt: r.acknowledged_at === null ? null : Number(r.acknowledged_at),
 });
+
+/**
+ * One page of an address's events bounded by count and by bytes, as SQL both backends run: the
+ * next `limit + 1` events after the cursor, cut before the event that would take the running total
+ * of stored JSON bytes past the budget (the first event always stays). `fetched` tells whether
+ * anything was left out. `bytes` is the caller's expression for one row's size in its dialect.
+ * Placeholders are the caller's: `{after}`, `{below}`, `{limit}`, `{budget}`, `{address}`.
+ */
+export function boundedPageSql(bytes: string, p: { address: string; after: string; below: string | null; limit: string; budget: string }): string {
+  return `SELECT ${EVENT_COLUMNS}, fetched FROM (
+      SELECT *, SUM(bytes) OVER (ORDER BY sequence ROWS UNBOUNDED PRECEDING) AS running,
+             ROW_NUMBER() OVER (ORDER BY sequence) AS rn, COUNT(*) OVER () AS fetched
+      FROM (
+        SELECT ${EVENT_COLUMNS}, ${bytes} AS bytes FROM events
+        WHERE address_id = ${p.address} AND sequence > ${p.after}${p.below === null ? '' : ` AND sequence < ${p.below}`}
+        ORDER BY sequence LIMIT ${p.limit}
+      ) AS next_events
+    ) AS counted
+    WHERE rn = 1 OR running <= ${p.budget}
+    ORDER BY sequence`;
+}
+
+/** The page's rows and whether more follow, from `boundedPageSql`'s rows (asked for `limit + 1`). */
+export function cutPage<R extends { fetched: number | string | null }>(rows: R[], limit: number): { rows: R[]; hasMore: boolean } {
+  const fetched = rows.length === 0 ? 0 : Number(rows[0]!.fetched);
+  if (rows.length > limit) return { rows: rows.slice(0, limit), hasMore: true };
+  return { rows, hasMore: fetched > rows.length };
+}

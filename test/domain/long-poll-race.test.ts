@@ -38,8 +38,8 @@ describe(`a long-poll and a delivery racing it (${STORE})`, () => {
     const proxy = new Proxy(store, {
       get(target, prop) {
         if (prop === 'listEvents') {
-          return async (addressId: string, afterSeq: number, limit: number) => {
-            const page = await target.listEvents(addressId, afterSeq, limit);
+          return async (addressId: string, afterSeq: number, limit: number, maxBytes: number) => {
+            const page = await target.listEvents(addressId, afterSeq, limit, maxBytes);
             if (++reads === injectAt) await inject(); // committed, durable and notified before the reader sees its (empty) page
             return page;
           };

@@ -10,7 +10,7 @@ import { readMigrations } from '../../src/storage/migration-files.js';
 import { LISTENER_APPLICATION_NAME, PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import type { Log } from '../../src/domain/ports.js';
 import { createTestStorage, onlyPostgres, range, sleep, type TestStorage } from '../helpers.js';
-import { RATE, newAddress } from './store-records.js';
+import { RATE, newAddress, PAGE_BYTES } from './store-records.js';
 
 function newEvent(addressId: string, dedupeKey: string | null = null): NewEvent {
   return { id: newEventId(), addressId, type: 'test', source: 'test', data: '{"x":1}', metadata: null, dedupeKey, createdAt: Date.now() };
@@ -74,7 +74,7 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
     const seenReadable: Promise<boolean>[] = [];
     await listener.subscribe((id) => {
       notified.add(id);
-      seenReadable.push(listener.listEvents(id, 0, 10).then((page) => (page?.events.length ?? 0) > 0));
+      seenReadable.push(listener.listEvents(id, 0, 10, PAGE_BYTES).then((page) => (page?.events.length ?? 0) > 0));
     }, () => resyncs++);
     assert.equal(resyncs, 1, 'the first LISTEN counts as a (re)sync');
     const addrs = range(1, 10).map(() => newAddress());
@@ -96,13 +96,13 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
     assert.deepEqual(created.sort((x, y) => x - y), range(1, 5));
     assert.equal(results.filter((r) => r.kind === 'queue_full').length, 25);
     // Acknowledging makes room: the oldest acknowledged event is pruned, sequences never restart.
-    const page = await s2.listEvents(a.id, 0, 10);
+    const page = await s2.listEvents(a.id, 0, 10, PAGE_BYTES);
     await s1.ackEvent(a.id, page!.events[0]!.id, Date.now());
     await s1.ackEvent(a.id, page!.events[1]!.id, Date.now());
     const next = await s2.appendEvent(newEvent(a.id), limits);
     assert.equal(next.kind, 'created');
     assert.equal(next.kind === 'created' && next.event.sequence, 6);
-    const after = await s1.listEvents(a.id, 0, 10);
+    const after = await s1.listEvents(a.id, 0, 10, PAGE_BYTES);
     assert.deepEqual(after!.events.map((e) => e.sequence), [2, 3, 4, 5, 6]);
     await withClient(storage.databaseUrl!, async (c) => {
       const r = await c.query<{ event_count: number; last_sequence: string }>('SELECT event_count, last_sequence FROM addresses WHERE id = $1', [a.id]);
@@ -120,7 +120,7 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
     assert.equal(deleted, true);
     assert.equal(await s1.deleteAddress(a.id), false, 'a second delete finds nothing');
     for (const r of results) assert.ok(['created', 'duplicate', 'address_gone'].includes(r.kind), r.kind);
-    assert.equal(await s1.listEvents(a.id, 0, 10), null);
+    assert.equal(await s1.listEvents(a.id, 0, 10, PAGE_BYTES), null);
     await withClient(storage.databaseUrl!, async (c) => {
       const r = await c.query('SELECT 1 FROM events WHERE address_id = $1', [a.id]);
       assert.equal(r.rowCount, 0);

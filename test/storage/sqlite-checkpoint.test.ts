@@ -13,7 +13,7 @@ import type { NewEvent } from '../../src/domain/model.js';
 import type { SyncFile } from '../../src/storage/sqlite/checkpointer.js';
 import { SqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
 import { onlySqlite, range } from '../helpers.js';
-import { RATE, newAddress } from './store-records.js';
+import { RATE, newAddress, PAGE_BYTES } from './store-records.js';
 
 const LIMITS = { maxEventsPerAddress: 1_000_000 };
 const newEvent = (addressId: string, data: unknown): NewEvent =>
@@ -97,7 +97,7 @@ describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
       let after = 0;
       let count = 0;
       for (;;) {
-        const page = (await store.listEvents(a.id, after, 100))!;
+        const page = (await store.listEvents(a.id, after, 100, PAGE_BYTES))!;
         for (const e of page.events) assert.equal(e.sequence, ++count);
         if (!page.hasMore) break;
         after = page.events.at(-1)!.sequence;
@@ -176,7 +176,7 @@ describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
       await store.appendEvent(newEvent(a.id, 'third'), LIMITS);
       await store.appendEvent(newEvent(a.id, 'fourth'), LIMITS);
       assert.ok(walRestarts(path) > restarts, 'the WAL restarts once the copied frames are durable in the database file');
-      assert.deepEqual((await store.listEvents(a.id, 0, 10))!.events.map((e) => JSON.parse(e.data)), ['first', 'second', 'third', 'fourth']);
+      assert.deepEqual((await store.listEvents(a.id, 0, 10, PAGE_BYTES))!.events.map((e) => JSON.parse(e.data)), ['first', 'second', 'third', 'fourth']);
     } finally {
       db.release(); // a failed assertion must not leave close() waiting for a held sync
       await store.close();
@@ -202,7 +202,7 @@ describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
       for (const fd of [fd1, fd2]) assert.equal(readlinkSync(`/proc/self/fd/${fd}`), `${path}-wal`);
       wal.release();
       assert.deepEqual([(await first).kind, (await second).kind], ['created', 'created']);
-      assert.deepEqual((await store.listEvents(a.id, 0, 10))!.events.map((e) => JSON.parse(e.data)), ['first', 'second']);
+      assert.deepEqual((await store.listEvents(a.id, 0, 10, PAGE_BYTES))!.events.map((e) => JSON.parse(e.data)), ['first', 'second']);
     } finally {
       wal.release();
       await store.close();
@@ -237,7 +237,7 @@ describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
       assert.equal(store.checkpointer!.stats.checkpoints, checkpoints + 1, 'and starts no checkpoint');
       db.release();
       assert.equal(await deleted, false);
-      assert.equal((await store.listEvents(a.id, 0, 10))!.events.length, 1);
+      assert.equal((await store.listEvents(a.id, 0, 10, PAGE_BYTES))!.events.length, 1);
     } finally {
       wal.release();
       db.release();
@@ -258,7 +258,7 @@ describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
       await store.appendEvent(newEvent(a.id, 'durable'), LIMITS);
       failing = true;
       await assert.rejects(store.appendEvent(newEvent(a.id, 'lost'), LIMITS), /EIO/);
-      assert.deepEqual((await store.listEvents(a.id, 0, 10))!.events.map((e) => JSON.parse(e.data)), ['durable'],
+      assert.deepEqual((await store.listEvents(a.id, 0, 10, PAGE_BYTES))!.events.map((e) => JSON.parse(e.data)), ['durable'],
         'the committed but never durable event stays invisible');
       await assert.rejects(store.ping(), /EIO/, 'readiness reports the failure');
       failing = false;

@@ -8,7 +8,7 @@ import { StoreClosedError, type Store } from '../../src/domain/ports.js';
 import { openStore } from '../../src/storage/open-store.js';
 import { loadConfig } from '../../src/config.js';
 import { createTestStorage, type TestStorage } from '../helpers.js';
-import { newAddress } from './store-records.js';
+import { newAddress, PAGE_BYTES } from './store-records.js';
 
 const WINDOW = 60_000;
 const T0 = 1_800_000_000_000 - (1_800_000_000_000 % WINDOW); // the start of a window
@@ -56,12 +56,12 @@ const cases: Case[] = [
       await store.createAddress(a, { key: 'c', limit: 1e6, windowMs: WINDOW, now: Date.now() });
       await store.appendEvent(newEvent(a.id), { maxEventsPerAddress: 10 });
       for (const after of [0, 1, 2 ** 31, 2 ** 53 - 1]) {
-        const page = await store.listEvents(a.id, after, 10);
+        const page = await store.listEvents(a.id, after, 10, PAGE_BYTES);
         assert.ok(page);
         assert.equal(page.events.length, after === 0 ? 1 : 0, `after=${after}`);
         assert.equal(page.hasMore, false);
       }
-      assert.equal(await store.listEvents('addr_unknown', 0, 10), null);
+      assert.equal(await store.listEvents('addr_unknown', 0, 10, PAGE_BYTES), null);
     },
   },
   {
@@ -94,7 +94,7 @@ const cases: Case[] = [
       const third = await store.appendEvent(newEvent(a.id), limits);
       assert.ok(third.kind === 'created');
       assert.equal(third.event.sequence, 3);
-      const page = await store.listEvents(a.id, 0, 10);
+      const page = await store.listEvents(a.id, 0, 10, PAGE_BYTES);
       assert.deepEqual(page?.events.map((e) => e.sequence), [2, 3]);
     },
   },
@@ -149,6 +149,6 @@ describe('Store contract', () => {
     await s.createAddress(a, { key: 'c', limit: 1e6, windowMs: WINDOW, now: Date.now() });
     await s.close();
     await assert.rejects(s.appendEvent(newEvent(a.id), { maxEventsPerAddress: 10 }), StoreClosedError);
-    assert.equal((await store.listEvents(a.id, 0, 10))?.events.length, 0);
+    assert.equal((await store.listEvents(a.id, 0, 10, PAGE_BYTES))?.events.length, 0);
   });
 });

@@ -3,6 +3,9 @@
 import { hashSecret, newAddressId, newInboxSecret, newReadToken, newSlug } from '../../src/domain/credentials.js';
 import type { AddressRecord } from '../../src/domain/model.js';
 
+/** A page budget no test event reaches. */
+export const PAGE_BYTES = 1 << 30;
+
 export const RATE = { key: 'test', limit: 1_000_000, windowMs: 60_000 };
 
 export function newAddress(expiresAt = Date.now() + 3_600_000): AddressRecord {

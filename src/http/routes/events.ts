@@ -31,7 +31,15 @@ export const eventRoutes = ({ service }: AppDeps): FastifyPluginAsyncTypebox => 
     const holds = request.query.wait > 0;
     const poll = service.pollEvents(authenticatedAddress(request), request.query, (err, page) => {
       if (holds) reply.raw.removeListener('close', onClose);
-      if (page) sendJsonText(reply, eventPageBody(page));
+      // This runs from a store read's completion, a timer or a wake-up: whatever it throws would
+      // be an uncaught exception that ends the process, so rendering fails into the reply instead.
+      let body: Buffer | undefined;
+      try {
+        body = page && eventPageBody(page);
+      } catch (renderError) {
+        err = renderError;
+      }
+      if (body) sendJsonText(reply, body);
       // Through the error handler, as a thrown error would go: not_found, or a logged 500.
       else (reply as FastifyReply).send(err);
     });

@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
-import { ADDRESS_COLUMNS, EVENT_COLUMNS, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
+import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { AppendBatcher } from './append-batcher.js';
 import { ChangeListener, type ListenerState } from './change-listener.js';
 import { runMigrations } from './migrator.js';
@@ -269,21 +269,17 @@ export class PostgresStore implements Store {
 
 
 
-  async listEvents(addressId: string, after: number, limit: number): Promise<EventPageRecord | null> {
+  async listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null> {
     // One statement: no row when the address does not exist, one row of NULLs when its page is empty.
-    const r = await this.pool.query<{ [K in keyof EventRow]: EventRow[K] | null }>(
+    const r = await this.pool.query<{ [K in keyof EventRow]: EventRow[K] | null } & { fetched: string | null }>(
       `SELECT e.* FROM addresses a
-       LEFT JOIN LATERAL (
-         SELECT ${EVENT_COLUMNS} FROM events
-         WHERE address_id = a.id AND sequence > $2 ORDER BY sequence LIMIT $3
-       ) e ON true
+       LEFT JOIN LATERAL (${boundedPageSql('octet_length(data) + coalesce(octet_length(metadata), 0)',
+        { address: 'a.id', after: '$2', below: null, limit: '$3', budget: '$4' })}) e ON true
        WHERE a.id = $1`,
-      [addressId, after, limit + 1],
+      [addressId, after, limit + 1, maxBytes],
     );
     if (r.rows.length === 0) return null;
-    const rows = r.rows.filter((row): row is EventRow => row.id !== null);
-    const hasMore = rows.length > limit;
-    if (hasMore) rows.pop();
+    const { rows, hasMore } = cutPage(r.rows.filter((row): row is EventRow & { fetched: string } => row.id !== null), limit);
     return { events: rows.map(toEvent), hasMore };
   }
 

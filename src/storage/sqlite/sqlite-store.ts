@@ -27,7 +27,7 @@ import { fileURLToPath } from 'node:url';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
 import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
 import { readMigrations } from '../migration-files.js';
-import { ADDRESS_COLUMNS, EVENT_COLUMNS, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
+import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { Checkpointer, type CheckpointerOptions, type SyncFile } from './checkpointer.js';
 import { GroupCommit, GroupCommitStats, type ItemOutcome } from './group-commit.js';
@@ -36,8 +36,13 @@ const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations
 
 /** Bounds of the in-process caches. */
 const ADDRESS_CACHE_SIZE = 10_000;
-/** Events held in cached pages, all addresses together (each costs about 1 KB with its rendering). */
-const PAGE_CACHE_EVENTS = 10_000;
+/**
+ * What cached pages may hold, all addresses together, in characters of stored JSON plus a per-event
+ * allowance for the record and its rendering. A budget by count let 10,000 cached events of 1 MB
+ * each hold 10 GB.
+ */
+const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
+const EVENT_OVERHEAD_BYTES = 1024;
 const PAGE_CACHE_PER_ADDRESS = 2;
 
 /**
@@ -94,8 +99,8 @@ export class SqliteStore implements Store {
   private readonly addresses = new Map<string, AddressRecord>();
   /** Pages of events by address, then by `${after}:${limit}`; frozen, shared by every reader. */
   private readonly pages = new Map<string, Map<string, EventPageRecord>>();
-  /** Events in `pages` (an empty page counts as one), kept under PAGE_CACHE_EVENTS. */
-  private cachedEvents = 0;
+  /** The weight of `pages` (pageWeight), kept under PAGE_CACHE_BYTES. */
+  private cachedBytes = 0;
 
   private readonly q: ReturnType<SqliteStore['prepare']>;
   /** An append that must first prune acknowledged events, in a savepoint: a prune that frees too little rolls back. */
@@ -223,9 +228,10 @@ export class SqliteStore implements Store {
       insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, number]>(
         `INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
       ),
-      page: db.prepare<[string, number, number, number], EventRow>(
-        `SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND sequence > ? AND sequence < ? ORDER BY sequence LIMIT ?`,
-      ),
+      page: db.prepare<[string, number, number, number, number], EventRow & { fetched: number }>(boundedPageSql(
+        'length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0)',
+        { address: '?', after: '?', below: '?', limit: '?', budget: '?' },
+      )),
       // The event id is bound twice: its time part leads the index on ids (EVENT_ID_TIME_SQL).
       ack: db.prepare<[number, string, string, string], EventRow>(
         `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?)
@@ -401,16 +407,14 @@ export class SqliteStore implements Store {
     return { kind: 'created', event: { ...e, sequence, acknowledgedAt: null } };
   }
 
-  async listEvents(addressId: string, after: number, limit: number): Promise<EventPageRecord | null> {
-    const key = `${after}:${limit}`;
+  async listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null> {
+    const key = `${after}:${limit}:${maxBytes}`;
     const cached = this.pages.get(addressId)?.get(key);
     if (cached) return cached;
     const page = this.db.transaction((): EventPageRecord | null => {
       if (!this.q.addressExists.get(addressId)) return null;
       const visibleBelow = this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER;
-      const rows = this.q.page.all(addressId, after, visibleBelow, limit + 1);
-      const hasMore = rows.length > limit;
-      if (hasMore) rows.pop();
+      const { rows, hasMore } = cutPage(this.q.page.all(addressId, after, visibleBelow, limit + 1, maxBytes), limit);
       return Object.freeze({ events: Object.freeze(rows.map((r) => Object.freeze(toEvent(r)))) as EventRecord[], hasMore });
     })();
     if (!page) return null;
@@ -419,14 +423,14 @@ export class SqliteStore implements Store {
     this.pages.set(addressId, (byKey ??= new Map()));
     if (byKey.size >= PAGE_CACHE_PER_ADDRESS) {
       const oldest = byKey.keys().next().value as string;
-      this.cachedEvents -= pageWeight(byKey.get(oldest));
+      this.cachedBytes -= pageWeight(byKey.get(oldest));
       byKey.delete(oldest);
     }
     byKey.set(key, page);
-    this.cachedEvents += pageWeight(page);
+    this.cachedBytes += pageWeight(page);
     // Over budget: drop whole addresses, least recently filled first (never the one just filled).
     for (const oldest of this.pages.keys()) {
-      if (this.cachedEvents <= PAGE_CACHE_EVENTS || oldest === addressId) break;
+      if (this.cachedBytes <= PAGE_CACHE_BYTES || oldest === addressId) break;
       this.dropPages(oldest);
     }
     return page;
@@ -435,7 +439,7 @@ export class SqliteStore implements Store {
   private dropPages(addressId: string): void {
     const byKey = this.pages.get(addressId);
     if (!byKey) return;
-    for (const p of byKey.values()) this.cachedEvents -= pageWeight(p);
+    for (const p of byKey.values()) this.cachedBytes -= pageWeight(p);
     this.pages.delete(addressId);
   }
 
@@ -448,7 +452,12 @@ export class SqliteStore implements Store {
   }
 }
 
-const pageWeight = (p: EventPageRecord | undefined) => (p ? Math.max(1, p.events.length) : 0);
+const pageWeight = (p: EventPageRecord | undefined): number => {
+  if (!p) return 0;
+  let bytes = EVENT_OVERHEAD_BYTES; // an empty page costs something too
+  for (const e of p.events) bytes += EVENT_OVERHEAD_BYTES + e.data.length + (e.metadata?.length ?? 0);
+  return bytes;
+};
 
 /** The first sequence each address received in a batch's outcomes (sequences ascend within a batch). */
 function firstCreated(outcomes: readonly ItemOutcome<AppendResult>[]): Map<string, number> {
