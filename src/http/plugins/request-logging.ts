@@ -1,11 +1,41 @@
 // What the request log may contain: never the Authorization header, never the secret path segment
-// of an inbox URL (../shared/spec/decisions.md §1).
+// of an inbox or capture URL (../shared/spec/decisions.md §1).
 import type { LoggerOptions } from 'pino';
 
-const INBOX_SECRET_IN_PATH = /(\/api\/v1\/inbox\/[^/?#]*\/)[^/?#]+/;
+/**
+ * The segment after the address id of a write-only URL, wherever the router would find one: the
+ * path is matched decoded, case-insensitively and with repeated slashes folded, because
+ * `/api/v1/%69nbox/…`, `//api/v1/inbox/…` and `/API/V1/INBOX/…` reach a route (or a 404) with the
+ * secret in them all the same.
+ */
+const SECRET_SEGMENT = /^(\/api\/v1\/(?:inbox|hooks)\/[^/?#]*\/)[^/?#]+/i;
+/** Anything shaped like one of our credentials, anywhere in the URL (a query string, a typo'd path). */
+const CREDENTIAL = /aa_(?:ingress|read)_[^/?#&;=\s]*/gi;
 
+/** Percent-decodes what can be decoded; a malformed escape is left as it is. */
+function decodeLeniently(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s.replace(/(?:%[0-9a-f]{2})+/gi, (run) => {
+      try {
+        return decodeURIComponent(run);
+      } catch {
+        return run;
+      }
+    });
+  }
+}
+
+/**
+ * The URL as it may be logged: decoded, slashes folded, the secret segment and every credential
+ * replaced by [REDACTED]. Decoded twice, so a doubly-encoded credential is found too.
+ */
 export function redactUrl(url: string): string {
-  return url.replace(INBOX_SECRET_IN_PATH, '$1[REDACTED]');
+  const q = url.search(/[?#]/);
+  const path = decodeLeniently(decodeLeniently(q === -1 ? url : url.slice(0, q))).replace(/\/{2,}/g, '/');
+  const rest = q === -1 ? '' : decodeLeniently(decodeLeniently(url.slice(q)));
+  return (path.replace(SECRET_SEGMENT, '$1[REDACTED]') + rest).replace(CREDENTIAL, '[REDACTED]');
 }
 
 interface LoggedRequest {

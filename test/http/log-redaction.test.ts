@@ -1,0 +1,56 @@
+// The request log never holds an inbox secret or a read token, however the URL spells them
+// (issue 21.4): percent-encoded path letters, doubled slashes, upper case, a credential in a query
+// string or in a path that is no route. Checked on redactUrl and on a real service's log.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { redactUrl } from '../../src/http/plugins/request-logging.js';
+import { createAddress, createTestStorage, spawnService } from '../helpers.js';
+
+const SECRET = 'aa_ingress_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-abcde';
+const TOKEN = 'aa_read_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-abcdefg';
+
+describe('log redaction', () => {
+  it('redacts the secret segment and any credential, however the URL is spelt', () => {
+    const urls = [
+      `/api/v1/inbox/addr_x/${SECRET}`,
+      `/api/v1/%69nbox/addr_x/${SECRET}`,
+      `//api/v1//inbox/addr_x/${SECRET}`,
+      `/API/V1/INBOX/addr_x/${SECRET}`,
+      `/api/v1/inbox/addr_x/${SECRET.slice(11)}`,
+      `/api/v1/hooks/addr_x/${SECRET}/github?x=1`,
+      `/api/v1/addresses/addr_x/events?token=${TOKEN}`,
+      `/nowhere/${encodeURIComponent(SECRET)}`,
+      `/nowhere/${encodeURIComponent(encodeURIComponent(SECRET))}`,
+      `/api/v1/%ZZ/${SECRET}`,
+      `/x?${TOKEN.replace('_', '%5F')}`,
+    ];
+    for (const u of urls) {
+      const out = redactUrl(u);
+      assert.ok(out.includes('[REDACTED]'), `${u} -> ${out}`);
+      assert.ok(!out.includes(SECRET.slice(11)) && !out.includes(TOKEN.slice(8)), `${u} -> ${out}`);
+    }
+    assert.equal(redactUrl('/api/v1/addresses/addr_x/events?after=3'), '/api/v1/addresses/addr_x/events?after=3');
+  });
+
+  it('keeps them out of a real service log', async () => {
+    const storage = await createTestStorage();
+    const svc = await spawnService({ LOG_LEVEL: 'info' }, storage);
+    try {
+      const a = await createAddress(svc.baseUrl);
+      const secretPart = a.secret.slice('aa_ingress_'.length);
+      for (const path of [`/api/v1/%69nbox/${a.id}/${a.secret}`, `//api/v1/inbox/${a.id}/${a.secret}`, `/API/V1/INBOX/${a.id}/${a.secret}`,
+        `/api/v1/addresses/${a.id}/events?t=${a.token}`, `/x/${a.secret}`]) {
+        await fetch(svc.baseUrl + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      const log = svc.output();
+      assert.ok(log.includes('[REDACTED]'));
+      assert.ok(!log.includes(secretPart), 'the inbox secret is not in the log');
+      assert.ok(!log.includes(a.token.slice('aa_read_'.length)), 'the read token is not in the log');
+    } finally {
+      svc.proc.kill('SIGTERM');
+      await svc.exited;
+      await storage.drop();
+    }
+  });
+});
