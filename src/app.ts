@@ -18,6 +18,8 @@ import { healthRoutes } from './http/routes/health.js';
 import { inboxRoutes } from './http/routes/inbox.js';
 import { mcpRoutes } from './mcp/mcp-route.js';
 
+const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
+
 export interface BuildAppOptions {
   /** A logger to use instead of building one from config.logLevel (tests capture logs with it). */
   loggerInstance?: FastifyBaseLogger;
@@ -28,7 +30,8 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   const app = Fastify({
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: loggerOptions(config.logLevel) }),
     bodyLimit: config.maxPayloadBytes,
-    trustProxy: config.trustProxy,
+    // A hop count as proxy-addr reads one (hop 0 is the socket's peer); Fastify's types take no number.
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     // Slow clients: the whole request (headers and body) must arrive within requestTimeout, the
     // headers within headersTimeout; Node checks both every second instead of its default 30 s.
     // These bound receiving the request only, so a long-poll's wait for its answer is unaffected;

@@ -1,5 +1,6 @@
 // Environment variables -> one typed, frozen Config, validated once at boot. A bad value stops the
 // process with a message naming the variable, before anything listens.
+import { isIP } from 'node:net';
 import { MAX_RATE_WINDOW_MS } from './domain/rate-window.js';
 
 export interface Config {
@@ -30,7 +31,11 @@ export interface Config {
   readonly maxDiscardBytes: number;
   /** Email bytes held in memory by all SMTP sessions together; past it, 452 (try later). */
   readonly smtpMaxBufferedBytes: number;
-  readonly trustProxy: boolean;
+  /**
+   * Which proxies may set X-Forwarded-For: false (none), a hop count, or addresses/CIDRs. Never
+   * "every hop": then any client could name its own IP and dodge the create rate limit.
+   */
+  readonly trustProxy: false | number | string[];
   readonly pgPoolSize: number;
   readonly pgStatementTimeoutMs: number;
   /** How long a client may take to send a whole request (headers and body); not the answer's wait. */
@@ -70,6 +75,27 @@ function bool(env: Env, name: string, dflt: boolean): boolean {
   if (/^(1|true|yes|on)$/i.test(v)) return true;
   if (/^(0|false|no|off)$/i.test(v)) return false;
   throw new ConfigError(name, `must be true or false, got ${JSON.stringify(v)}`);
+}
+
+/**
+ * TRUST_PROXY: false (default), true (= 1: one load balancer in front), a hop count, or a comma
+ * list of proxy addresses and CIDR ranges (Fastify's trustProxy takes all three forms).
+ */
+function trustProxy(env: Env): false | number | string[] {
+  const v = raw(env, 'TRUST_PROXY');
+  if (v === undefined || /^(0|false|no|off)$/i.test(v)) return false;
+  if (/^(true|yes|on)$/i.test(v)) return 1;
+  if (/^\d+$/.test(v)) return int(env, 'TRUST_PROXY', 0, 1, 32);
+  const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of list) {
+    const [ip, bits, extra] = item.split('/');
+    const isIp = isIP(ip ?? '');
+    const maxBits = isIp === 6 ? 128 : 32;
+    if (!isIp || extra !== undefined || (bits !== undefined && (!/^\d+$/.test(bits) || Number(bits) > maxBits))) {
+      throw new ConfigError('TRUST_PROXY', `must be false, true, a hop count, or a comma list of IP addresses or CIDR ranges; ${JSON.stringify(item)} is none of them`);
+    }
+  }
+  return list;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -140,7 +166,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxDiscardBytes: int(env, 'MAX_DISCARD_BYTES', 8 * 1024 * 1024, 0, 1024 * 1024 * 1024),
     maxEmailBytes: int(env, 'MAX_EMAIL_BYTES', 10 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     smtpMaxBufferedBytes: int(env, 'SMTP_MAX_BUFFERED_BYTES', 256 * 1024 * 1024, 1024),
-    trustProxy: bool(env, 'TRUST_PROXY', false),
+    trustProxy: trustProxy(env),
     pgPoolSize: int(env, 'PG_POOL_SIZE', 10, 1, 1000),
     pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 10_000, 0),
     requestTimeoutMs,

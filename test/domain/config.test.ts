@@ -33,7 +33,7 @@ describe('loadConfig', () => {
   it('refuses bad values, naming the variable', () => {
     const bad: Record<string, string>[] = [
       { PORT: 'eighty' }, { PORT: '70000' }, { BASE_URL: 'ftp://x' }, { BASE_URL: 'not a url' }, { DATABASE_URL: 'mysql://x' },
-      { DEFAULT_TTL_SECONDS: '0' }, { MAX_PAYLOAD_BYTES: '1.5' }, { LOG_LEVEL: 'loud' }, { TRUST_PROXY: 'maybe' },
+      { DEFAULT_TTL_SECONDS: '0' }, { MAX_PAYLOAD_BYTES: '1.5' }, { LOG_LEVEL: 'loud' }, { TRUST_PROXY: 'maybe' }, { TRUST_PROXY: '10.0.0.0/33' },
       { SMTP_TLS_CERT: '/tmp/cert.pem' }, { CREATE_RATE_LIMIT: '-1' }, { RA_DEBUG_GROUP_COMMIT: 'verbose' },
     ];
     for (const env of bad) {
@@ -46,5 +46,12 @@ describe('loadConfig', () => {
     const c = loadConfig({ DEFAULT_TTL_SECONDS: '1', EXPIRED_GRACE_SECONDS: '0' });
     assert.equal(c.defaultTtlSeconds, 1);
     assert.equal(c.expiredGraceSeconds, 0);
+  });
+
+  it('TRUST_PROXY takes a hop count or proxy addresses, never every hop', () => {
+    assert.equal(loadConfig({}).trustProxy, false);
+    assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, 1);
+    assert.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2);
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.5,::1' }).trustProxy, ['10.0.0.0/8', '192.168.1.5', '::1']);
   });
 });
