@@ -193,16 +193,18 @@ Body (required, a JSON object; no other properties allowed):
 - source: string, default "https". Email events use "email".
 - data: any JSON value, default null. Nested at most ${MAX_VALUE_DEPTH} levels (deeper: 400).
 - metadata: object whose values are strings.
-- dedupe_key: string, 1-255 characters.
-Header Idempotency-Key (optional): 1-255 characters.
-type, source and dedupe_key may not contain U+0000 (400); inside data and metadata it is kept as sent.
+- dedupe_key: string, 1-255 characters, no control characters.
+Header Idempotency-Key (optional): 1-255 characters, no control characters.
+type and source may not contain U+0000 (400); inside data and metadata it is kept as sent.
 
 Idempotency: the effective key is the Idempotency-Key header, else the body dedupe_key; it is stored
 as the event's dedupe_key. Header and body key both present and equal: fine; different: 409
 idempotency_key_mismatch (nothing stored, no key consumed). A repeat of a key within the same
 address returns 200 with duplicate: true and the ORIGINAL event unchanged, whatever the new body
 says, for as long as the original event exists (also after it was acknowledged). N concurrent
-deliveries with one key create exactly one event. Keys are scoped to one address.
+deliveries with one key create exactly one event. Keys are scoped to one address. The Message-IDs
+of email events are keys of their own kind: a mail can never match (and so suppress) an HTTP key,
+even with the same text, and an HTTP key never matches a mail.
 
 Order of checks: the address and the secret first (unknown address or wrong secret: 404, before
 the body is read and before the body, the headers or the query are validated, so a request without
@@ -229,6 +231,9 @@ Response 200 EventPage: {"events": [Event…], "next_cursor": n, "has_more": boo
 - events ascend by sequence; acknowledged and unacknowledged events are both listed.
 - next_cursor = the sequence of the last event returned, or after when none is. Use it as the next after.
 - has_more = whether an event with a sequence greater than next_cursor exists (then read again at once).
+- A page also stops before the event that would take its events' stored data and metadata past
+  ${c.maxPageBytes} bytes (MAX_PAGE_BYTES); it always holds at least one event, however large, and
+  has_more says to read on. So a page may hold fewer than limit events with has_more true.
 - A cursor never skips an event: sequence N+1 is never visible before N.
 - With wait > 0 and nothing after the cursor, the request returns within milliseconds of the next
   event (delivered over HTTP or email, on any instance), else after wait seconds with an empty page.
@@ -341,7 +346,8 @@ ${toolkit(c)}
 - name: max 100 characters; task_id: max 200 characters; expires_in_seconds: 60 to 31536000.
 - limit: 1 to 100 (default 50); wait: 0 to 25 s (default 0); after: 0 to 9007199254740991 (default 0).
 - Delivery body: max ${c.maxPayloadBytes} bytes; JSON nesting of data/metadata: max ${MAX_VALUE_DEPTH} levels.
-- Idempotency-Key / dedupe_key: 1 to 255 characters.
+- Idempotency-Key / dedupe_key: 1 to 255 characters, no control characters.
+- A page of events: at most ${c.maxPageBytes} bytes of stored data and metadata (at least one event).
 - Email: max ${c.maxEmailBytes} bytes per message.
 - Events per address: ${c.maxEventsPerAddress}. Address creations: ${c.createRateLimit} per ${c.createRateWindowSeconds} s per client IP.
 

@@ -2,6 +2,7 @@
 // Events are written as JSON text straight from the stored JSON of `data`/`metadata`, so listing
 // a page never parses and re-serialises payloads; `eventObject` parses for callers that need
 // a value (MCP structured content).
+import { shownDedupeKey } from './dedupe-key.js';
 import type { AddressRecord, EventRecord } from './model.js';
 
 export interface AddressView {
@@ -45,7 +46,7 @@ export function addressView(a: AddressRecord, emailDomain: string): AddressView 
 export function eventJson(e: EventRecord): string {
   let s = `{"id":"${e.id}","address_id":"${e.addressId}","sequence":${e.sequence},"type":${JSON.stringify(e.type)},"source":${JSON.stringify(e.source)},"data":${e.data}`;
   if (e.metadata !== null) s += `,"metadata":${e.metadata}`;
-  if (e.dedupeKey !== null) s += `,"dedupe_key":${JSON.stringify(e.dedupeKey)}`;
+  if (e.dedupeKey !== null) s += `,"dedupe_key":${JSON.stringify(shownDedupeKey(e.dedupeKey))}`;
   s += `,"created_at":"${iso(e.createdAt)}"`;
   if (e.acknowledgedAt !== null) s += `,"acknowledged_at":"${iso(e.acknowledgedAt)}"`;
   return `${s}}`;

@@ -18,6 +18,7 @@
 // - `dedupe_key` is the Message-ID without brackets. An id the queue cannot take as a key (over 255
 //   characters, or with control characters) becomes "sha256:<hex of the id>", so retries still
 //   deduplicate. No Message-ID: no dedupe_key.
+import { emailDedupeKey } from '../domain/dedupe-key.js';
 import { createHash } from 'node:crypto';
 import PostalMime, { addressParser, decodeWords, type Address, type Email } from 'postal-mime';
 import type { EventInput } from '../domain/model.js';
@@ -119,7 +120,8 @@ export function emailEventInput(data: EmailData, envelope: SmtpEnvelope): EmailE
   };
   if (envelope.tag !== undefined) metadata.tag = envelope.tag;
   const event: EmailEventInput = { type: EMAIL_EVENT_TYPE, source: EMAIL_EVENT_SOURCE, data, metadata };
-  if (data.message_id !== null) event.dedupe_key = dedupeKeyFor(data.message_id);
+  // Stored in the email namespace (domain/dedupe-key.ts), shown as the Message-ID.
+  if (data.message_id !== null) event.dedupe_key = emailDedupeKey(dedupeKeyFor(data.message_id));
   return event;
 }
 

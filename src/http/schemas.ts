@@ -1,5 +1,6 @@
 // TypeBox schemas of the API (spec §2). The routes validate with exactly these, and /openapi.json
 // is generated from them, so the document and the behaviour cannot drift apart.
+import { HTTP_DEDUPE_KEY_PATTERN } from '../domain/dedupe-key.js';
 import { Type, type TSchema } from 'typebox';
 import { ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.js';
 import { MAX_VALUE_DEPTH } from '../domain/json-depth.js';
@@ -65,7 +66,7 @@ export const CreateEventBody = Type.Object(
     source: Type.Optional(Type.String({ pattern: NO_NUL, description: 'Free string. Default "https". No U+0000.' })),
     data: Type.Optional(Type.Unknown({ description: `Any JSON value, nested at most ${MAX_VALUE_DEPTH} levels. Stored and returned as null when omitted.` })),
     metadata: Type.Optional(Metadata),
-    dedupe_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: NO_NUL, description: 'Idempotency key, the same as the Idempotency-Key header (1-255 characters, no U+0000). Both given and different: 409.' })),
+    dedupe_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: HTTP_DEDUPE_KEY_PATTERN, description: 'Idempotency key, the same as the Idempotency-Key header (1-255 characters, no control characters). Both given and different: 409. Keys of email events (their Message-IDs) live in a key space of their own: a mail can never match an HTTP key.' })),
   },
   { additionalProperties: false },
 );
@@ -132,7 +133,7 @@ export const InboxParams = Type.Object({
   secret: Type.String({ description: 'The inbox secret (aa_ingress_…) from inbox_url.' }),
 });
 export const InboxHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Deduplicates retried deliveries within this address; the same key space as the body dedupe_key.' })),
+  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: HTTP_DEDUPE_KEY_PATTERN, description: 'Deduplicates retried deliveries within this address; the same key space as the body dedupe_key, apart from the Message-IDs of email events. 1-255 characters, no control characters.' })),
 });
 
 export const BEARER = [{ bearerAuth: [] }];

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { dedupeKeyFor, mimeToEvent, parseEmailMessage, type SmtpEnvelope } from '../../src/email/mime-to-event.js';
+import { emailDedupeKey } from '../../src/domain/dedupe-key.js';
 
 // Fixtures live in the source tree: dist/test/email/*.js -> test/fixtures/email/.
 const FIXTURES = fileURLToPath(new URL('../../../test/fixtures/email/', import.meta.url));
@@ -24,7 +25,7 @@ describe('mimeToEvent', () => {
     assertJsonSafe(ev);
     assert.equal(ev.type, 'email.received');
     assert.equal(ev.source, 'email');
-    assert.equal(ev.dedupe_key, 'build-42.7f3a@ci.example.org');
+    assert.equal(ev.dedupe_key, emailDedupeKey('build-42.7f3a@ci.example.org'));
     assert.deepEqual(ev.metadata, { smtp_mail_from: 'bounce@example.org', smtp_rcpt_to: 'abcdefghijkl@mail.example.net', remote_ip: '192.0.2.1' });
     const { attachments, headers, ...rest } = ev.data;
     assert.deepEqual(rest, {
@@ -67,7 +68,7 @@ describe('mimeToEvent', () => {
     assert.deepEqual(ev.data.attachments, []);
     assert.deepEqual(ev.data.cc, []);
     assert.equal(ev.data.message_id, 'plain-1@example.org');
-    assert.equal(ev.dedupe_key, 'plain-1@example.org');
+    assert.equal(ev.dedupe_key, emailDedupeKey('plain-1@example.org'));
     assert.equal(ev.data.date, '2024-10-02T12:30:00.000Z', 'the date is normalised to UTC ISO 8601');
     assert.equal(ev.data.headers['x-folded'], 'first part\tsecond part');
     assert.equal(ev.data.headers['x-repeated'], 'one\ntwo');
@@ -85,7 +86,7 @@ describe('mimeToEvent', () => {
     assert.equal(ev.data.subject, '=?UTF-8?B?!!!notbase64?=', 'an encoded word that does not decode stays as sent');
     assert.equal(ev.data.date, null, 'an unparseable Date gives null…');
     assert.equal(ev.data.headers.date, 'not a date', '…and stays readable in headers');
-    assert.equal(ev.dedupe_key, 'malformed-1@example.org');
+    assert.equal(ev.dedupe_key, emailDedupeKey('malformed-1@example.org'));
     assert.deepEqual(ev.data.to, [{ name: null, address: 'abcdefghijkl@mail.example.net' }]);
   });
 
@@ -125,7 +126,7 @@ describe('mimeToEvent', () => {
     assertJsonSafe(ev);
     assert.match(ev.data.parse_error ?? '', /MIME structure could not be decoded: .*nesting/i);
     assert.equal(ev.data.subject, 'deep');
-    assert.equal(ev.dedupe_key, 'deep@x');
+    assert.equal(ev.dedupe_key, emailDedupeKey('deep@x'));
     assert.deepEqual(ev.data.from, { name: null, address: 'a@example.org' });
     assert.equal(ev.data.raw_size, raw.byteLength);
     assert.ok(ev.data.text?.startsWith('--b\nContent-Type: multipart/mixed'), 'the undecoded body is kept as text');
@@ -171,7 +172,7 @@ describe('dedupeKeyFor', () => {
     assert.match(dedupeKeyFor('a\u0000b@c'), /^sha256:[0-9a-f]{64}$/);
     const ev = await mimeToEvent(Buffer.from(`Message-ID: <${long}>\r\n\r\nx\r\n`), envelope);
     assert.equal(ev.data.message_id, long, 'data keeps the full id');
-    assert.equal(ev.dedupe_key, hash);
+    assert.equal(ev.dedupe_key, emailDedupeKey(hash));
   });
 
   it('parseEmailMessage and mimeToEvent agree', async () => {

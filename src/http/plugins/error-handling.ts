@@ -1,6 +1,7 @@
 // One place that turns every failure into the documented error body (../shared/spec/decisions.md §3):
 // thrown ApiErrors, Fastify's own errors (validation, body parsing, limits), unknown routes and
 // wrong methods, undecodable URLs and broken HTTP. 5xx details go to the log, never to the client.
+import { HTTP_DEDUPE_KEY_PATTERN } from '../../domain/dedupe-key.js';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { Socket } from 'node:net';
@@ -34,6 +35,7 @@ function expectation(issue: AjvIssue): string {
     return `must be ${s.minLength ?? 0}-${s.maxLength ?? 'any number of'} characters long`;
   }
   if (k === 'pattern' && s.pattern === NO_NUL_PATTERN) return 'must not contain the character U+0000';
+  if (k === 'pattern' && s.pattern === HTTP_DEDUPE_KEY_PATTERN) return 'must not contain control characters (U+0000-U+001F, U+007F)';
   return issue.message ?? 'is invalid';
 }
 

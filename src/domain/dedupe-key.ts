@@ -1,0 +1,21 @@
+// Idempotency keys of the different ways in share one column and one unique index per address,
+// but not one key space: a mail's Message-ID, which anyone can choose and send unauthenticated,
+// must never match a key an HTTP sender with the inbox secret uses, or a mail could pre-empt (and
+// so suppress) a real delivery. Email keys are stored behind a prefix that no HTTP key can carry
+// (HTTP keys may hold no control character), and shown without it: an email event's dedupe_key
+// still reads as its Message-ID (../shared/spec/decisions.md §7).
+
+const EMAIL_NAMESPACE = '\u0001email:';
+
+/** What an HTTP key may hold: no control character, so it can never start like a namespaced key. */
+export const HTTP_DEDUPE_KEY_PATTERN = '^[^\\u0000-\\u001f\\u007f]*$';
+
+/** The stored key of a mail, from the key made of its Message-ID. */
+export function emailDedupeKey(messageIdKey: string): string {
+  return EMAIL_NAMESPACE + messageIdKey;
+}
+
+/** The key as an Event shows it. */
+export function shownDedupeKey(stored: string): string {
+  return stored.startsWith(EMAIL_NAMESPACE) ? stored.slice(EMAIL_NAMESPACE.length) : stored;
+}
