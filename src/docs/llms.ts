@@ -292,7 +292,9 @@ Tools (results are the HTTP API's JSON, as structuredContent and as JSON text):
 - get_address {} -> {"address": Address} (as endpoint 2).
 - list_events {after: integer >= 0 = 0, limit: integer 1-100 = 50, wait: integer seconds 0-25 = 0}
   -> EventPage {"events": [...], "next_cursor": n, "has_more": bool} (as endpoint 4, same rules;
-  with wait > 0 it returns within milliseconds of a delivery).
+  with wait > 0 it returns within milliseconds of a delivery). A result carries its page twice
+  (structuredContent and text), so an MCP page stops at 1 MiB of stored data and metadata (at least
+  one event; has_more says to read on), and a JSON-RPC batch holds at most 10 messages (more: 400).
 - ack_event {event_id: "evt_…" (required)} -> {"event": Event} with acknowledged_at (as endpoint 5;
   idempotent).
 - wait_for_event {after: integer >= 0 = 0, timeout: seconds 0-25 = 25 (fractions allowed),

@@ -72,4 +72,6 @@ export interface ListQuery {
   limit: number;
   /** Seconds to hold the request when nothing is after the cursor. */
   wait: number;
+  /** A tighter byte budget for this page than MAX_PAGE_BYTES (MCP, whose results carry a page twice). */
+  maxBytes?: number;
 }

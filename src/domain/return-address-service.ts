@@ -235,7 +235,7 @@ export class ReturnAddressService {
    */
   pollEvents(address: AddressRecord, q: ListQuery, callback: PollCallback): LongPoll {
     const deadline = q.wait > 0 ? this.now() + q.wait * 1000 : undefined;
-    const poll = new LongPoll(this.hub, address.id, () => this.readPage(address.id, q.after, q.limit), q.after, deadline, this.now, callback);
+    const poll = new LongPoll(this.hub, address.id, () => this.readPage(address.id, q.after, q.limit, q.maxBytes), q.after, deadline, this.now, callback);
     poll.start();
     return poll;
   }
@@ -251,6 +251,7 @@ export class ReturnAddressService {
     let cursor = after;
     for (;;) {
       const wait = Math.max(0, deadline - this.now()) / 1000;
+      // Pages of at most MAX_PAGE_BYTES: a scan for one event never holds more in memory.
       const page = await this.listEvents(address, { after: cursor, limit: 100, wait }, signal);
       const match = page.events.find((e) => (filter.type === undefined || e.type === filter.type) && (filter.match === undefined || eventMatches(eventObject(e), filter)));
       if (match) return { event: match, nextCursor: match.sequence };
@@ -280,8 +281,8 @@ export class ReturnAddressService {
     }
   }
 
-  private async readPage(addressId: string, after: number, limit: number): Promise<Page> {
-    const page = await this.store.listEvents(addressId, after, limit, this.opts.maxPageBytes);
+  private async readPage(addressId: string, after: number, limit: number, maxBytes = this.opts.maxPageBytes): Promise<Page> {
+    const page = await this.store.listEvents(addressId, after, limit, Math.min(maxBytes, this.opts.maxPageBytes));
     if (!page) throw notFound('Address');
     const last = page.events.at(-1);
     return { events: page.events, nextCursor: last ? last.sequence : after, hasMore: page.hasMore };

@@ -42,7 +42,10 @@ const JsonRpcMessage = Type.Object(
   { additionalProperties: true, description: 'A JSON-RPC 2.0 request, notification or response.' },
 );
 
-const McpBody = Type.Union([JsonRpcMessage, Type.Array(JsonRpcMessage, { minItems: 1, description: 'A JSON-RPC batch.' })], {
+/** Messages in one batch: each may be a list_events of up to MCP_PAGE_BYTES (twice), so a batch is bounded too. */
+export const MAX_MCP_BATCH = 10;
+
+const McpBody = Type.Union([JsonRpcMessage, Type.Array(JsonRpcMessage, { minItems: 1, description: `A JSON-RPC batch of at most ${MAX_MCP_BATCH} messages (more: 400).` })], {
   description: 'One JSON-RPC 2.0 message of the MCP protocol, or a batch of them.',
 });
 
@@ -93,6 +96,10 @@ export const mcpRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypeb
         `Invalid header 'MCP-Protocol-Version': ${version} is not supported (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}).`));
     }
     const messages: unknown[] = Array.isArray(request.body) ? request.body : [request.body];
+    if (messages.length > MAX_MCP_BATCH) {
+      return sendApiError(reply, new ApiError('invalid_request',
+        `The JSON-RPC batch holds ${messages.length} messages; send at most ${MAX_MCP_BATCH} per request.`));
+    }
     if (!messages.every((m) => JSONRPCMessageSchema.safeParse(m).success)) {
       return sendApiError(reply, new ApiError('invalid_request', 'The body is not a valid JSON-RPC 2.0 message (or batch of them).'));
     }

@@ -29,6 +29,12 @@ function rangeOf(schema: object): Range {
 }
 
 /** The ranges of endpoint 4 (spec §4.1), read from the HTTP schema so the tools cannot drift from it. */
+/**
+ * A list_events result carries its page twice (structuredContent and text), and a batch may call it
+ * many times: its pages stop at 1 MiB of stored JSON (still at least one event; has_more says so).
+ */
+export const MCP_PAGE_BYTES = 1024 * 1024;
+
 const AFTER = rangeOf(EventsQuery.properties.after);
 const LIMIT = rangeOf(EventsQuery.properties.limit);
 const WAIT = rangeOf(EventsQuery.properties.wait);
@@ -162,7 +168,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     inputSchema: ListEventsInput,
     outputSchema: EventPage,
     annotations: { readOnlyHint: true, openWorldHint: false },
-  }, (args, extra) => run('list_events', extra, async (signal) => eventPageJson(await service.listEvents(address, args, signal))));
+  }, (args, extra) => run('list_events', extra, async (signal) => eventPageJson(await service.listEvents(address, { ...args, maxBytes: MCP_PAGE_BYTES }, signal))));
 
   server.registerTool('ack_event', {
     title: 'Acknowledge an event',

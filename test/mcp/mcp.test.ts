@@ -335,6 +335,29 @@ describe('MCP endpoint', () => {
     assertError(await api(base, 'POST', a.mcpUrl, { token: a.token, body: 'x', headers: { ...MCP_HEADERS, 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
   });
 
+  it('bounds a result: a batch holds at most 10 messages, and list_events pages stop at 1 MiB of stored JSON', async () => {
+    const a = await createAddress(base);
+    const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'list_events', arguments: { limit: 100 } } });
+    const big = await rpc(base, a, Array.from({ length: 11 }, (_, i) => call(i)));
+    assertError(big, 400, 'invalid_request');
+    assert.match(big.json.error.message, /at most 10/);
+    // Three events of ~600 KB: an HTTP page (8 MiB budget) holds all three, an MCP page one at a time.
+    for (let i = 0; i < 3; i++) await deliverOk(base, a, { data: 'x'.repeat(600 * 1024) });
+    const http = await api(base, 'GET', `/api/v1/addresses/${a.id}/events?limit=100`, { token: a.token });
+    assert.equal(http.json.events.length, 3);
+    const seen: number[] = [];
+    let after = 0;
+    for (let guard = 0; guard < 10; guard++) {
+      const r = await rpc(base, a, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_events', arguments: { after, limit: 100 } } });
+      const page = r.json.result.structuredContent;
+      assert.ok(page.events.length <= 1, 'at most one 600 KB event in a 1 MiB page');
+      seen.push(...page.events.map((e: { sequence: number }) => e.sequence));
+      after = page.next_cursor;
+      if (!page.has_more) break;
+    }
+    assert.deepEqual(seen, [1, 2, 3], 'a cursor walk still reads every event');
+  });
+
   it('is described in /openapi.json as a bearer-protected POST', async () => {
     const doc = (await api(base, 'GET', '/openapi.json')).json;
     const op = doc.paths['/api/v1/addresses/{addressId}/mcp']?.post;
