@@ -6,6 +6,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { MAX_WAIT_SECONDS } from './config.js';
 import { ERROR_CATALOGUE } from './domain/errors.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling, requireHostHeader } from './http/plugins/error-handling.js';
+import { finishDocument } from './http/openapi-document.js';
 import { registerJsonBody } from './http/plugins/json-body.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { escapeUndecodableSegments, parseQuery } from './http/plugins/request-url.js';
@@ -16,7 +17,8 @@ import { documentRoutes } from './http/routes/documents.js';
 import { eventRoutes } from './http/routes/events.js';
 import { healthRoutes } from './http/routes/health.js';
 import { inboxRoutes } from './http/routes/inbox.js';
-import { mcpRoutes } from './mcp/mcp-route.js';
+import { COMPONENT_SCHEMAS, DOCUMENT_TAGS } from './http/schemas.js';
+import { MCP_DOCUMENT_ONLY, mcpRoutes } from './mcp/mcp-route.js';
 
 const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
 
@@ -76,11 +78,19 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
           `An error answered while a body is still arriving (413 and others) carries Connection: close; up to ${config.maxDiscardBytes} more bytes ` +
           '(MAX_DISCARD_BYTES) are read and discarded so the client can read it.\n\n' +
           'Every non-2xx response has the body {"error":{"code","message"}}. Codes: ' +
-          Object.entries(ERROR_CATALOGUE).map(([code, e]) => `${code} (${e.status})`).join(', ') + '.',
+          Object.entries(ERROR_CATALOGUE).map(([code, e]) => `${code} (${e.status})`).join(', ') + '. ' +
+          'A documented path asked with a method it does not have answers 405 method_not_allowed with an Allow header ' +
+          '(components.responses.MethodNotAllowed); HEAD is answered wherever GET is. 401s carry WWW-Authenticate: Bearer realm="return-address" ' +
+          '(with error="invalid_token" when a credential was sent). Before any route: an HTTP request that cannot be parsed is 400, ' +
+          'headers over 16 KiB 431, a request not received within REQUEST_TIMEOUT_MS 408, all in the same error body.',
+        license: { name: 'MIT', identifier: 'MIT' },
+        contact: { name: 'This deployment\'s guides', url: `${config.baseUrl}/llms-full.txt` },
       },
       servers: [{ url: config.baseUrl }],
+      tags: DOCUMENT_TAGS,
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'The read token (aa_read_…) from credentials.read_token.' } } },
     },
+    transformObject: finishDocument({ components: COMPONENT_SCHEMAS, extraOperations: MCP_DOCUMENT_ONLY }),
   });
 
   await app.register(healthRoutes(deps));

@@ -48,5 +48,14 @@ export const internalErrorBody = () => errorBody('internal', INTERNAL_MESSAGE);
 export const INBOX_NOT_FOUND = 'No inbox at this URL.';
 
 export const notFound = (what: string) => new ApiError('not_found', `${what} not found.`);
-export const unauthorized = (message = 'A valid bearer read token for this address is required (Authorization: Bearer aa_read_…).') =>
-  new ApiError('unauthorized', message);
+/** The realm of every 401's `WWW-Authenticate: Bearer realm="…"` challenge. */
+export const BEARER_REALM = 'return-address';
+
+/**
+ * A 401 with its challenge (RFC 9110 §11.6.1; RFC 6750 §3): `Bearer realm="return-address"`, plus
+ * error="invalid_token" when a credential was sent but is not a valid read token of this address.
+ */
+export const unauthorized = (message = 'A valid bearer read token for this address is required (Authorization: Bearer aa_read_…).', credentialSent = true) =>
+  new ApiError('unauthorized', message, {
+    'www-authenticate': `Bearer realm="${BEARER_REALM}"${credentialSent ? ', error="invalid_token"' : ''}`,
+  });

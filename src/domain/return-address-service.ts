@@ -39,7 +39,7 @@ export interface CreatedAddress {
  * a well-formed token that is not this address's), and none depends on whether the address exists.
  */
 function bearerToken(authorization: string | undefined): string {
-  if (authorization === undefined || authorization.trim() === '') throw unauthorized(MISSING_BEARER);
+  if (authorization === undefined || authorization.trim() === '') throw unauthorized(MISSING_BEARER, false);
   const m = /^Bearer +(\S+) *$/i.exec(authorization);
   const token = m?.[1];
   if (token === undefined || !READ_TOKEN_RE.test(token)) {

@@ -2,7 +2,7 @@
 // is generated from them, so the document and the behaviour cannot drift apart.
 import { HTTP_DEDUPE_KEY_PATTERN } from '../domain/dedupe-key.js';
 import { Type, type TSchema } from 'typebox';
-import { ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.js';
+import { BEARER_REALM, ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.js';
 import { MAX_VALUE_DEPTH } from '../domain/json-depth.js';
 
 /**
@@ -22,7 +22,7 @@ export const Address = Type.Object(
     createdAt: Type.String({ format: 'date-time' }),
     expiresAt: Type.String({ format: 'date-time', description: 'Always present. After it, deliveries are refused (410, SMTP 550); reading, ack and delete work for a grace period (default 24 h), then the address and its events are deleted.' }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'Address' },
 );
 
 export const CreateAddressBody = Type.Object(
@@ -31,7 +31,7 @@ export const CreateAddressBody = Type.Object(
     task_id: Type.Optional(Type.String({ maxLength: 200, pattern: NO_NUL, description: 'Caller-defined task identifier. No U+0000.' })),
     expires_in_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 31536000, description: 'Lifetime of the address. Default 604800 (7 days; operator setting DEFAULT_TTL_SECONDS).' })),
   },
-  { additionalProperties: false, description: 'Optional: no body, an empty body and {} are all accepted.' },
+  { additionalProperties: false, title: 'CreateAddressBody', description: 'Optional: no body, an empty body and {} are all accepted.' },
 );
 
 export const CreateAddressResponse = Type.Object(
@@ -53,12 +53,12 @@ export const CreateAddressResponse = Type.Object(
       { additionalProperties: false },
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'CreateAddressResponse' },
 );
 
-export const AddressResponse = Type.Object({ address: Address }, { additionalProperties: false });
+export const AddressResponse = Type.Object({ address: Address }, { additionalProperties: false, title: 'AddressResponse' });
 
-const Metadata = Type.Record(Type.String(), Type.String(), { description: 'An object whose values are all strings.' });
+const Metadata = Type.Record(Type.String(), Type.String(), { title: 'Metadata', description: 'An object whose values are all strings.' });
 
 export const CreateEventBody = Type.Object(
   {
@@ -68,7 +68,7 @@ export const CreateEventBody = Type.Object(
     metadata: Type.Optional(Metadata),
     dedupe_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: HTTP_DEDUPE_KEY_PATTERN, description: 'Idempotency key, the same as the Idempotency-Key header (1-255 characters, no control characters). Both given and different: 409. Keys of email events (their Message-IDs) live in a key space of their own: a mail can never match an HTTP key.' })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'CreateEventBody' },
 );
 
 export const Event = Type.Object(
@@ -84,7 +84,7 @@ export const Event = Type.Object(
     created_at: Type.String({ format: 'date-time' }),
     acknowledged_at: Type.Optional(Type.String({ format: 'date-time', description: 'Present once the event is acknowledged.' })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'Event' },
 );
 
 export const EventPage = Type.Object(
@@ -93,14 +93,14 @@ export const EventPage = Type.Object(
     next_cursor: Type.Integer({ minimum: 0, description: 'Sequence of the last event returned, or `after` when none is. Use it as the next `after`.' }),
     has_more: Type.Boolean({ description: 'Whether an event with a greater sequence than next_cursor exists.' }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'EventPage' },
 );
 
-export const EventResponse = Type.Object({ event: Event }, { additionalProperties: false });
+export const EventResponse = Type.Object({ event: Event }, { additionalProperties: false, title: 'EventResponse' });
 
 export const EventDeliveryResponse = Type.Object(
   { event: Event, duplicate: Type.Boolean({ description: 'true when an idempotency key repeated an already queued event (which is returned unchanged).' }) },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'EventDeliveryResponse' },
 );
 
 export const ErrorBody = Type.Object(
@@ -113,16 +113,17 @@ export const ErrorBody = Type.Object(
       { additionalProperties: false },
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'Error', description: 'The body of every non-2xx answer.' },
 );
 
+// Optional with defaults: ajv's useDefaults fills an omitted one in before the handler runs.
 export const EventsQuery = Type.Object({
-  after: Type.Integer({
+  after: Type.Optional(Type.Integer({
     minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0,
     description: 'Return events whose sequence is greater than this cursor. Any integer from 0 to 9007199254740991 (Number.MAX_SAFE_INTEGER); a cursor past the last sequence is an empty page with next_cursor = after.',
-  }),
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Page size.' }),
-  wait: Type.Integer({ minimum: 0, maximum: 25, default: 0, description: 'Long-poll: seconds to hold the request while nothing is after the cursor. Returns within milliseconds of an event.' }),
+  })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Page size.' })),
+  wait: Type.Optional(Type.Integer({ minimum: 0, maximum: 25, default: 0, description: 'Long-poll: seconds to hold the request while nothing is after the cursor. Returns within milliseconds of an event.' })),
 }, { additionalProperties: false, description: 'Only after, limit and wait: any other query parameter is 400 invalid_request naming it.' });
 
 const AddressIdParam = Type.String({ description: 'Address id (addr_…).' });
@@ -136,6 +137,22 @@ export const InboxHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: HTTP_DEDUPE_KEY_PATTERN, description: 'Deduplicates retried deliveries within this address; the same key space as the body dedupe_key, apart from the Message-IDs of email events. 1-255 characters, no control characters.' })),
 });
 
+/** The schemas /openapi.json names in components.schemas (by their titles), for generated clients. */
+export const COMPONENT_SCHEMAS: readonly TSchema[] = [
+  Address, AddressResponse, CreateAddressBody, CreateAddressResponse, Metadata, CreateEventBody, Event, EventPage, EventResponse,
+  EventDeliveryResponse, ErrorBody,
+];
+
+/** The document's tags, in order, each with what its operations are for. */
+export const DOCUMENT_TAGS = [
+  { name: 'addresses', description: 'Create, read and delete a return address (its email address, inbox URL and read token).' },
+  { name: 'events', description: 'The ordered, durable queue of an address: read with a cursor and long-polling, acknowledge.' },
+  { name: 'inbox', description: 'Write-only delivery of an event by whoever must call back, with the secret in the URL.' },
+  { name: 'mcp', description: 'The same queue as a Model Context Protocol server (Streamable HTTP, stateless).' },
+  { name: 'documents', description: 'This description and the plain-text guides for agents.' },
+  { name: 'operations', description: 'Liveness and readiness probes.' },
+];
+
 export const BEARER = [{ bearerAuth: [] }];
 export const NO_AUTH: { [name: string]: string[] }[] = [];
 
@@ -144,16 +161,35 @@ for (const [code, { status }] of Object.entries(ERROR_CATALOGUE) as [ErrorCode, 
   ERROR_CODES_BY_STATUS.set(status, [...(ERROR_CODES_BY_STATUS.get(status) ?? []), code]);
 }
 
+/** Response headers that come with an error status, documented on it. */
+const ERROR_HEADERS: Record<number, Record<string, TSchema>> = {
+  401: {
+    'WWW-Authenticate': Type.String({
+      description: `Bearer realm="${BEARER_REALM}" when no token was sent; Bearer realm="${BEARER_REALM}", error="invalid_token" when one was sent ` +
+        'but is malformed or not the read token of this address (RFC 6750 §3).',
+    }),
+  },
+  405: { Allow: Type.String({ description: 'The methods the path has, e.g. "GET, HEAD" or "POST".' }) },
+  429: { 'Retry-After': Type.Integer({ minimum: 0, description: 'Seconds to wait before retrying.' }) },
+};
+
 /**
- * Response schemas for the given error statuses (and always 500), each describing the codes it
- * can carry, for the route's `response` map.
+ * Response schemas for the given error statuses, each describing the codes it can carry and the
+ * headers that come with it, for the route's `response` map. Every route also answers 400 (an
+ * unknown query parameter, a missing Host header) and 500, so those are always there. A route that
+ * reads no body still parses one sent with a JSON Content-Type on POST and DELETE (400 invalid_json,
+ * 413) and refuses other types (415): such routes list 413 and 415 themselves.
  */
 export function errorResponses(...statuses: number[]): Record<number, TSchema> {
   const out: Record<number, TSchema> = {};
-  for (const status of [...statuses, 500]) {
+  for (const status of [400, ...statuses, 500].sort((a, b) => a - b)) {
     const codes = ERROR_CODES_BY_STATUS.get(status) ?? [];
     const text = codes.map((c) => `\`${c}\`: ${ERROR_CATALOGUE[c].description}`).join(' ');
-    out[status] = { ...ErrorBody, description: text };
+    const headers = ERROR_HEADERS[status];
+    out[status] = { ...ErrorBody, description: text, ...(headers ? { headers } : {}) };
   }
   return out;
 }
+
+/** A 200 whose body is plain text (the guides). */
+export const textResponse = (description: string) => ({ description, content: { 'text/plain': { schema: Type.String() } } });

@@ -4,14 +4,20 @@
 // POST, which every proxy and curl handle; the tools send no progress worth streaming. The bearer check and body parsing are the API's own; whatever the SDK would
 // refuse with a JSON-RPC-shaped HTTP error is refused here first, in the API's error shape.
 // GET and DELETE (an SSE stream, a session end) do not exist in stateless mode: the framework's
-// 405 method_not_allowed with "Allow: POST" answers them, which MCP clients expect.
+// 405 method_not_allowed with "Allow: POST" answers them, which MCP clients expect (they are in
+// /openapi.json as MCP_DOCUMENT_ONLY). A body that is JSON but not JSON-RPC (not a message, an empty
+// batch, `id: null`) is answered as JSON-RPC says: 400 with an Invalid Request error (-32600, id null),
+// and a tools/call whose params the SDK would refuse with a raw validation dump (-32603) gets
+// Invalid params (-32602) naming the field.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ApiError, internalErrorBody } from '../domain/errors.js';
 import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
 import { sendApiError } from '../http/plugins/error-handling.js';
 import type { AppDeps } from '../http/route-deps.js';
-import { AddressParams, BEARER, errorResponses } from '../http/schemas.js';
+import { METHOD_NOT_ALLOWED_REF } from '../http/openapi-document.js';
+import { toApiError } from '../http/plugins/error-handling.js';
+import { AddressParams, BEARER, ErrorBody, errorResponses } from '../http/schemas.js';
 
 // The SDK (with zod, express and hono under it) adds ~30 MB to the process: it is loaded on the
 // first MCP call, not at boot, so a service nobody attaches over MCP does not carry it.
@@ -19,6 +25,7 @@ let runtime: Promise<{
   StreamableHTTPServerTransport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport;
   JSONRPCMessageSchema: typeof import('@modelcontextprotocol/sdk/types.js').JSONRPCMessageSchema;
   SUPPORTED_PROTOCOL_VERSIONS: readonly string[];
+  CallToolRequestSchema: typeof import('@modelcontextprotocol/sdk/types.js').CallToolRequestSchema;
   buildMcpServer: typeof import('./mcp-tools.js').buildMcpServer;
 }> | undefined;
 const loadRuntime = () => (runtime ??= Promise.all([
@@ -29,6 +36,7 @@ const loadRuntime = () => (runtime ??= Promise.all([
   StreamableHTTPServerTransport: http.StreamableHTTPServerTransport,
   JSONRPCMessageSchema: types.JSONRPCMessageSchema,
   SUPPORTED_PROTOCOL_VERSIONS: types.SUPPORTED_PROTOCOL_VERSIONS,
+  CallToolRequestSchema: types.CallToolRequestSchema,
   buildMcpServer: tools.buildMcpServer,
 })));
 
@@ -45,9 +53,56 @@ const JsonRpcMessage = Type.Object(
 /** Messages in one batch: each may be a list_events of up to MCP_PAGE_BYTES (twice), so a batch is bounded too. */
 export const MAX_MCP_BATCH = 10;
 
-const McpBody = Type.Union([JsonRpcMessage, Type.Array(JsonRpcMessage, { minItems: 1, description: `A JSON-RPC batch of at most ${MAX_MCP_BATCH} messages (more: 400).` })], {
-  description: 'One JSON-RPC 2.0 message of the MCP protocol, or a batch of them.',
+const McpBody = Type.Union([JsonRpcMessage, Type.Array(JsonRpcMessage, {
+  minItems: 1,
+  description: `A JSON-RPC batch of 1 to ${MAX_MCP_BATCH} messages. More than ${MAX_MCP_BATCH}: 400 invalid_request (the API's error body). ` +
+    'An empty batch: 400 with the JSON-RPC error -32600 (id null). Each message is answered in the reply array; notifications and responses get no entry.',
+})], {
+  description: 'One JSON-RPC 2.0 message of the MCP protocol, or a batch of them. JSON that is neither (a message without jsonrpc "2.0", ' +
+    'an id that is null or not a string or number): 400 with the JSON-RPC error -32600 Invalid Request, id null.',
 });
+
+/** A JSON-RPC 2.0 error response (https://www.jsonrpc.org/specification#error_object). */
+const JsonRpcError = Type.Object(
+  {
+    jsonrpc: Type.Literal('2.0'),
+    id: Type.Union([Type.String(), Type.Number(), Type.Null()], { description: 'The request\'s id; null when it could not be read.' }),
+    error: Type.Object(
+      {
+        code: Type.Integer({ description: '-32600 Invalid Request, -32602 Invalid params, -32601 Method not found, -32603 Internal error.' }),
+        message: Type.String(),
+        data: Type.Optional(Type.Unknown()),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false, title: 'JsonRpcError' },
+);
+
+const JSON_RPC_INVALID_REQUEST = -32600;
+const JSON_RPC_INVALID_PARAMS = -32602;
+
+const jsonRpcError = (id: string | number | null, code: number, message: string) => JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } });
+
+/** What `CallToolRequestSchema` refused first, as "params.name: Invalid input…". */
+function firstIssue(error: { issues?: { path: PropertyKey[]; message: string }[] }): string {
+  const issue = error.issues?.[0];
+  return issue ? `${issue.path.map(String).join('.') || 'params'}: ${issue.message}` : 'invalid';
+}
+
+/** MCP's GET (a server-initiated SSE stream) and DELETE (a session end): answered 405, for the document. */
+export const MCP_DOCUMENT_ONLY = {
+  '/api/v1/addresses/{addressId}/mcp': Object.fromEntries((['get', 'delete'] as const).map((method) => [method, {
+    operationId: method === 'get' ? 'openMcpStream' : 'endMcpSession',
+    summary: method === 'get' ? 'MCP server-initiated stream (not offered)' : 'End an MCP session (no sessions)',
+    description: 'Stateless Streamable HTTP has no server-initiated SSE stream and no session to end: 405 with Allow: POST, ' +
+      'which MCP clients take as "not offered".',
+    tags: ['mcp'],
+    security: BEARER,
+    parameters: [{ in: 'path', name: 'addressId', required: true, schema: { type: 'string' }, description: 'Address id (addr_…).' }],
+    responses: { 405: METHOD_NOT_ALLOWED_REF },
+  }])),
+};
 
 const McpHeaders = Type.Object({
   accept: Type.Optional(Type.String({ description: 'Must list both application/json and text/event-stream (MCP Streamable HTTP).' })),
@@ -69,6 +124,7 @@ export const mcpRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypeb
   app.post('/api/v1/addresses/:addressId/mcp', {
     onRequest: requireReadToken(service),
     schema: {
+      operationId: 'callMcp',
       summary: 'MCP server of this address (Streamable HTTP)',
       description: 'The Model Context Protocol over Streamable HTTP, stateless (no Mcp-Session-Id; any instance answers any call), ' +
         'with the same bearer read token, scoped to this one address. Tools: get_address {} -> {address}; ' +
@@ -81,11 +137,25 @@ export const mcpRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypeb
       params: AddressParams,
       headers: McpHeaders,
       body: McpBody,
-      response: { 200: JsonRpcReply, 202: NO_SESSION_REPLY, ...errorResponses(400, 401, 404, 413, 415) },
+      response: {
+        200: JsonRpcReply,
+        202: NO_SESSION_REPLY,
+        ...errorResponses(401, 404, 413, 415),
+        400: {
+          description: '`invalid_request` / `invalid_json` in the API\'s error body: a wrong Accept or MCP-Protocol-Version header, ' +
+            `a batch of more than ${MAX_MCP_BATCH} messages, malformed JSON, an unknown query parameter. ` +
+            'A JSON-RPC error (-32600 Invalid Request, id null): JSON that is not a JSON-RPC message, or an empty batch.',
+          anyOf: [ErrorBody, JsonRpcError],
+        },
+      },
     },
+    // The body's own failures are answered in JSON-RPC's terms, below.
+    attachValidation: true,
   }, async (request, reply) => {
     const address = authenticatedAddress(request);
-    const { StreamableHTTPServerTransport, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, buildMcpServer } = await loadRuntime();
+    const invalid = request.validationError as (Error & { validationContext?: string }) | undefined;
+    if (invalid && invalid.validationContext !== 'body') return sendApiError(reply, toApiError(invalid) ?? new ApiError('invalid_request', invalid.message));
+    const { StreamableHTTPServerTransport, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, CallToolRequestSchema, buildMcpServer } = await loadRuntime();
     if (!acceptsStreamableHttp(request.headers.accept)) {
       return sendApiError(reply, new ApiError('invalid_request',
         "Invalid header 'Accept': MCP Streamable HTTP requires it to list both application/json and text/event-stream."));
@@ -100,8 +170,9 @@ export const mcpRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypeb
       return sendApiError(reply, new ApiError('invalid_request',
         `The JSON-RPC batch holds ${messages.length} messages; send at most ${MAX_MCP_BATCH} per request.`));
     }
-    if (!messages.every((m) => JSONRPCMessageSchema.safeParse(m).success)) {
-      return sendApiError(reply, new ApiError('invalid_request', 'The body is not a valid JSON-RPC 2.0 message (or batch of them).'));
+    if (invalid || messages.length === 0 || !messages.every((m) => JSONRPCMessageSchema.safeParse(m).success)) {
+      const why = messages.length === 0 ? 'the batch is empty' : 'the body is not a JSON-RPC 2.0 message (jsonrpc "2.0", an id that is a string or number) or a batch of them';
+      return reply.code(400).type('application/json; charset=utf-8').send(jsonRpcError(null, JSON_RPC_INVALID_REQUEST, `Invalid Request: ${why}.`));
     }
 
     // Ends long waits when the client goes away; the response finishing fires it too, harmlessly.
@@ -114,6 +185,19 @@ export const mcpRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypeb
       void server.close();
     });
     await server.connect(transport);
+    // A tools/call the SDK's schema refuses would come back as -32603 with the raw validation dump.
+    const deliver = transport.onmessage;
+    transport.onmessage = (message, extra) => {
+      const m = message as { id?: string | number; method?: string };
+      const parsed = m.method === 'tools/call' && m.id !== undefined ? CallToolRequestSchema.safeParse(message) : undefined;
+      if (parsed && !parsed.success && m.id !== undefined) {
+        const body = JSON.parse(jsonRpcError(m.id, JSON_RPC_INVALID_PARAMS,
+          `Invalid params: ${firstIssue(parsed.error)}. tools/call needs params.name (get_address, list_events, ack_event or wait_for_event) and, optionally, params.arguments as an object.`));
+        void transport.send(body, { relatedRequestId: m.id });
+        return;
+      }
+      deliver?.(message, extra);
+    };
     reply.hijack();
     try {
       await transport.handleRequest(request.raw, reply.raw, request.body);

@@ -195,5 +195,8 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     return `{"event":${r.event ? eventJson(r.event) : 'null'},"next_cursor":${r.nextCursor}}`;
   }));
 
+  // registerTool advertises tools.listChanged: true; this server is stateless (one per request) and
+  // its tools never change, so it never sends notifications/tools/list_changed.
+  server.server.registerCapabilities({ tools: { listChanged: false } });
   return server;
 }

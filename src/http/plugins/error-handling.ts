@@ -256,7 +256,8 @@ export function registerErrorHandling(app: FastifyInstance, opts: ErrorHandlingO
   app.setNotFoundHandler((request, reply) => {
     closeAfterDrainingBody(request, reply, opts.maxDiscardBytes);
     const path = request.url.split('?')[0] ?? '/';
-    const allowed = (['GET', 'POST', 'DELETE', 'PUT', 'PATCH'] as const).filter((m) => {
+    // HEAD is answered wherever GET is (Fastify's exposeHeadRoutes), so it is allowed there too.
+    const allowed = (['GET', 'HEAD', 'POST', 'DELETE', 'PUT', 'PATCH'] as const).filter((m) => {
       try {
         return shadow.find(m, path) !== null;
       } catch {

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { addressView } from '../../domain/representation.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
+import { OPTIONAL_BODY } from '../openapi-document.js';
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, AddressResponse, BEARER, CreateAddressBody, CreateAddressResponse, NO_AUTH, errorResponses } from '../schemas.js';
 
@@ -15,11 +16,13 @@ export const addressRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncT
       if (request.body === undefined) request.body = {};
     },
     schema: {
+      operationId: 'createAddress',
       summary: 'Create a return address',
       description: 'No account and no API key. Persist the whole response: credentials.read_token is shown only this once. ' +
         `Rate-limited per client IP (default ${config.createRateLimit} per ${config.createRateWindowSeconds} s; 429 rate_limited with Retry-After; refused attempts do not count).`,
       tags: ['addresses'],
       security: NO_AUTH,
+      [OPTIONAL_BODY]: true,
       body: CreateAddressBody,
       response: { 201: CreateAddressResponse, ...errorResponses(400, 413, 415, 429) },
     },
@@ -40,7 +43,9 @@ export const addressRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncT
   app.get('/api/v1/addresses/:addressId', {
     onRequest: auth,
     schema: {
+      operationId: 'getAddress',
       summary: 'Get an address',
+      description: 'The address (id, slug, name, taskId, email, createdAt, expiresAt), with its read token. Readable until the grace period after expiresAt ends.',
       tags: ['addresses'],
       security: BEARER,
       params: AddressParams,
@@ -51,12 +56,13 @@ export const addressRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncT
   app.delete('/api/v1/addresses/:addressId', {
     onRequest: auth,
     schema: {
+      operationId: 'deleteAddress',
       summary: 'Delete an address and all its events',
       description: 'Waiting long-polls on the address end at once with 404 not_found.',
       tags: ['addresses'],
       security: BEARER,
       params: AddressParams,
-      response: { 204: { type: 'null', description: 'Deleted; empty body.' }, ...errorResponses(401, 404) },
+      response: { 204: { type: 'null', description: 'Deleted; empty body.' }, ...errorResponses(401, 404, 413, 415) },
     },
   }, async (request, reply) => {
     await service.deleteAddress(authenticatedAddress(request));

@@ -12,6 +12,7 @@ export const eventRoutes = ({ service }: AppDeps): FastifyPluginAsyncTypebox => 
   app.get('/api/v1/addresses/:addressId/events', {
     onRequest: auth,
     schema: {
+      operationId: 'listEvents',
       summary: 'Read the ordered event queue',
       description: 'Events with sequence > after, ascending, acknowledged or not. Use next_cursor as the next after. ' +
         'With wait > 0 and nothing after the cursor, the request is held until an event arrives (it returns within milliseconds), ' +
@@ -28,8 +29,10 @@ export const eventRoutes = ({ service }: AppDeps): FastifyPluginAsyncTypebox => 
     // returning the reply would make Fastify await it as a thenable, attaching a stream-finished
     // watcher to every held response.) While a long-poll waits, nothing here is suspended: 10,000
     // held polls cost their sockets, the request objects and one small LongPoll each.
-    const holds = request.query.wait > 0;
-    const poll = service.pollEvents(authenticatedAddress(request), request.query, (err, page) => {
+    // ajv's useDefaults has filled in every omitted parameter (they are optional only to callers).
+    const query = request.query as Required<typeof request.query>;
+    const holds = query.wait > 0;
+    const poll = service.pollEvents(authenticatedAddress(request), query, (err, page) => {
       if (holds) reply.raw.removeListener('close', onClose);
       // This runs from a store read's completion, a timer or a wake-up: whatever it throws would
       // be an uncaught exception that ends the process, so rendering fails into the reply instead.
@@ -52,12 +55,14 @@ export const eventRoutes = ({ service }: AppDeps): FastifyPluginAsyncTypebox => 
   app.post('/api/v1/addresses/:addressId/events/:eventId/ack', {
     onRequest: auth,
     schema: {
+      operationId: 'ackEvent',
       summary: 'Acknowledge an event',
-      description: 'Marks the event handled. Idempotent: a second ack returns 200 and the same acknowledged_at. No body.',
+      description: 'Marks the event handled. Idempotent: a second ack returns 200 and the same acknowledged_at. Send no body ' +
+        '(one sent anyway is parsed if it claims to be JSON, so malformed JSON is 400 and another Content-Type 415).',
       tags: ['events'],
       security: BEARER,
       params: EventParams,
-      response: { 200: EventResponse, ...errorResponses(401, 404) },
+      response: { 200: EventResponse, ...errorResponses(401, 404, 413, 415) },
     },
   }, async (request, reply) => {
     const event = await service.ackEvent(authenticatedAddress(request), request.params.eventId);

@@ -4,16 +4,25 @@ import { errorBody } from '../../domain/errors.js';
 import type { AppDeps } from '../route-deps.js';
 import { ErrorBody, NO_AUTH, errorResponses } from '../schemas.js';
 
-const Status = Type.Object({ status: Type.String() });
+const Status = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
 
 export const healthRoutes = ({ store }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
   app.get('/healthz', {
-    schema: { summary: 'Liveness: the process is up', tags: ['operations'], security: NO_AUTH, response: { 200: Status } },
-  }, async () => ({ status: 'ok' }));
+    schema: {
+      operationId: 'getHealth',
+      summary: 'Liveness: the process is up',
+      description: 'Answers 200 {"status":"ok"} while the process runs; it does not touch storage.',
+      tags: ['operations'],
+      security: NO_AUTH,
+      response: { 200: Status, ...errorResponses() },
+    },
+  }, async () => ({ status: 'ok' as const }));
 
   app.get('/readyz', {
     schema: {
+      operationId: 'getReadiness',
       summary: 'Readiness: storage is reachable',
+      description: 'Answers 200 {"status":"ok"} while the store (and, on PostgreSQL, the LISTEN connection) answers; 503 otherwise.',
       tags: ['operations'],
       security: NO_AUTH,
       response: { 200: Status, 503: { ...ErrorBody, description: 'Storage is unreachable (code internal).' }, ...errorResponses() },
@@ -21,7 +30,7 @@ export const healthRoutes = ({ store }: AppDeps): FastifyPluginAsyncTypebox => a
   }, async (request, reply) => {
     try {
       await store.ping();
-      return { status: 'ok' };
+      return { status: 'ok' as const };
     } catch (err) {
       request.log.warn({ err }, 'readiness check failed');
       return reply.code(503).send(errorBody('internal', 'Storage is unreachable.'));

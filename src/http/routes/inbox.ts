@@ -9,6 +9,7 @@ export const inboxRoutes = ({ service, config }: AppDeps): FastifyPluginAsyncTyp
   app.post('/api/v1/inbox/:addressId/:secret', {
     onRequest: requireInboxSecret(service),
     schema: {
+      operationId: 'deliverEvent',
       summary: 'Deliver an event (write-only)',
       description: 'The secret in the path is the only credential; it cannot read the queue. Content-Type must be application/json. ' +
         `The body is at most ${config.maxPayloadBytes} bytes. A 2xx means the event is durably stored. ` +
