@@ -158,6 +158,12 @@ the address exists:
   header is not a bearer read token: …" (or "… holds an inbox secret …") -> fix the header;
 - a well-formed read token that is not this address's: "This read token does not open this
   address: …" -> use the read_token returned when this address was created.
+Every 401 carries the challenge WWW-Authenticate: Bearer realm="return-address", with
+error="invalid_token" added when an Authorization header was sent (the last two cases).
+
+Methods: a known path asked with a method it does not have is 405 method_not_allowed with an Allow
+header naming the ones it has (e.g. "Allow: GET, HEAD" on /healthz: HEAD is answered wherever GET
+is, with the headers and no body).
 
 Query parameters: every endpoint refuses one it does not know with 400 invalid_request naming it
 and the allowed ones ("Unknown query parameter 'cursor': the allowed ones are after, limit, wait."),
@@ -283,10 +289,22 @@ endpoints.mcp_url (${b}/api/v1/addresses/<address_id>/mcp) serves the Model Cont
 Streamable HTTP, stateless: no Mcp-Session-Id, every POST stands alone, any instance answers. It
 takes the same header "Authorization: Bearer <read_token>" and sees only that one address. Send
 Accept: application/json, text/event-stream; answers are application/json. GET and DELETE on it
-give 405 method_not_allowed (no server-initiated stream, no session to end). A missing or wrong
-token is 401 unauthorized, an unknown address 404 not_found, a wrong Accept header, an unsupported
-MCP-Protocol-Version header or a body that is not JSON-RPC 2.0 400 invalid_request, all in the
-error shape below.
+give 405 method_not_allowed with Allow: POST (no server-initiated stream, no session to end). A
+missing or wrong token is 401 unauthorized, an unknown address 404 not_found, a wrong Accept header,
+an unsupported MCP-Protocol-Version header or a batch of more than 10 messages 400 invalid_request,
+and malformed JSON 400 invalid_json, all in the error shape below. The tools are listed once and
+never change: the server does not send tools/list_changed (capabilities.tools.listChanged: false).
+
+JSON-RPC errors (the body {"jsonrpc":"2.0","id":…,"error":{"code":…,"message":…}}):
+- JSON that is not a JSON-RPC 2.0 message (no "jsonrpc":"2.0", an id that is null or not a string
+  or number, not an object), or an empty batch []: HTTP 400 with error -32600 Invalid Request and
+  id null. Nothing in the body is run.
+- tools/call without params.name (or with params the protocol does not allow, e.g. arguments that
+  are not an object): HTTP 200 with error -32602 Invalid params for that id, naming the field.
+  Inside a batch only that message fails; the others are answered in the same reply array.
+- an unknown method: -32601 Method not found. (An unknown tool name is a tool result with
+  isError: true, "… Tool <name> not found".)
+Bad tool arguments are not protocol errors: see below.
 
 Tools (results are the HTTP API's JSON, as structuredContent and as JSON text):
 - get_address {} -> {"address": Address} (as endpoint 2).
@@ -356,7 +374,8 @@ ${toolkit(c)}
 ## Errors
 
 Every non-2xx answer has Content-Type application/json and the body
-{"error": {"code": "<code>", "message": "<human-readable, naming the field when relevant>"}}.
+{"error": {"code": "<code>", "message": "<human-readable, naming the field when relevant>"}}
+(only the MCP endpoint answers a body that is not JSON-RPC with a JSON-RPC error instead, see MCP).
 Every 400 names the field, query parameter or header at fault and what it must be. A body that is
 not parseable JSON is invalid_json on every JSON endpoint, whatever else is wrong with it.
 

@@ -4,6 +4,24 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { api, startTestService, type TestService } from '../helpers.js';
+import { OpenApiValidator } from '../openapi-validator.js';
+
+/** "METHOD /path/{param}" of every route in Fastify's printRoutes tree, HEAD (Fastify's own) left out. */
+function servedRoutes(tree: string): Set<string> {
+  const out = new Set<string>();
+  const stack: string[] = [];
+  for (const line of tree.split('\n')) {
+    const m = /^([│ ]*)[├└]── (\S+)(?: \(([^)]*)\))?/.exec(line.replace(/\u00a0/g, ' '));
+    if (!m) continue;
+    const depth = m[1]!.length / 4;
+    stack.length = depth;
+    stack.push(m[2]!);
+    for (const method of (m[3] ?? '').split(', ').filter((x) => x && x !== 'HEAD')) {
+      out.add(`${method} ${stack.join('').replace(/:(\w+)/g, '{$1}')}`);
+    }
+  }
+  return out;
+}
 
 describe('published documents', () => {
   let svc: TestService;
@@ -22,17 +40,77 @@ describe('published documents', () => {
     assert.deepEqual(doc.servers, [{ url: svc.baseUrl }]);
   });
 
-  it('lists every route the app serves, with its methods', async () => {
+  it('documents exactly the routes the app serves: the same methods on the same paths', async () => {
     const doc = (await api(svc.baseUrl, 'GET', '/openapi.json')).json;
-    const served = svc.running.app.printRoutes({ commonPrefix: false });
-    const paths = Object.keys(doc.paths);
-    for (const p of ['/api/v1/addresses', '/api/v1/addresses/{addressId}', '/api/v1/addresses/{addressId}/events',
-      '/api/v1/addresses/{addressId}/events/{eventId}/ack', '/api/v1/inbox/{addressId}/{secret}', '/healthz', '/readyz',
-      '/openapi.json', '/llms.txt', '/llms-full.txt']) {
-      assert.ok(paths.includes(p), `${p} documented`);
-      const fastifyPath = p.replace(/\{(\w+)\}/g, ':$1');
-      assert.ok(served.includes(fastifyPath.split('/').pop()!), `${fastifyPath} served`);
+    const documented = new Set<string>();
+    const refusals = new Set<string>();
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(item)) {
+        const key = `${method.toUpperCase()} ${path}`;
+        // Operations documented only to say they are refused (MCP's GET and DELETE) have no route.
+        if (Object.keys(op.responses).join() === '405') refusals.add(key);
+        else documented.add(key);
+      }
     }
+    const served = servedRoutes(svc.running.app.printRoutes({ commonPrefix: false }));
+    assert.deepEqual([...documented].sort(), [...served].sort());
+    assert.deepEqual([...refusals].sort(), ['DELETE /api/v1/addresses/{addressId}/mcp', 'GET /api/v1/addresses/{addressId}/mcp']);
+    for (const key of refusals) assert.ok(!served.has(key), `${key} is not served`);
+  });
+
+  it('is a document a client generator can trust: optional stays optional, ids, named types, media types', async () => {
+    const doc = (await api(svc.baseUrl, 'GET', '/openapi.json')).json;
+    const list = doc.paths['/api/v1/addresses/{addressId}/events'].get;
+    for (const name of ['after', 'limit', 'wait']) {
+      assert.equal(list.parameters.find((p: any) => p.name === name)?.required, false, `${name} is optional`);
+    }
+    assert.equal(doc.paths['/api/v1/addresses'].post.requestBody.required, false, 'the create body may be omitted');
+    assert.equal(doc.paths['/api/v1/inbox/{addressId}/{secret}'].post.requestBody.required, true, 'a delivery needs a body');
+    for (const p of ['/llms.txt', '/llms-full.txt']) assert.deepEqual(Object.keys(doc.paths[p].get.responses['200'].content), ['text/plain']);
+    assert.deepEqual(Object.keys(doc.paths['/openapi.json'].get.responses['200'].content), ['application/json']);
+    const ids: string[] = [];
+    for (const item of Object.values<any>(doc.paths)) {
+      for (const op of Object.values<any>(item)) {
+        ids.push(op.operationId);
+        assert.ok(op.summary && op.description && op.tags?.length === 1, `${op.operationId}: summary, description and a tag`);
+      }
+    }
+    assert.equal(new Set(ids).size, ids.length, 'operationIds are unique');
+    for (const id of ['createAddress', 'getAddress', 'deleteAddress', 'listEvents', 'ackEvent', 'deliverEvent', 'callMcp']) assert.ok(ids.includes(id), id);
+    for (const name of ['Address', 'Event', 'EventPage', 'Error', 'CreateAddressResponse', 'EventDeliveryResponse', 'CreateEventBody']) {
+      assert.ok(doc.components.schemas[name], `components.schemas.${name}`);
+    }
+    assert.deepEqual(list.responses['200'].content['application/json'].schema, { $ref: '#/components/schemas/EventPage' });
+    assert.equal(doc.components.schemas.EventPage.properties.events.items.$ref, '#/components/schemas/Event');
+    assert.equal(doc.info.license.identifier, 'MIT');
+    assert.ok(doc.info.contact.url);
+    assert.deepEqual(doc.tags.map((t: any) => t.name).sort(), [...new Set(Object.values<any>(doc.paths).flatMap((i) => Object.values<any>(i).map((o) => o.tags[0])))].sort());
+    for (const t of doc.tags) assert.ok(t.description, `tag ${t.name} has a description`);
+    const getAddress = doc.paths['/api/v1/addresses/{addressId}'].get.responses;
+    assert.ok(getAddress['401'].headers['WWW-Authenticate'], '401 documents its challenge');
+  });
+
+  it("the guides' curl -d bodies are valid requests of the document", async () => {
+    const doc = (await api(svc.baseUrl, 'GET', '/openapi.json')).json;
+    const v = new OpenApiValidator(doc);
+    const full = (await api(svc.baseUrl, 'GET', '/llms-full.txt')).text;
+    const short = (await api(svc.baseUrl, 'GET', '/llms.txt')).text;
+    const paths: Record<string, string> = {
+      [`${svc.baseUrl}/api/v1/addresses`]: '/api/v1/addresses',
+      '"$INBOX_URL"': '/api/v1/inbox/addr_x/aa_ingress_x',
+      '"$MCP_URL"': '/api/v1/addresses/addr_x/mcp',
+    };
+    let checked = 0;
+    for (const text of [full, short]) {
+      // curl -s -X POST <url> \ … -d '<json>': the url and the body, across the continuation lines.
+      for (const m of text.matchAll(/curl -s -X POST (\S+)((?:[^\n]*\\\n)*?)[^\n]*?-d '([^']*)'/g)) {
+        const path = paths[m[1]!];
+        assert.ok(path, `a known curl target: ${m[1]}`);
+        v.assertValid(v.requestSchema('POST', path), JSON.parse(m[3]!), `curl -d to ${m[1]}`);
+        checked++;
+      }
+    }
+    assert.ok(checked >= 3, `found the curl bodies (${checked})`);
   });
 
   it('the guides carry the real base URL, email domain and limits', async () => {

@@ -38,6 +38,17 @@ async function callError(client: Client, name: string, args: Record<string, unkn
   return text.text;
 }
 
+/** A JSON-RPC 2.0 error response (not the API's error body). */
+function assertJsonRpcError(r: Res, status: number, id: string | number | null, code: number): void {
+  assert.equal(r.status, status, r.text);
+  assert.match(r.headers.get('content-type') ?? '', /^application\/json/);
+  assert.deepEqual(Object.keys(r.json ?? {}).sort(), ['error', 'id', 'jsonrpc'], r.text);
+  assert.equal(r.json.jsonrpc, '2.0');
+  assert.equal(r.json.id, id, r.text);
+  assert.equal(r.json.error.code, code, r.text);
+  assert.equal(typeof r.json.error.message, 'string');
+}
+
 function assertError(r: Res, status: number, code: string): void {
   assert.equal(r.status, status, r.text);
   assert.match(r.headers.get('content-type') ?? '', /^application\/json/);
@@ -88,6 +99,8 @@ describe('MCP endpoint', () => {
     assert.equal(init.status, 200, init.text);
     assert.equal(init.headers.get('mcp-session-id'), null, 'stateless: no session id');
     assert.equal(init.json.result.protocolVersion, '2025-06-18');
+    // Stateless, one server per request, fixed tools: it never sends notifications/tools/list_changed.
+    assert.equal(init.json.result.capabilities.tools.listChanged, false, init.text);
   });
 
   it('lists the four tools with descriptions and input schemas carrying the HTTP ranges', async () => {
@@ -313,7 +326,7 @@ describe('MCP endpoint', () => {
     }
   });
 
-  it('transport edges: batches and notifications work; a wrong Accept, version or non-JSON-RPC body is 400 in the API shape', async () => {
+  it('transport edges: batches and notifications work; a wrong Accept or version is 400 in the API shape, a non-JSON-RPC body a JSON-RPC -32600', async () => {
     const a = await createAddress(base);
     const ev = await deliverOk(base, a, { data: 1 });
     const batch = await rpc(base, a, [
@@ -328,11 +341,36 @@ describe('MCP endpoint', () => {
     assert.equal(note.status, 202);
     assertError(await rpc(base, a, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'content-type': 'application/json', accept: 'application/json' }), 400, 'invalid_request');
     assertError(await rpc(base, a, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { ...MCP_HEADERS, 'mcp-protocol-version': '1999-01-01' }), 400, 'invalid_request');
-    assertError(await rpc(base, a, { hello: 'world' }), 400, 'invalid_request');
-    assertError(await rpc(base, a, { jsonrpc: '2.0' }), 400, 'invalid_request');
-    assertError(await rpc(base, a, []), 400, 'invalid_request');
+    for (const body of [{ hello: 'world' }, { jsonrpc: '2.0' }, [], { jsonrpc: '2.0', id: null, method: 'tools/list' }, 'text', [{ jsonrpc: '1.0', id: 1, method: 'ping' }]]) {
+      assertJsonRpcError(await rpc(base, a, body), 400, null, -32600);
+    }
     assertError(await api(base, 'POST', a.mcpUrl, { token: a.token, body: '{"jsonrpc":', headers: MCP_HEADERS }), 400, 'invalid_json');
     assertError(await api(base, 'POST', a.mcpUrl, { token: a.token, body: 'x', headers: { ...MCP_HEADERS, 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
+  });
+
+  it('tools/call with params the SDK refuses is -32602 Invalid params naming the field, also inside a batch', async () => {
+    const a = await createAddress(base);
+    for (const params of [undefined, {}, { arguments: {} }, { name: 7 }, { name: 'list_events', arguments: 'x' }]) {
+      const r = await rpc(base, a, { jsonrpc: '2.0', id: 5, method: 'tools/call', ...(params === undefined ? {} : { params }) });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.json.id, 5, r.text);
+      assert.equal(r.json.error?.code, -32602, r.text);
+      assert.match(r.json.error.message, /^Invalid params: params/, r.text);
+      assert.ok(r.json.error.message.length < 400, `a short message, not a validation dump: ${r.json.error.message}`);
+    }
+    const batch = await rpc(base, a, [
+      { jsonrpc: '2.0', id: 'bad', method: 'tools/call', params: {} },
+      { jsonrpc: '2.0', id: 'good', method: 'tools/call', params: { name: 'get_address', arguments: {} } },
+    ]);
+    assert.equal(batch.status, 200, batch.text);
+    const byId = Object.fromEntries((batch.json as any[]).map((m) => [m.id, m]));
+    assert.equal(byId.bad.error.code, -32602, batch.text);
+    assert.equal(byId.good.result.structuredContent.address.id, a.id, batch.text);
+    const unknownTool = await rpc(base, a, { jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } });
+    assert.equal(unknownTool.json.result?.isError, true, unknownTool.text);
+    assert.match(unknownTool.json.result.content[0].text, /no_such_tool not found/);
+    const unknownMethod = await rpc(base, a, { jsonrpc: '2.0', id: 7, method: 'no/such' });
+    assert.equal(unknownMethod.json.error?.code, -32601, unknownMethod.text);
   });
 
   it('bounds a result: a batch holds at most 10 messages, and list_events pages stop at 1 MiB of stored JSON', async () => {
