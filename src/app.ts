@@ -18,7 +18,7 @@ import { eventRoutes } from './http/routes/events.js';
 import { healthRoutes } from './http/routes/health.js';
 import { inboxRoutes } from './http/routes/inbox.js';
 import { COMPONENT_SCHEMAS, DOCUMENT_TAGS } from './http/schemas.js';
-import { MCP_DOCUMENT_ONLY, mcpRoutes } from './mcp/mcp-route.js';
+import { JsonRpcError, MCP_DOCUMENT_ONLY, mcpRoutes } from './mcp/mcp-route.js';
 
 const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
 
@@ -90,7 +90,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
       tags: DOCUMENT_TAGS,
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'The read token (aa_read_…) from credentials.read_token.' } } },
     },
-    transformObject: finishDocument({ components: COMPONENT_SCHEMAS, extraOperations: MCP_DOCUMENT_ONLY }),
+    transformObject: finishDocument({ components: [...COMPONENT_SCHEMAS, JsonRpcError], extraOperations: MCP_DOCUMENT_ONLY }),
   });
 
   await app.register(healthRoutes(deps));

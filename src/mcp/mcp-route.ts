@@ -62,8 +62,8 @@ const McpBody = Type.Union([JsonRpcMessage, Type.Array(JsonRpcMessage, {
     'an id that is null or not a string or number): 400 with the JSON-RPC error -32600 Invalid Request, id null.',
 });
 
-/** A JSON-RPC 2.0 error response (https://www.jsonrpc.org/specification#error_object). */
-const JsonRpcError = Type.Object(
+/** A JSON-RPC 2.0 error response (https://www.jsonrpc.org/specification#error_object); a component of /openapi.json. */
+export const JsonRpcError = Type.Object(
   {
     jsonrpc: Type.Literal('2.0'),
     id: Type.Union([Type.String(), Type.Number(), Type.Null()], { description: 'The request\'s id; null when it could not be read.' }),

@@ -145,6 +145,10 @@ describe('live responses conform to /openapi.json', () => {
     await call(400, 'POST', a.mcpUrl, { token: a.token, json: { jsonrpc: '2.0', id: null, method: 'ping' }, headers: MCP_HEADERS });
     const accept = await call(400, 'POST', a.mcpUrl, { token: a.token, json: init, headers: { 'content-type': 'application/json' } });
     assert.equal(accept.json.error.code, 'invalid_request');
+    const query = await call(400, 'POST', `${a.mcpUrl}?session=1`, { token: a.token, json: init, headers: MCP_HEADERS });
+    assert.match(query.json.error.message, /Unknown query parameter 'session'/);
+    const params = await call(200, 'POST', a.mcpUrl, { token: a.token, json: { jsonrpc: '2.0', id: 3, method: 'tools/call', params: {} }, headers: MCP_HEADERS });
+    assert.equal(params.json.error.code, -32602);
   });
 });
 
