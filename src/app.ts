@@ -15,7 +15,9 @@ import { addressRoutes } from './http/routes/addresses.js';
 import { documentRoutes } from './http/routes/documents.js';
 import { eventRoutes } from './http/routes/events.js';
 import { healthRoutes } from './http/routes/health.js';
+import { hookRoutes } from './http/routes/hooks.js';
 import { inboxRoutes } from './http/routes/inbox.js';
+import { signingSecretRoutes } from './http/routes/signing-secrets.js';
 import { mcpRoutes } from './mcp/mcp-route.js';
 
 const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
@@ -88,6 +90,8 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   await app.register(addressRoutes(deps));
   await app.register(eventRoutes(deps));
   await app.register(inboxRoutes(deps));
+  await app.register(hookRoutes(deps));
+  await app.register(signingSecretRoutes(deps));
   await app.register(mcpRoutes(deps));
   return app;
 }

@@ -24,6 +24,8 @@ export interface Config {
   readonly createRateWindowSeconds: number;
   readonly maxEventsPerAddress: number;
   readonly maxPayloadBytes: number;
+  /** Largest body the capture URL takes (decisions.md §11). */
+  readonly maxCaptureBytes: number;
   /** Stored JSON bytes one page of events may hold (always at least one event). */
   readonly maxPageBytes: number;
   readonly maxEmailBytes: number;
@@ -162,6 +164,7 @@ export function loadConfig(env: Env = process.env): Config {
     createRateWindowSeconds: int(env, 'CREATE_RATE_WINDOW_SECONDS', 60, 1, MAX_RATE_WINDOW_MS / 1000),
     maxEventsPerAddress: int(env, 'MAX_EVENTS_PER_ADDRESS', 10_000, 1),
     maxPayloadBytes: int(env, 'MAX_PAYLOAD_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    maxCaptureBytes: int(env, 'MAX_CAPTURE_BYTES', 25 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     maxPageBytes: int(env, 'MAX_PAGE_BYTES', 8 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     maxDiscardBytes: int(env, 'MAX_DISCARD_BYTES', 8 * 1024 * 1024, 0, 1024 * 1024 * 1024),
     maxEmailBytes: int(env, 'MAX_EMAIL_BYTES', 10 * 1024 * 1024, 1024, 256 * 1024 * 1024),

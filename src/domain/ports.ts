@@ -92,6 +92,10 @@ export interface Store {
   heldAddress?(id: string): AddressRecord | undefined;
   /** The address whose email local part is `slug`. */
   getAddressBySlug(slug: string): Promise<AddressRecord | null>;
+  /** The address's sealed signing secrets (null: none set); undefined when the address does not exist. */
+  getSigningSecrets(addressId: string): Promise<Buffer | null | undefined>;
+  /** Replaces the sealed signing secrets, durably; false when the address does not exist. */
+  setSigningSecrets(addressId: string, sealed: Buffer | null): Promise<boolean>;
   /** Deletes the address and all its events; false when it did not exist. */
   deleteAddress(id: string): Promise<boolean>;
   /** Deletes addresses whose expiresAt is before `cutoff`, with their events; returns their ids. */

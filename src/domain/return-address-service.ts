@@ -6,6 +6,7 @@ import {
 } from './credentials.js';
 import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
 import { eventMatches, type EventFilter } from './event-match.js';
+import { newSigningKeys } from './signing-keys.js';
 import { eventObject } from './representation.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
 import type { AddressRecord, Delivery, EventInput, EventRecord, ListQuery, NewEvent, Page } from './model.js';
@@ -38,7 +39,7 @@ export interface CreatedAddress {
  * The three 401s of decisions §3 say which case it is and the fix (no header; not a bearer read token;
  * a well-formed token that is not this address's), and none depends on whether the address exists.
  */
-function bearerToken(authorization: string | undefined): string {
+export function bearerToken(authorization: string | undefined): string {
   if (authorization === undefined || authorization.trim() === '') throw unauthorized(MISSING_BEARER);
   const m = /^Bearer +(\S+) *$/i.exec(authorization);
   const token = m?.[1];
@@ -75,13 +76,15 @@ export class ReturnAddressService {
     const ttl = input.expires_in_seconds ?? this.opts.defaultTtlSeconds;
     const readToken = newReadToken();
     const inboxSecret = newInboxSecret();
+    const id = newAddressId();
     const address: AddressRecord = {
-      id: newAddressId(),
+      id,
       slug: newSlug(),
       name: input.name ?? DEFAULT_ADDRESS_NAME,
       taskId: input.task_id ?? null,
       readTokenHash: hashSecret(readToken),
       inboxSecretHash: hashSecret(inboxSecret),
+      signingKeys: newSigningKeys(id, readToken, inboxSecret),
       createdAt,
       expiresAt: createdAt + ttl * 1000,
     };
@@ -188,7 +191,7 @@ export class ReturnAddressService {
       addressId: address.id,
       type: input.type ?? DEFAULT_EVENT_TYPE,
       source: input.source ?? defaultSource,
-      data: JSON.stringify(input.data ?? null),
+      data: input.dataJson ?? JSON.stringify(input.data ?? null),
       metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
       dedupeKey: idempotencyKey ?? input.dedupe_key ?? null,
       createdAt,

@@ -49,6 +49,7 @@ export const CreateAddressResponse = Type.Object(
         inbox_url: Type.String({ format: 'uri', description: 'Secret-bearing, write-only delivery URL: {base_url}/api/v1/inbox/<address_id>/aa_ingress_… Give it to whoever must call back.' }),
         events_url: Type.String({ format: 'uri', description: 'The ordered event queue; GET it with the read token.' }),
         mcp_url: Type.String({ format: 'uri', description: 'MCP (Streamable HTTP) endpoint for this address, with the read token.' }),
+        hook_url: Type.String({ format: 'uri', description: 'Capture URL: {base_url}/api/v1/hooks/<address_id>/aa_ingress_… (the same write-only secret as inbox_url). Takes any request as it is (GitHub, Stripe, Slack, OAuth redirects, form posts), on any sub-path below it; each becomes one event.' }),
       },
       { additionalProperties: false },
     ),
@@ -135,6 +136,41 @@ export const InboxParams = Type.Object({
 export const InboxHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: HTTP_DEDUPE_KEY_PATTERN, description: 'Deduplicates retried deliveries within this address; the same key space as the body dedupe_key, apart from the Message-IDs of email events. 1-255 characters, no control characters.' })),
 });
+
+export const HookParams = Type.Object({
+  addressId: AddressIdParam,
+  secret: Type.String({ description: 'The inbox secret (aa_ingress_…) from hook_url.' }),
+});
+export const HookSubPathParams = Type.Object({
+  addressId: AddressIdParam,
+  secret: Type.String(),
+  '*': Type.String({ description: 'Any sub-path below the capture URL; stored as data.path.' }),
+});
+/** The capture URL takes any query string: it is stored as data.query. */
+export const AnyQuery = Type.Object({}, { additionalProperties: true, description: 'Any parameters; stored in data.query (a repeated key as an array).' });
+
+export const CaptureReceipt = Type.Object(
+  {
+    event: Type.Object({ id: Type.String({ pattern: '^evt_[0-9a-z]{26}$' }), sequence: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }),
+    duplicate: Type.Boolean({ description: 'true when the request repeated an idempotency key (Idempotency-Key, webhook-id, X-GitHub-Delivery, a Stripe event id…) of a queued event.' }),
+  },
+  { additionalProperties: false },
+);
+
+const SecretValue = (what: string) => Type.Optional(Type.String({ minLength: 1, maxLength: 1024, pattern: HTTP_DEDUPE_KEY_PATTERN, description: what }));
+export const SigningSecretsBody = Type.Object(
+  {
+    github: SecretValue('The webhook secret set on the GitHub webhook; checks X-Hub-Signature-256.'),
+    stripe: SecretValue('The endpoint\'s signing secret (whsec_…) from Stripe; checks Stripe-Signature, within 300 s of its timestamp.'),
+    slack: SecretValue('The app\'s Signing Secret; checks X-Slack-Signature (v0), within 300 s of X-Slack-Request-Timestamp.'),
+    standard_webhooks: SecretValue('A Standard Webhooks / Svix secret, whsec_ followed by base64; checks webhook-signature (or svix-signature).'),
+  },
+  { additionalProperties: false, description: 'Replaces every secret of the address: a scheme left out is removed, and {} removes them all.' },
+);
+export const SigningSecretsResponse = Type.Object(
+  { configured: Type.Array(Type.String({ enum: ['github', 'stripe', 'slack', 'standard_webhooks'] }), { description: 'The schemes that now have a secret. Secrets themselves are never returned.' }) },
+  { additionalProperties: false },
+);
 
 export const BEARER = [{ bearerAuth: [] }];
 export const NO_AUTH: { [name: string]: string[] }[] = [];

@@ -174,8 +174,8 @@ export class PostgresStore implements Store {
          RETURNING 1
        )
        INSERT INTO addresses (${ADDRESS_COLUMNS})
-       SELECT $4::text, $5::text, $6::text, $7::text, $8::bytea, $9::bytea, $10::bigint, $11::bigint FROM counted`,
-      [rate.key, windowStart, rate.limit, a.id, a.slug, a.name, a.taskId, a.readTokenHash, a.inboxSecretHash, a.createdAt, a.expiresAt],
+       SELECT $4::text, $5::text, $6::text, $7::text, $8::bytea, $9::bytea, $10::bytea, $11::bigint, $12::bigint FROM counted`,
+      [rate.key, windowStart, rate.limit, a.id, a.slug, a.name, a.taskId, a.readTokenHash, a.inboxSecretHash, a.signingKeys, a.createdAt, a.expiresAt],
     );
     if (r.rowCount === 1) return { allowed: true };
     // Refused: the wait runs to the end of the stored window, which a lagging clock's attempt
@@ -193,6 +193,16 @@ export class PostgresStore implements Store {
   async getAddressBySlug(slug: string): Promise<AddressRecord | null> {
     const r = await this.pool.query<AddressRow>(`SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE slug = $1`, [slug]);
     return r.rows[0] ? toAddress(r.rows[0]) : null;
+  }
+
+  async getSigningSecrets(addressId: string): Promise<Buffer | null | undefined> {
+    const r = await this.pool.query<{ signing_secrets: Buffer | null }>('SELECT signing_secrets FROM addresses WHERE id = $1', [addressId]);
+    return r.rows[0] === undefined ? undefined : r.rows[0].signing_secrets;
+  }
+
+  async setSigningSecrets(addressId: string, sealed: Buffer | null): Promise<boolean> {
+    const r = await this.pool.query('UPDATE addresses SET signing_secrets = $1 WHERE id = $2', [sealed, addressId]);
+    return r.rowCount === 1;
   }
 
   async deleteAddress(id: string): Promise<boolean> {

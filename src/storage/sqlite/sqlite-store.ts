@@ -204,10 +204,12 @@ export class SqliteStore implements Store {
       ),
       addressExists: db.prepare<[string], { one: number }>('SELECT 1 AS one FROM addresses WHERE id = ?'),
       insertAddress: db.prepare(
-        `INSERT INTO addresses (id, slug, name, task_id, read_token_hash, inbox_secret_hash, created_at, expires_at)
-         VALUES (@id, @slug, @name, @taskId, @readTokenHash, @inboxSecretHash, @createdAt, @expiresAt)`,
+        `INSERT INTO addresses (${ADDRESS_COLUMNS})
+         VALUES (@id, @slug, @name, @taskId, @readTokenHash, @inboxSecretHash, @signingKeys, @createdAt, @expiresAt)`,
       ),
       deleteAddress: db.prepare<[string]>('DELETE FROM addresses WHERE id = ?'),
+      signingSecrets: db.prepare<[string], { signing_secrets: Buffer | null }>('SELECT signing_secrets FROM addresses WHERE id = ?'),
+      setSigningSecrets: db.prepare<[Buffer | null, string]>('UPDATE addresses SET signing_secrets = ? WHERE id = ?'),
       expiredIds: db.prepare<[number, number], { id: string }>('SELECT id FROM addresses WHERE expires_at < ? ORDER BY expires_at LIMIT ?'),
       rateWindow: db.prepare<[string], { window_start: number; count: number }>('SELECT window_start, count FROM rate_windows WHERE key = ?'),
       upsertRateWindow: db.prepare<[string, number, number]>(
@@ -304,6 +306,17 @@ export class SqliteStore implements Store {
   async getAddressBySlug(slug: string): Promise<AddressRecord | null> {
     const r = this.q.getAddressBySlug.get(slug);
     return r ? toAddress(r) : null;
+  }
+
+  async getSigningSecrets(addressId: string): Promise<Buffer | null | undefined> {
+    const r = this.q.signingSecrets.get(addressId);
+    return r === undefined ? undefined : r.signing_secrets;
+  }
+
+  async setSigningSecrets(addressId: string, sealed: Buffer | null): Promise<boolean> {
+    const changed = this.q.setSigningSecrets.run(sealed, addressId).changes > 0;
+    await this.durable();
+    return changed;
   }
 
   async deleteAddress(id: string): Promise<boolean> {
