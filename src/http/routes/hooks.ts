@@ -40,6 +40,16 @@ function subPathOf(url: string): string {
   return rest === '' ? '' : `/${rest}`;
 }
 
+/**
+ * Fastify picks a body parser by Content-Type and refuses one it cannot parse (";;;") with 415, but
+ * here every type is taken as bytes and the capture reads the header the sender wrote (rawHeaders).
+ * So the router is shown one it always accepts.
+ */
+function takeAnyContentType(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
+  if (request.headers['content-type'] !== undefined) request.headers['content-type'] = 'application/octet-stream';
+  done();
+}
+
 const acceptsHtml = (accept: string | undefined) => accept !== undefined && /\btext\/html\b/i.test(accept);
 
 export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
@@ -101,7 +111,7 @@ export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAs
       url,
       bodyLimit,
       exposeHeadRoute: false,
-      onRequest: requireInboxSecret(service),
+      onRequest: [requireInboxSecret(service), takeAnyContentType],
       schema: { summary: 'Capture any request (write-only)', description, tags: ['capture'], security: NO_AUTH, hide, params, querystring: AnyQuery, response: responses },
       handler: captureRequest,
     });
@@ -109,7 +119,7 @@ export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAs
       method: ['HEAD', 'OPTIONS'],
       url,
       bodyLimit,
-      onRequest: requireInboxSecret(service),
+      onRequest: [requireInboxSecret(service), takeAnyContentType],
       schema: {
         summary: 'Check the capture URL (stores nothing)', description: 'HEAD and OPTIONS answer 200 with an empty body and store nothing, for senders that probe a URL first.',
         tags: ['capture'], security: NO_AUTH, hide, params, querystring: AnyQuery,
