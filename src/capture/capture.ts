@@ -3,7 +3,6 @@
 // and queue limit), with `data` describing the request exactly enough for an agent to act on it or
 // to check a signature itself.
 import { createHash } from 'node:crypto';
-import { isUtf8 } from 'node:buffer';
 import type { AddressRecord, Delivery, EventInput } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { SigningSecrets } from '../domain/signing-secrets.js';
@@ -44,13 +43,8 @@ export class Capture {
  */
 export function captureDataJson(request: CapturedRequest, body: ReadBody, signature: SignatureCheck): string {
   const raw = request.body;
-  const utf8 = isUtf8(raw);
-  const rawJson = JSON.stringify({
-    size: raw.length,
-    sha256: createHash('sha256').update(raw).digest('hex'),
-    encoding: utf8 ? 'utf8' : 'base64',
-    content: raw.toString(utf8 ? 'utf8' : 'base64'),
-  });
+  const rawJson = `{"size":${raw.length},"sha256":"${createHash('sha256').update(raw).digest('hex')}",` +
+    (body.text === null ? `"encoding":"base64","content":"${raw.toString('base64')}"}` : `"encoding":"utf8","content":${JSON.stringify(body.text)}}`);
   return `{"method":${JSON.stringify(request.method)},"path":${JSON.stringify(request.subPath)},` +
     `"query":${JSON.stringify(queryObject(request.query))},"headers":${JSON.stringify(request.headers)},` +
     `"content_type":${JSON.stringify(request.headers['content-type'] ?? null)},"body":${body.json},"raw":${rawJson},` +

@@ -20,9 +20,11 @@ export interface ReadBody {
   /** The same value parsed, for recognising the sender; undefined when `json` is "null". */
   value: unknown;
   attachments: CapturedAttachment[];
+  /** The bytes as text when they are UTF-8 (raw.encoding "utf8"), else null (raw.encoding "base64"). */
+  text: string | null;
 }
 
-const NONE: ReadBody = { json: 'null', value: undefined, attachments: [] };
+const none = (text: string | null): ReadBody => ({ json: 'null', value: undefined, attachments: [], text });
 /** Multipart bounds: enough for any real form, few enough that a hostile one costs little. */
 const MULTIPART_LIMITS = { fields: 1000, files: 100, parts: 1100, fieldNameSize: 200 };
 
@@ -35,19 +37,19 @@ const isJsonType = (t: string) => t === 'application/json' || t.endsWith('+json'
 const isTextType = (t: string) => t.startsWith('text/') || t === 'application/xml' || t.endsWith('+xml');
 
 export async function readBody(raw: Buffer, contentType: string | undefined): Promise<ReadBody> {
-  if (raw.length === 0) return NONE;
+  const text = isUtf8(raw) ? raw.toString('utf8') : null;
+  if (raw.length === 0) return none(text);
   const type = mediaType(contentType);
-  if (type === 'multipart/form-data') return readMultipart(raw, contentType!);
-  if (!isUtf8(raw)) return NONE;
-  const text = raw.toString('utf8');
+  if (type === 'multipart/form-data') return readMultipart(raw, contentType!, text);
+  if (text === null) return none(text);
   // No Content-Type at all: many senders that post JSON forget it.
   if (isJsonType(type) || type === '') return readJson(text);
   if (type === 'application/x-www-form-urlencoded') {
     const value = queryObject(text);
-    return { json: JSON.stringify(value), value, attachments: [] };
+    return { json: JSON.stringify(value), value, attachments: [], text };
   }
-  if (isTextType(type)) return { json: JSON.stringify(text), value: text, attachments: [] };
-  return NONE;
+  if (isTextType(type)) return { json: JSON.stringify(text), value: text, attachments: [], text };
+  return none(text);
 }
 
 function readJson(text: string): ReadBody {
@@ -57,21 +59,21 @@ function readJson(text: string): ReadBody {
   try {
     value = JSON.parse(json);
   } catch {
-    return NONE;
+    return none(text);
   }
   // data.body sits one level inside data, whose nesting is bounded like endpoint 6's.
-  if (nestsDeeperThan(json, MAX_VALUE_DEPTH - 1)) return NONE;
-  return { json, value, attachments: [] };
+  if (nestsDeeperThan(json, MAX_VALUE_DEPTH - 1)) return none(text);
+  return { json, value, attachments: [], text };
 }
 
-function readMultipart(raw: Buffer, contentType: string): Promise<ReadBody> {
+function readMultipart(raw: Buffer, contentType: string, text: string | null): Promise<ReadBody> {
   return new Promise((resolve) => {
     let parser: busboy.Busboy;
     try {
       parser = busboy({ headers: { 'content-type': contentType }, limits: MULTIPART_LIMITS, defParamCharset: 'utf8' });
     } catch {
       // No boundary, or not a multipart type busboy knows.
-      return resolve(NONE);
+      return resolve(none(text));
     }
     const fields: Record<string, string | string[]> = Object.create(null);
     const attachments: CapturedAttachment[] = [];
@@ -90,10 +92,10 @@ function readMultipart(raw: Buffer, contentType: string): Promise<ReadBody> {
     });
     parser.on('error', () => {
       failed = true;
-      resolve(NONE);
+      resolve(none(text));
     });
     parser.on('close', () => {
-      if (!failed) resolve({ json: JSON.stringify(fields), value: fields, attachments });
+      if (!failed) resolve({ json: JSON.stringify(fields), value: fields, attachments, text });
     });
     parser.end(raw);
   });
