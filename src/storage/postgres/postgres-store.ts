@@ -91,6 +91,13 @@ export class PostgresStore implements Store {
   private readonly appends = new AppendBatcher<AppendInput, AppendResult>(
     (inputs) => this.appendBatch(inputs),
     (input) => this.appendAlone(input),
+    {
+      maxBatch: 500,
+      maxBatchBytes: 4 * 1024 * 1024,
+      aloneFromBytes: 64 * 1024,
+      // String lengths, not UTF-8 bytes: a bound, not an invoice, and free to compute.
+      sizeOf: ({ event }) => event.data.length + (event.metadata?.length ?? 0),
+    },
   );
 
   constructor(opts: PostgresStoreOptions) {
