@@ -23,6 +23,8 @@ export interface Config {
   readonly createRateLimit: number;
   readonly createRateWindowSeconds: number;
   readonly maxEventsPerAddress: number;
+  /** Bytes of stored data and metadata one address may hold; the oldest acknowledged events make room. */
+  readonly maxBytesPerAddress: number;
   readonly maxPayloadBytes: number;
   /** Largest body the capture URL takes (decisions.md §11). */
   readonly maxCaptureBytes: number;
@@ -163,6 +165,7 @@ export function loadConfig(env: Env = process.env): Config {
     createRateLimit: int(env, 'CREATE_RATE_LIMIT', 30, 1),
     createRateWindowSeconds: int(env, 'CREATE_RATE_WINDOW_SECONDS', 60, 1, MAX_RATE_WINDOW_MS / 1000),
     maxEventsPerAddress: int(env, 'MAX_EVENTS_PER_ADDRESS', 10_000, 1),
+    maxBytesPerAddress: int(env, 'MAX_BYTES_PER_ADDRESS', 512 * 1024 * 1024, 1024),
     maxPayloadBytes: int(env, 'MAX_PAYLOAD_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     maxCaptureBytes: int(env, 'MAX_CAPTURE_BYTES', 25 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     maxPageBytes: int(env, 'MAX_PAGE_BYTES', 8 * 1024 * 1024, 1024, 256 * 1024 * 1024),

@@ -420,9 +420,10 @@ ${toolkit(c)}
 - expiresAt is always set (default lifetime ${c.defaultTtlSeconds} s). After it, HTTP deliveries get 410
   address_expired and email gets 550; reading, ack and delete keep working for a grace period of
   ${c.expiredGraceSeconds} s, after which the address and all its events are deleted (then 404).
-- An address holds at most ${c.maxEventsPerAddress} events. When a new event would exceed that, the oldest
-  acknowledged events are deleted to make room; if none is acknowledged, the delivery gets 429
-  queue_full (Retry-After). Sequences never restart. Acknowledge what you handled.
+- An address holds at most ${c.maxEventsPerAddress} events and ${c.maxBytesPerAddress} bytes of data and metadata. When a
+  new event would exceed either, the fewest oldest acknowledged events that make room are deleted; if
+  the acknowledged ones cannot make room, the delivery gets 429 queue_full (Retry-After; email: 452).
+  Sequences never restart. Acknowledge what you handled.
 - DELETE removes the address and all its events at once.
 
 ## Limits
@@ -436,6 +437,8 @@ ${toolkit(c)}
 - Idempotency-Key / dedupe_key: 1 to 255 characters, no control characters.
 - A page of events: at most ${c.maxPageBytes} bytes of stored data and metadata (at least one event).
 - Email: max ${c.maxEmailBytes} bytes per message.
+- Bytes per address: ${c.maxBytesPerAddress} of stored data and metadata (MAX_BYTES_PER_ADDRESS), pruned
+  and refused like the event count; one event larger than that: 413 payload_too_large.
 - Events per address: ${c.maxEventsPerAddress}. Address creations: ${c.createRateLimit} per ${c.createRateWindowSeconds} s per client IP.
 
 ## Errors

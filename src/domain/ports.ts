@@ -60,6 +60,8 @@ export interface StoreCapabilities {
 export interface StoreLimits {
   /** At most this many events per address; the oldest acknowledged ones are pruned to make room. */
   maxEventsPerAddress: number;
+  /** At most this many bytes of data and metadata (UTF-8) per address, pruned the same way. */
+  maxBytesPerAddress: number;
 }
 
 export interface Store {

@@ -18,6 +18,8 @@ export interface ServiceOptions {
   createRateLimit: number;
   createRateWindowSeconds: number;
   maxEventsPerAddress: number;
+  /** Bytes of stored data and metadata per address (MAX_BYTES_PER_ADDRESS), pruned like the event count. */
+  maxBytesPerAddress: number;
   /** A page holds events up to this many bytes of stored JSON (at least one event): MAX_PAGE_BYTES. */
   maxPageBytes: number;
 }
@@ -196,7 +198,12 @@ export class ReturnAddressService {
       dedupeKey: idempotencyKey ?? input.dedupe_key ?? null,
       createdAt,
     };
-    const result = await this.store.appendEvent(event, { maxEventsPerAddress: this.opts.maxEventsPerAddress });
+    // An event that could never fit, even in an empty queue, is refused as too large, not as full.
+    const size = Buffer.byteLength(event.data) + (event.metadata === null ? 0 : Buffer.byteLength(event.metadata));
+    if (size > this.opts.maxBytesPerAddress) {
+      throw new ApiError('payload_too_large', `This event would take ${size} bytes stored, more than one address holds (MAX_BYTES_PER_ADDRESS = ${this.opts.maxBytesPerAddress}): send less.`);
+    }
+    const result = await this.store.appendEvent(event, { maxEventsPerAddress: this.opts.maxEventsPerAddress, maxBytesPerAddress: this.opts.maxBytesPerAddress });
     switch (result.kind) {
       case 'created':
         this.changed(address.id);
@@ -206,7 +213,8 @@ export class ReturnAddressService {
       case 'queue_full':
         throw new ApiError(
           'queue_full',
-          `This address holds ${this.opts.maxEventsPerAddress} unacknowledged events; acknowledge some before delivering more.`,
+          `This address is full: its unacknowledged events reach MAX_EVENTS_PER_ADDRESS (${this.opts.maxEventsPerAddress}) or ` +
+            `MAX_BYTES_PER_ADDRESS (${this.opts.maxBytesPerAddress} bytes); acknowledge some before delivering more.`,
           { 'retry-after': String(QUEUE_FULL_RETRY_AFTER_SECONDS) },
         );
       case 'address_gone':

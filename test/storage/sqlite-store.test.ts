@@ -32,11 +32,11 @@ describe('SQLite store: a batch of appends', { skip: onlySqlite }, () => {
       // Submitted in one turn, so one transaction: the third item reuses the first's event id and
       // fails on the unique index, between items that succeed, on the same address and another.
       const results = await settle([
-        store.appendEvent(newEvent(a.id, 1, taken), { maxEventsPerAddress: 100 }),
-        store.appendEvent(newEvent(b.id, 1), { maxEventsPerAddress: 100 }),
-        store.appendEvent(newEvent(a.id, 'dup', taken), { maxEventsPerAddress: 100 }),
-        store.appendEvent(newEvent(a.id, 2), { maxEventsPerAddress: 100 }),
-        store.appendEvent(newEvent(b.id, 2), { maxEventsPerAddress: 100 }),
+        store.appendEvent(newEvent(a.id, 1, taken), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 }),
+        store.appendEvent(newEvent(b.id, 1), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 }),
+        store.appendEvent(newEvent(a.id, 'dup', taken), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 }),
+        store.appendEvent(newEvent(a.id, 2), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 }),
+        store.appendEvent(newEvent(b.id, 2), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 }),
       ]);
       assert.equal(results[2]!.status, 'rejected', 'the item with a taken id fails');
       assert.match(String((results[2] as PromiseRejectedResult).reason), /UNIQUE/);
@@ -45,7 +45,7 @@ describe('SQLite store: a batch of appends', { skip: onlySqlite }, () => {
       const seqs = async (id: string) => (await store.listEvents(id, 0, 100, PAGE_BYTES))!.events.map((e) => [e.sequence, JSON.parse(e.data)]);
       assert.deepEqual(await seqs(a.id), [[1, 1], [2, 2]], 'the failed item took no sequence: the next one got 2');
       assert.deepEqual(await seqs(b.id), [[1, 1], [2, 2]]);
-      const next = await store.appendEvent(newEvent(a.id, 3), { maxEventsPerAddress: 100 });
+      const next = await store.appendEvent(newEvent(a.id, 3), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 });
       assert.equal(next.kind === 'created' && next.event.sequence, 3, 'the counters written at the end of the batch are right');
     } finally {
       await store.close();
@@ -57,7 +57,7 @@ describe('SQLite store: a batch of appends', { skip: onlySqlite }, () => {
     try {
       const a = newAddress();
       await store.createAddress(a, { ...RATE, now: Date.now() });
-      const limits = { maxEventsPerAddress: 3 };
+      const limits = { maxEventsPerAddress: 3, maxBytesPerAddress: 1 << 30 };
       for (const i of range(1, 3)) assert.equal((await store.appendEvent(newEvent(a.id, i), limits)).kind, 'created');
       const first = (await store.listEvents(a.id, 0, 1, PAGE_BYTES))!.events[0]!;
       assert.ok(await store.ackEvent(a.id, first.id, Date.now()));
@@ -76,7 +76,7 @@ describe('SQLite store: a batch of appends', { skip: onlySqlite }, () => {
       // needs two deletions, and only one event is acknowledged. The prune that deleted it must be
       // rolled back with the refusal.
       assert.ok(await store.ackEvent(a.id, (await store.listEvents(a.id, 0, 1, PAGE_BYTES))!.events[0]!.id, Date.now()));
-      assert.equal((await store.appendEvent(newEvent(a.id, 8), { maxEventsPerAddress: 2 })).kind, 'queue_full');
+      assert.equal((await store.appendEvent(newEvent(a.id, 8), { maxEventsPerAddress: 2, maxBytesPerAddress: 1 << 30 })).kind, 'queue_full');
       const kept = (await store.listEvents(a.id, 0, 100, PAGE_BYTES))!.events;
       assert.deepEqual(kept.map((e) => [e.sequence, e.acknowledgedAt !== null]), [[3, true], [4, false], [5, false]], 'the refused append deleted nothing');
     } finally {

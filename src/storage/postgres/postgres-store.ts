@@ -250,10 +250,10 @@ export class PostgresStore implements Store {
     const order = inputs.map((_, i) => i).sort((a, b) => compareIds(inputs[a]!.event.addressId, inputs[b]!.event.addressId));
     const sorted = order.map((i) => inputs[i]!.event);
     const r = await this.pool.query<EventRowOrNull & { ord: number; outcome: string }>(
-      'SELECT * FROM ra_append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+      'SELECT * FROM ra_append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
       [sorted.map((e) => e.addressId), sorted.map((e) => e.id), sorted.map((e) => e.type), sorted.map((e) => e.source),
         sorted.map((e) => e.data), sorted.map((e) => e.metadata), sorted.map((e) => e.dedupeKey), sorted.map((e) => e.createdAt),
-        inputs[0]!.limits.maxEventsPerAddress, CHANGE_CHANNEL],
+        inputs[0]!.limits.maxEventsPerAddress, inputs[0]!.limits.maxBytesPerAddress, CHANGE_CHANNEL],
     );
     if (r.rows.length !== inputs.length) throw new Error(`ra_append_events answered ${r.rows.length} rows for ${inputs.length} events`);
     const results = new Array<AppendResult>(inputs.length);
@@ -276,8 +276,8 @@ export class PostgresStore implements Store {
   /** One round trip: ra_append_event (migration 0002) locks, dedupes, prunes, inserts and notifies. */
   private async appendOnce(e: NewEvent, limits: StoreLimits): Promise<AppendResult> {
     const r = await this.pool.query<EventRowOrNull & { outcome: string }>(
-      'SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
-      [e.addressId, e.id, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt, limits.maxEventsPerAddress, CHANGE_CHANNEL],
+      'SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
+      [e.addressId, e.id, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt, limits.maxEventsPerAddress, limits.maxBytesPerAddress, CHANGE_CHANNEL],
     );
     const row = r.rows[0];
     if (!row) throw new Error('ra_append_event answered no row');

@@ -77,6 +77,8 @@ export interface SqliteStoreOptions {
 interface QueueCounters {
   lastSequence: number;
   eventCount: number;
+  /** UTF-8 bytes of the stored events' data and metadata (MAX_BYTES_PER_ADDRESS). */
+  eventBytes: number;
   changed: boolean;
 }
 
@@ -104,7 +106,7 @@ export class SqliteStore implements Store {
 
   private readonly q: ReturnType<SqliteStore['prepare']>;
   /** An append that must first prune acknowledged events, in a savepoint: a prune that frees too little rolls back. */
-  private readonly appendAfterPrune: (e: NewEvent, c: QueueCounters, needed: number) => AppendResult;
+  private readonly appendAfterPrune: (e: NewEvent, c: QueueCounters, size: number, needEvents: number, needBytes: number) => AppendResult;
 
   constructor(path: string, opts: SqliteStoreOptions = {}) {
     this.path = path;
@@ -116,10 +118,21 @@ export class SqliteStore implements Store {
     this.db.pragma('busy_timeout = 5000');
     this.migrateNow();
     this.q = this.prepare();
-    this.appendAfterPrune = this.db.transaction((e: NewEvent, c: QueueCounters, needed: number) => {
-      const pruned = this.q.pruneAcked.run(e.addressId, needed).changes;
-      if (pruned < needed) throw new QueueFull();
-      return this.insertNext(e, c, pruned);
+    // Room for both limits: the shortest run of oldest acknowledged events that frees enough
+    // events and bytes, or QueueFull (the savepoint undoes nothing, since nothing was written).
+    this.appendAfterPrune = this.db.transaction((e: NewEvent, c: QueueCounters, size: number, needEvents: number, needBytes: number) => {
+      let pruned = 0;
+      let prunedBytes = 0;
+      let upto = -1;
+      for (const row of this.q.ackedSizes.iterate(e.addressId)) {
+        pruned++;
+        prunedBytes += row.bytes;
+        upto = row.sequence;
+        if (pruned >= needEvents && prunedBytes >= needBytes) break;
+      }
+      if (pruned < needEvents || prunedBytes < needBytes) throw new QueueFull();
+      this.q.pruneAckedUpTo.run(e.addressId, upto);
+      return this.insertNext(e, c, size, pruned, prunedBytes);
     });
     // The WAL exists while this connection is open and keeps its inode (it is restarted in place
     // after checkpoints, only deleted when the last connection closes), so these descriptors serve.
@@ -217,15 +230,16 @@ export class SqliteStore implements Store {
          ON CONFLICT (key) DO UPDATE SET window_start = excluded.window_start, count = excluded.count`,
       ),
       pruneRateWindows: db.prepare<[number]>('DELETE FROM rate_windows WHERE window_start < ?'),
-      queueState: db.prepare<[string], { last_sequence: number; event_count: number }>(
-        'SELECT last_sequence, event_count FROM addresses WHERE id = ?',
+      queueState: db.prepare<[string], { last_sequence: number; event_count: number; event_bytes: number }>(
+        'SELECT last_sequence, event_count, event_bytes FROM addresses WHERE id = ?',
       ),
       eventByKey: db.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND dedupe_key = ?`),
-      pruneAcked: db.prepare<[string, number]>(
-        `DELETE FROM events WHERE rowid IN (
-           SELECT rowid FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence LIMIT ?)`,
+      ackedSizes: db.prepare<[string], { sequence: number; bytes: number }>(
+        `SELECT sequence, length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) AS bytes
+         FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence`,
       ),
-      setCounters: db.prepare<[number, number, string]>('UPDATE addresses SET last_sequence = ?, event_count = ? WHERE id = ?'),
+      pruneAckedUpTo: db.prepare<[string, number]>('DELETE FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL AND sequence <= ?'),
+      setCounters: db.prepare<[number, number, number, string]>('UPDATE addresses SET last_sequence = ?, event_count = ?, event_bytes = ? WHERE id = ?'),
       // Positional parameters: binding by name from an object cost ~1 µs more per event.
       insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, number]>(
         `INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
@@ -364,7 +378,7 @@ export class SqliteStore implements Store {
           return { ok: false, error };
         }
       });
-      for (const [addressId, c] of counters) if (c?.changed) this.q.setCounters.run(c.lastSequence, c.eventCount, addressId);
+      for (const [addressId, c] of counters) if (c?.changed) this.q.setCounters.run(c.lastSequence, c.eventCount, c.eventBytes, addressId);
       return result;
     }).immediate();
     // Committed but not durable yet: hidden from readers until markDurable. This runs in the same
@@ -399,7 +413,7 @@ export class SqliteStore implements Store {
     let c = counters.get(e.addressId);
     if (c === undefined) {
       const row = this.q.queueState.get(e.addressId);
-      c = row ? { lastSequence: row.last_sequence, eventCount: row.event_count, changed: false } : null;
+      c = row ? { lastSequence: row.last_sequence, eventCount: row.event_count, eventBytes: row.event_bytes, changed: false } : null;
       counters.set(e.addressId, c);
     }
     if (!c) return { kind: 'address_gone' };
@@ -407,15 +421,19 @@ export class SqliteStore implements Store {
       const existing = this.q.eventByKey.get(e.addressId, e.dedupeKey);
       if (existing) return { kind: 'duplicate', event: toEvent(existing) };
     }
-    if (c.eventCount >= limits.maxEventsPerAddress) return this.appendAfterPrune(e, c, c.eventCount - limits.maxEventsPerAddress + 1);
-    return this.insertNext(e, c, 0);
+    const size = Buffer.byteLength(e.data) + (e.metadata === null ? 0 : Buffer.byteLength(e.metadata));
+    if (c.eventCount >= limits.maxEventsPerAddress || c.eventBytes + size > limits.maxBytesPerAddress) {
+      return this.appendAfterPrune(e, c, size, c.eventCount - limits.maxEventsPerAddress + 1, c.eventBytes + size - limits.maxBytesPerAddress);
+    }
+    return this.insertNext(e, c, size, 0, 0);
   }
 
-  private insertNext(e: NewEvent, c: QueueCounters, pruned: number): AppendResult {
+  private insertNext(e: NewEvent, c: QueueCounters, size: number, pruned: number, prunedBytes: number): AppendResult {
     const sequence = c.lastSequence + 1;
     this.q.insertEvent.run(e.id, e.addressId, sequence, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt);
     c.lastSequence = sequence;
     c.eventCount += 1 - pruned;
+    c.eventBytes += size - prunedBytes;
     c.changed = true;
     return { kind: 'created', event: { ...e, sequence, acknowledgedAt: null } };
   }
