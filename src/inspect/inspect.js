@@ -167,12 +167,15 @@ function renderEvent(e, fresh) {
     el('time', { className: 'time', text: e.created_at, attrs: { datetime: e.created_at } }),
     el('span', { className: 'eid mono', text: e.id }),
     ackState(e)));
+  // Email and captured requests are shown as text; their JSON starts folded.
+  let summarised = true;
   if (isObject(d) && (e.source === 'email' || e.type.startsWith('email.'))) article.append(emailView(d));
   else if (isObject(d) && (e.type === 'http.request' || typeof d.method === 'string')) article.append(requestView(d));
+  else summarised = false;
   if (isObject(e.metadata)) article.append(fieldList(Object.entries(e.metadata).map(([k, v]) => [`metadata.${k}`, v])));
   const json = JSON.stringify(e, null, 2);
   const details = el('details', {}, el('summary', { text: `JSON (${json.length} characters)` }), el('pre', { className: 'json', text: json }));
-  if (json.length < 4000) details.open = true;
+  if (!summarised && json.length < 4000) details.open = true;
   article.append(details);
 
   const old = state.shown.get(e.sequence);
