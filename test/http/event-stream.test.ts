@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import {
-  api, createAddress, createTestStorage, deliver, onlyPostgres, range, sleep, startTestService, type TestService, type TestStorage,
+  api, createAddress, createTestStorage, deliver, onlyPostgres, range, sleep, spawnService, startTestService, type TestService, type TestStorage,
 } from '../helpers.js';
 import { openStream } from '../sse-client.js';
 
@@ -155,6 +155,41 @@ describe('event stream and shutdown', () => {
     const ms = performance.now() - t0;
     assert.ok(ms < 3000, `shutdown took ${ms} ms`);
     for (const s of streams) assert.ok(s.comments.includes('shutting down'), JSON.stringify(s.comments));
+  });
+});
+
+describe('event stream and SIGTERM', () => {
+  it('SIGTERM ends open streams at once and the process exits 0', { timeout: 60_000 }, async () => {
+    const storage = await createTestStorage();
+    try {
+      const svc = await spawnService({ SSE_HEARTBEAT_MS: '30000' }, storage);
+      const a = await createAddress(svc.baseUrl);
+      await deliver(svc.baseUrl, a, { data: 1 });
+      const s = await openStream(`${svc.baseUrl}/api/v1/addresses/${a.id}/events/stream`, bearer(a.token));
+      await s.waitForMessages(1);
+      const t0 = performance.now();
+      svc.proc.kill('SIGTERM');
+      await s.ended;
+      const ms = performance.now() - t0;
+      assert.ok(ms < 2000, `the stream ended ${ms} ms after SIGTERM`);
+      assert.deepEqual(await svc.exited, { code: 0, signal: null });
+      assert.ok(s.comments.includes('shutting down'));
+    } finally {
+      await storage.drop();
+    }
+  });
+
+  it('HEAD answers the headers and holds nothing open', async () => {
+    const svc = await startTestService();
+    try {
+      const a = await createAddress(svc.baseUrl);
+      const r = await api(svc.baseUrl, 'HEAD', `/api/v1/addresses/${a.id}/events/stream`, { token: a.token });
+      assert.equal(r.status, 200);
+      assert.match(r.headers.get('content-type') ?? '', /^text\/event-stream/);
+      assert.equal(svc.running.hub.size(), 0);
+    } finally {
+      await svc.stop();
+    }
   });
 });
 

@@ -100,6 +100,8 @@ export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAs
       // A stream's connection is not reused: once it ends, nothing holds a server shutdown.
       connection: 'close',
     });
+    // HEAD (which Fastify routes here too) gets the headers only: no body, so nothing to hold open.
+    if (request.raw.method === 'HEAD') return void res.end();
     res.write(`retry: 1000\n: stream of ${address.id} after ${after}\n\n`);
 
     let drainTimer: NodeJS.Timeout | undefined;
