@@ -46,6 +46,10 @@ export interface Config {
   readonly requestTimeoutMs: number;
   readonly headersTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
+  /** An event stream sends a comment line after this long without an event (SSE_HEARTBEAT_MS). */
+  readonly sseHeartbeatMs: number;
+  /** An event stream whose client has not read its buffered events within this long is dropped (SSE_DRAIN_TIMEOUT_MS). */
+  readonly sseDrainTimeoutMs: number;
   /** RA_DEBUG_GROUP_COMMIT: log the SQLite group commit's counters every second while it works. */
   readonly logGroupCommitStats: boolean;
 }
@@ -178,6 +182,9 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs,
     headersTimeoutMs,
     keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 100),
+    // Below the 55 s idle-socket timeout, which a heartbeat resets.
+    sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 50, 30_000),
+    sseDrainTimeoutMs: int(env, 'SSE_DRAIN_TIMEOUT_MS', 10_000, 50, 300_000),
     logGroupCommitStats: bool(env, 'RA_DEBUG_GROUP_COMMIT', false),
   });
 }

@@ -220,9 +220,11 @@ ${flow(c)}
 4. GET    /api/v1/addresses/{addressId}/events           Bearer token     ?after&limit&wait -> 200 EventPage
 5. POST   /api/v1/addresses/{addressId}/events/{eventId}/ack  Bearer token  no body       -> 200 {"event": Event}
 6. POST   /api/v1/inbox/{addressId}/{secret}             secret in path   CreateEvent body -> 202 new / 200 duplicate
+   GET    /api/v1/addresses/{addressId}/events/stream    Bearer token     ?after, Last-Event-ID -> 200 text/event-stream
    POST   /api/v1/addresses/{addressId}/mcp              Bearer token     MCP Streamable HTTP
    GET|POST|PUT|PATCH|DELETE /api/v1/hooks/{addressId}/{secret}[/any/sub/path]  secret in path  any body -> 202 new / 200
    PUT    /api/v1/addresses/{addressId}/signing-secrets  Bearer token     JSON body        -> 200 {"configured":[…]}
+   GET    /inspect                                       none (token typed in, or in the #fragment)  -> a live page for a person
    GET    /healthz (process up), /readyz (storage reachable), /openapi.json, /llms.txt, /llms-full.txt
 
 Authentication for 2-5 and MCP: header "Authorization: Bearer aa_read_…". Order of checks: a missing
@@ -238,7 +240,7 @@ the address exists:
 
 Query parameters: every endpoint refuses one it does not know with 400 invalid_request naming it
 and the allowed ones ("Unknown query parameter 'cursor': the allowed ones are after, limit, wait."),
-so a misspelt parameter is never silently ignored. Only endpoint 4 takes any.
+so a misspelt parameter is never silently ignored. Only endpoint 4 and the event stream take any.
 
 ## Create address (endpoint 1)
 
@@ -325,6 +327,38 @@ Response 200 EventPage: {"events": [Event…], "next_cursor": n, "has_more": boo
 Event (snake_case): id (evt_ + 26 chars; opaque: order by sequence, never by id), address_id,
 sequence (>= 1), type, source, data (always present, null when none), metadata (when given),
 dedupe_key (when given), created_at, acknowledged_at (once acknowledged).
+
+## Live event stream (Server-Sent Events)
+
+GET ${c.baseUrl}/api/v1/addresses/{addressId}/events/stream with the bearer token: a text/event-stream
+of every event after the cursor, then each new one as soon as it is committed (on any instance), in
+sequence order and without a gap. The same credential checks, in the same order, as endpoint 4,
+answered as JSON before the stream starts.
+- Cursor: header Last-Event-ID (the id of the last message received; EventSource resends it when it
+  reconnects) or query after (0 to 9007199254740991, default 0); Last-Event-ID wins when both are
+  given. after is the only query parameter.
+- One message per event:
+    id: <sequence>
+    event: event
+    data: <the Event JSON, exactly as in endpoint 4's events, on one line>
+- A comment line ": ping" after every ${c.sseHeartbeatMs / 1000} s without an event (SSE_HEARTBEAT_MS), and
+  "retry: 1000" at the start.
+- Deleting the address ends the stream with "event: error" and
+  data {"error":{"code":"not_found","message":"…"}}. A server shutdown ends it after a comment
+  (": shutting down"): reconnect with Last-Event-ID and nothing is missed or repeated.
+- A client that leaves what was sent unread for ${c.sseDrainTimeoutMs / 1000} s (SSE_DRAIN_TIMEOUT_MS) is disconnected;
+  the service holds at most about 1 MiB of events per stream while waiting for it.
+- curl -sN "$EVENTS_URL/stream" -H "Authorization: Bearer $READ_TOKEN"
+  (browsers' EventSource cannot send the Authorization header: use fetch() and read the body, as
+  ${c.baseUrl}/inspect does.)
+
+## Inspector page
+
+${c.baseUrl}/inspect#<address_id>:<read_token> is a page for a person: it shows the address and its
+queue live (newest first, JSON pretty-printed, email as text, captured requests as method/path/
+headers), with ack buttons and copyable curl lines. The fragment never reaches the server; the page
+sends the token only in the Authorization header. Everything is shown as text, never as HTML, and
+the page loads nothing from anywhere else (strict Content-Security-Policy).
 
 ## Acknowledge (endpoint 5)
 

@@ -8,6 +8,7 @@ import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
 import { eventMatches, type EventFilter } from './event-match.js';
 import { newSigningKeys } from './signing-keys.js';
 import { eventObject } from './representation.js';
+import { EventStream, type StreamSink } from './event-stream.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
 import type { AddressRecord, Delivery, EventInput, EventRecord, ListQuery, NewEvent, Page } from './model.js';
 import type { Store, WakeupHub } from './ports.js';
@@ -62,6 +63,8 @@ const WRONG_TOKEN = 'This read token does not open this address: use the credent
 export const DEFAULT_EVENT_TYPE = 'message.received';
 export const DEFAULT_EVENT_SOURCE = 'https';
 export const DEFAULT_ADDRESS_NAME = 'untitled';
+/** Stored JSON bytes a stream reads at once (always at least one event): what a blocked stream may hold. */
+export const STREAM_PAGE_BYTES = 1024 * 1024;
 /** How long a client told `queue_full` should wait before retrying: long enough for a reader to ack. */
 const QUEUE_FULL_RETRY_AFTER_SECONDS = 30;
 
@@ -249,6 +252,16 @@ export class ReturnAddressService {
     const poll = new LongPoll(this.hub, address.id, () => this.readPage(address.id, q.after, q.limit, q.maxBytes), q.after, deadline, this.now, callback);
     poll.start();
     return poll;
+  }
+
+  /**
+   * A live stream of the queue after `after` (event-stream.ts): the sink gets every event in order,
+   * a heartbeat after each idle `heartbeatMs`, and end() on deletion (not_found), store failure or
+   * shutdown. Pages of at most STREAM_PAGE_BYTES, so a blocked stream holds little. `start()` it
+   * (the sink may be called from inside start()), and `cancel()` it when the client leaves.
+   */
+  streamEvents(address: AddressRecord, after: number, heartbeatMs: number, sink: StreamSink): EventStream {
+    return new EventStream(this.hub, address.id, (cursor) => this.readPage(address.id, cursor, 100, STREAM_PAGE_BYTES), after, heartbeatMs, sink);
   }
 
   /**

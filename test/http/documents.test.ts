@@ -28,7 +28,7 @@ describe('published documents', () => {
     const paths = Object.keys(doc.paths);
     for (const p of ['/api/v1/addresses', '/api/v1/addresses/{addressId}', '/api/v1/addresses/{addressId}/events',
       '/api/v1/addresses/{addressId}/events/{eventId}/ack', '/api/v1/inbox/{addressId}/{secret}', '/healthz', '/readyz',
-      '/openapi.json', '/llms.txt', '/llms-full.txt']) {
+      '/openapi.json', '/llms.txt', '/llms-full.txt', '/api/v1/addresses/{addressId}/events/stream', '/inspect']) {
       assert.ok(paths.includes(p), `${p} documented`);
       const fastifyPath = p.replace(/\{(\w+)\}/g, ':$1');
       assert.ok(served.includes(fastifyPath.split('/').pop()!), `${fastifyPath} served`);
@@ -45,5 +45,17 @@ describe('published documents', () => {
     }
     assert.ok(full.text.includes('@mail.example.test'));
     assert.ok(full.text.includes('1234'), 'the configured MAX_EVENTS_PER_ADDRESS is stated');
+    assert.ok(full.text.includes('/events/stream') && full.text.includes('Last-Event-ID') && full.text.includes('/inspect'), 'the event stream and the inspector are documented');
+  });
+
+  it('documents the event stream as text/event-stream with its query and Last-Event-ID header', async () => {
+    const doc = (await api(svc.baseUrl, 'GET', '/openapi.json')).json;
+    const op = doc.paths['/api/v1/addresses/{addressId}/events/stream'].get;
+    assert.ok(op.responses['200'].content['text/event-stream'], 'a text/event-stream response');
+    assert.deepEqual(op.security, [{ bearerAuth: [] }]);
+    const params = op.parameters.map((p: { in: string; name: string }) => `${p.in}:${p.name}`);
+    for (const p of ['path:addressId', 'query:after', 'header:last-event-id']) assert.ok(params.includes(p), `${p} declared`);
+    assert.ok(['401', '404', '400'].every((s) => op.responses[s]), 'its errors');
+    assert.ok(doc.paths['/inspect'].get.responses['200'].content['text/html']);
   });
 });
