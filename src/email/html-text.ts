@@ -8,6 +8,8 @@ export interface HtmlAnchor {
   href: string;
   /** The anchor's visible text, whitespace collapsed. */
   text: string;
+  /** The text just before the anchor on its line, after any previous anchor (at most 100 characters). */
+  before: string;
 }
 
 export interface HtmlText {
@@ -54,15 +56,20 @@ export function htmlToText(html: string): HtmlText {
   const out: string[] = [];
   const anchors: HtmlAnchor[] = [];
   // The open anchor collects its own text: no re-reading of the output when it closes.
-  let open: { href: string; parts: string[] } | null = null;
+  let open: { href: string; parts: string[]; before: string } | null = null;
+  // Text since the last line break or anchor end, kept short: what an anchor's words follow.
+  let lead = '';
   const push = (s: string) => {
     out.push(s);
     open?.parts.push(s);
+    const nl = s.lastIndexOf('\n');
+    lead = (nl === -1 ? lead + s : s.slice(nl + 1)).slice(-100);
   };
   const closeAnchor = () => {
     if (open === null) return;
-    if (anchors.length < MAX_ANCHORS) anchors.push({ href: open.href, text: collapse(open.parts.join('')) });
+    if (anchors.length < MAX_ANCHORS) anchors.push({ href: open.href, text: collapse(open.parts.join('')), before: collapse(open.before) });
     open = null;
+    lead = '';
   };
 
   let i = 0;
@@ -102,7 +109,7 @@ export function htmlToText(html: string): HtmlText {
         closeAnchor();
         const href = HREF_RE.exec(tag);
         const value = href ? (href[1] ?? href[2] ?? href[3] ?? '') : '';
-        if (value !== '') open = { href: decodeEntities(value).trim(), parts: [] };
+        if (value !== '') open = { href: decodeEntities(value).trim(), parts: [], before: lead };
       }
       continue;
     }

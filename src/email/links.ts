@@ -23,7 +23,7 @@ const MAX_LINKS = 100;
 const MAX_URL_LENGTH = 4096;
 
 const UNSUBSCRIBE_RE = /unsubscri|opt[-_ ]?out|email[-_ ]?preferences|manage[-_ ](?:your[-_ ])?(?:email|subscription|notification|mail)|abbestellen|newsletter abmelden|abmelden vom|désabonner|desabonner|désinscri|desinscri|se désinscrire|darse de baja|dar de baja|date de baja|cancelar (?:la )?suscripción|anular (?:la )?suscripción|配信停止|配信解除|購読解除|退订|取消订阅|退訂/i;
-const RESET_RE = /reset|forgot|recover(?:y)?[-_ ]?(?:your[-_ ])?password|password[-_ ]?(?:recovery|change)|change[-_ ](?:your[-_ ])?password|new[-_ ]password|zurücksetzen|neues passwort|réinitialis|reinitialis|restablecer|recuperar (?:tu |la |su )?contraseña|nueva contraseña|パスワード(?:の)?(?:再設定|リセット)|重置密码|重设密码|重設密碼/i;
+const RESET_RE = /reset|forgot|recover(?:y)?[-_ ]?(?:your[-_ ])?password|password[-_ ]?recovery|new[-_ ]password|zurücksetzen|neues passwort|réinitialis|reinitialis|restablec|recuperar (?:tu |la |su )?contraseña|nueva contraseña|パスワード(?:の)?(?:再設定|リセット)|重置密码|重设密码|重設密碼/i;
 const SIGN_IN_RE = /sign[-_ ]?in|log[-_ ]?in|signin|login|magic|one[-_ ]?click|anmelden|einloggen|se connecter|connexion|iniciar sesión|inicia sesión|acceder|ingresar|ログイン|サインイン|登录|登入/i;
 const VERIFY_RE = /verif|confirm|activat|validat|bestätig|vérifi|confirmer|verificar|confirmar|activar|確認|認証|有効化|验证|驗證|激活|确认/i;
 const URL_SIGN_IN_RE = /\/(?:magic|login|log-in|signin|sign-in|sign_in|auth\/callback|sessions?\/(?:new|token|magic)|passwordless|email-login)(?:[/?#._-]|$)/i;
@@ -43,7 +43,7 @@ export function classifyLink(url: URL, words: string): LinkKind {
   const w = words.slice(0, 500);
   const u = `${url.hostname}${url.pathname}${url.search}`.slice(0, MAX_URL_LENGTH);
   if (UNSUBSCRIBE_RE.test(w)) return 'unsubscribe';
-  if (RESET_RE.test(w) && /passw|contrase|passe|kennwort|パスワード|密码|密碼|reset|forgot|zurücksetzen|réinitialis|restablecer/i.test(w + u)) return 'reset';
+  if (RESET_RE.test(w) && /passw|contrase|passe|kennwort|パスワード|密码|密碼|reset|forgot|zurücksetzen|réinitialis|restablec/i.test(w + u)) return 'reset';
   if (SIGN_IN_RE.test(w) && carriesToken(url)) return 'magic_link';
   if (VERIFY_RE.test(w)) return 'verify';
   // Words said nothing (an image, "click here", a bare URL): the URL itself.
@@ -95,7 +95,10 @@ export function findLinks(sources: LinkSources): ExtractedLink[] {
   for (const m of (sources.listUnsubscribe ?? '').slice(0, 8192).matchAll(/<([^<>]{1,4096})>/g)) add(httpUrl(m[1] ?? ''), 'unsubscribe');
   for (const a of sources.anchors) {
     const url = httpUrl(a.href);
-    if (url) add(url, classifyLink(url, a.text));
+    if (url === null) continue;
+    const kind = classifyLink(url, a.text);
+    // "配信停止は<a>こちら</a>", "To unsubscribe <a>click here</a>": the words before the anchor.
+    add(url, kind === 'other' && a.before !== '' ? classifyLink(url, a.before) : kind);
   }
   for (const m of sources.text.matchAll(TEXT_URL_RE)) {
     const url = httpUrl(m[0]);

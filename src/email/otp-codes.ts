@@ -89,8 +89,9 @@ function candidateCode(raw: string): string | null {
     return a.length === b.length ? a + b : null;
   }
   if (/^\d+$/.test(raw)) return raw;
-  // Letters and digits mixed: upper-case words ("HTML", "CODE") are not codes.
-  return /\d/.test(raw) && /[A-Z]/.test(raw) ? raw : null;
+  // Letters and digits mixed: upper-case words ("HTML", "CODE") are not codes, and neither is a
+  // word followed by a number ("SAVE20", "WEEKLY2024"), the shape of promotion codes.
+  return /\d/.test(raw) && /[A-Z]/.test(raw) && !/^[A-Z]{3,}\d{1,4}$/.test(raw) ? raw : null;
 }
 
 /** Part of a longer number, an amount, an id after '#', an e-mail address, a path. */
