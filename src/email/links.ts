@@ -21,6 +21,10 @@ export interface ExtractedLink {
 const PRIORITY: Record<LinkKind, number> = { other: 0, verify: 1, magic_link: 2, reset: 3, unsubscribe: 4 };
 const MAX_LINKS = 100;
 const MAX_URL_LENGTH = 4096;
+/** Bare URLs of the text read at most (a hostile text may hold tens of thousands). */
+const MAX_TEXT_URLS = 1000;
+/** Characters before a bare URL read for its context. */
+const CONTEXT_WINDOW = 600;
 
 const UNSUBSCRIBE_RE = /unsubscri|opt[-_ ]?out|email[-_ ]?preferences|manage[-_ ](?:your[-_ ])?(?:email|subscription|notification|mail)|abbestellen|newsletter abmelden|abmelden vom|désabonner|desabonner|désinscri|desinscri|se désinscrire|darse de baja|dar de baja|date de baja|cancelar (?:la )?suscripción|anular (?:la )?suscripción|配信停止|配信解除|購読解除|退订|取消订阅|退訂/i;
 const RESET_RE = /reset|forgot|recover(?:y)?[-_ ]?(?:your[-_ ])?password|password[-_ ]?recovery|new[-_ ]password|zurücksetzen|neues passwort|réinitialis|reinitialis|restablec|recuperar (?:tu |la |su )?contraseña|nueva contraseña|パスワード(?:の)?(?:再設定|リセット)|重置密码|重设密码|重設密碼/i;
@@ -100,7 +104,9 @@ export function findLinks(sources: LinkSources): ExtractedLink[] {
     // "配信停止は<a>こちら</a>", "To unsubscribe <a>click here</a>": the words before the anchor.
     add(url, kind === 'other' && a.before !== '' ? classifyLink(url, a.before) : kind);
   }
+  let seen = 0;
   for (const m of sources.text.matchAll(TEXT_URL_RE)) {
+    if (++seen > MAX_TEXT_URLS) break;
     const url = httpUrl(m[0]);
     if (url) add(url, classifyLink(url, wordsBefore(sources.text, m.index ?? 0)));
   }
@@ -109,16 +115,15 @@ export function findLinks(sources: LinkSources): ExtractedLink[] {
 
 /** The words a bare URL follows: its line up to it, or else the previous non-empty line. */
 function wordsBefore(text: string, index: number): string {
-  const lineStart = text.lastIndexOf('\n', index - 1) + 1;
-  const own = text.slice(lineStart, index).replace(/https?:\/\/\S*/g, ' ');
+  // Only a short window before the URL is read: the work per URL is bounded, whatever the lines.
+  const window = text.slice(Math.max(0, index - CONTEXT_WINDOW), index);
+  const lines = window.split('\n');
+  const own = (lines.pop() ?? '').replace(/https?:\/\/\S*/g, ' ');
   if (/\p{L}{2}/u.test(own)) return own.slice(-200);
-  let end = lineStart - 1;
-  // Skip blank lines, at most a few.
-  for (let tries = 0; tries < 3 && end > 0; tries++) {
-    const start = text.lastIndexOf('\n', end - 1) + 1;
-    const line = text.slice(start, end);
+  // The nearest non-empty line above, skipping a few blank ones.
+  for (let tries = 0; tries < 3 && lines.length > 0; tries++) {
+    const line = lines.pop() ?? '';
     if (line.trim() !== '') return `${line.slice(-200)} ${own}`;
-    end = start - 1;
   }
   return own;
 }

@@ -73,7 +73,7 @@ export function findOtpCodes(input: string): string[] {
       && !/[.!?;:\n。！？\d]/.test(text.slice(end, after.start));
     if (!nearBefore && !nearAfter) continue;
     // A year is taken only right after its code word ("PIN: 1987"), never from a date-like line.
-    if (/^(?:19|20)\d\d$/.test(code) && !(nearBefore && start - before!.end <= 12)) continue;
+    if (/^(?:19|20)\d\d$/.test(code) && !(nearBefore && /^[\s:：#-]*(?:is|lautet|est|es|:)?[\s:：]*$/i.test(text.slice(before!.end, start)))) continue;
     if (!codes.includes(code)) codes.push(code);
     if (codes.length >= MAX_CODES) break;
   }
