@@ -46,4 +46,16 @@ describe('published documents', () => {
     assert.ok(full.text.includes('@mail.example.test'));
     assert.ok(full.text.includes('1234'), 'the configured MAX_EVENTS_PER_ADDRESS is stated');
   });
+
+  it('email events document data.extracted and data.authentication in llms-full.txt and the OpenAPI', async () => {
+    const full = (await api(svc.baseUrl, 'GET', '/llms-full.txt')).text;
+    for (const term of ['extracted = { otp_codes, links, reply_text }', 'magic_link', 'unsubscribe', 'authentication = { spf, dkim, dmarc, summary }', 'temperror']) {
+      assert.ok(full.includes(term), `llms-full.txt mentions ${term}`);
+    }
+    const doc = (await api(svc.baseUrl, 'GET', '/openapi.json')).json;
+    const data = JSON.stringify(doc);
+    for (const term of ['otp_codes', 'reply_text', 'magic_link', 'authentication: {spf, dkim, dmarc, summary}']) {
+      assert.ok(data.includes(term), `openapi.json describes ${term}`);
+    }
+  });
 });
