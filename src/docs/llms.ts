@@ -377,7 +377,7 @@ A message to several addresses becomes one event in each (one per address, even 
   255 characters or with control characters becomes "sha256:<hex of the id>"). No Message-ID: no
   dedupe_key.
 - data = { from, to, cc, subject, text, html, message_id, in_reply_to, references, date, headers,
-  attachments, raw_size, parse_error }. Every key is always present:
+  attachments, raw_size, parse_error, extracted, authentication }. Every key is always present:
   - from: {name, address} or null; to, cc: [{name, address}] (groups flattened); name is null when
     the mailbox has no display name.
   - subject (decoded; "" when the header is present but empty), text, html, message_id, in_reply_to
@@ -390,6 +390,29 @@ A message to several addresses becomes one event in each (one per address, even 
   - raw_size: size of the message in bytes as received. parse_error: null, or why the MIME
     structure could not be decoded; the event then holds the top-level headers and the undecoded
     body as text. Malformed mail is never refused for its MIME.
+  - extracted = { otp_codes, links, reply_text }, read by the service from subject, text and html
+    (the html's text when there is no text part; the first 256 KiB of each body):
+    - otp_codes: ["482913", "K7P2XQ", …], [] when none. 4-8 digits, two equal digit groups
+      ("482-913" is given as "482913") or 4-8 upper-case letters and digits, only near a code word
+      (code, verification, OTP, passcode, PIN, one-time, código, Bestätigungscode, code de
+      vérification, 验证码, 認証コード, …). Phone numbers, dates, years, prices, zip and promo codes, order
+      numbers and anything inside a URL are not codes.
+    - links: [{url, kind}], http(s) only, each URL once, in order of appearance (List-Unsubscribe
+      first). kind: "magic_link" (a sign-in link carrying a token), "verify" (confirm an address or
+      action), "reset" (password reset), "unsubscribe" (also every List-Unsubscribe URL), "other".
+      Classified from the anchor text, the words before the link, and the URL.
+    - reply_text: the new text of the message: quoted history ("On … wrote:", "> " lines, Outlook
+      "From:/Sent:" blocks, "-----Original Message-----", the Gmail quote) and the signature ("-- ",
+      "Sent from my iPhone", …) removed; null when nothing is left.
+    These are heuristics: check a code or link against the mail when it matters. The service never
+    follows, fetches or renders anything in a mail; treat every value as untrusted input.
+  - authentication = { spf, dkim, dmarc, summary }, checked at receipt with the SMTP client's IP,
+    EHLO name and MAIL FROM. spf, dkim, dmarc are the results as mailauth reports them: "pass",
+    "fail", "softfail" (spf), "neutral" (dkim: also a body changed after signing), "none" (no record
+    or no signature), "temperror" (DNS did not answer), "permerror", "policy". summary is "pass"
+    only when DMARC passes (the From domain is proven), "fail" when any of the three failed,
+    "temperror" when a lookup failed and nothing failed, else "none". DNS lookups are bounded (3 s
+    each, 8 s per message); past that, temperror, and the mail is still accepted.
 - metadata = { smtp_mail_from ("" for the null sender), smtp_rcpt_to (the recipient as sent),
   remote_ip, tag (only when +tag was used) }.
 

@@ -10,6 +10,10 @@
 // Shutdown: close() stops accepting connections, refuses messages whose DATA ends from then on
 // (421, the sender retries later), waits for deliveries already under way, then ends the remaining
 // connections with 421. Only after that may the store close.
+//
+// Sender authentication (SPF, DKIM, DMARC) runs beside the parse, on the raw bytes, with the
+// connection's IP, EHLO name and MAIL FROM; its DNS lookups are bounded (sender-authentication.ts),
+// so a dead or slow resolver costs at most its budget and gives temperror, never a stalled session.
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
@@ -19,6 +23,7 @@ import { ApiError } from '../domain/errors.js';
 import type { AddressRecord } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { EMAIL_EVENT_SOURCE, emailEventInput, parseEmailMessage } from './mime-to-event.js';
+import { authenticateSender, type DnsResolver } from './sender-authentication.js';
 
 export interface SmtpListenerOptions {
   port: number;
@@ -36,6 +41,12 @@ export interface SmtpListenerOptions {
   maxBufferedBytes?: number;
   /** Clock for expiry checks; the service's own clock by default. */
   now?: () => number;
+  /** DNS for SPF, DKIM and DMARC; node's dns.promises.resolve by default (tests inject their own). */
+  dnsResolver?: DnsResolver | undefined;
+  /** Longest wait for one DNS answer (default 3 s). */
+  dnsLookupTimeoutMs?: number | undefined;
+  /** Longest time all the DNS lookups of one message may take together (default 8 s). */
+  authenticationBudgetMs?: number | undefined;
 }
 
 export interface SmtpListener {
@@ -107,8 +118,15 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
   }
 
   /** Delivers a complete message; resolves to the 250 text, or throws an SMTP error. */
-  async function deliverMessage(raw: Buffer, mailFrom: string, rcpts: readonly string[], remoteIp: string, sessionId: string): Promise<string> {
+  async function deliverMessage(raw: Buffer, mailFrom: string, rcpts: readonly string[], remoteIp: string, helo: string, sessionId: string): Promise<string> {
+    const authentication = authenticateSender(raw, { ip: remoteIp.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, ''), helo: helo === '' ? undefined : helo, sender: mailFrom, mta: opts.emailDomain }, {
+      resolver: opts.dnsResolver,
+      lookupTimeoutMs: opts.dnsLookupTimeoutMs,
+      budgetMs: opts.authenticationBudgetMs,
+      onError: (err) => log.warn({ err, session: sessionId }, 'sender authentication failed'),
+    });
     const data = await parseEmailMessage(raw);
+    data.authentication = await authentication;
     // Recipients are re-checked: an address may have been deleted or expired since RCPT TO.
     const targets = new Map<string, { recipient: Recipient; rcpt: string }>();
     for (const rcpt of rcpts) {
@@ -136,7 +154,8 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
         log.error({ err: r.reason, session: sessionId }, 'storing an email event failed');
       }
     }
-    log.info({ session: sessionId, remote_ip: remoteIp, bytes: raw.byteLength, events: stored, duplicates, parse_error: data.parse_error ?? undefined },
+    log.info({ session: sessionId, remote_ip: remoteIp, bytes: raw.byteLength, events: stored, duplicates, parse_error: data.parse_error ?? undefined,
+      authentication: data.authentication?.summary },
       'email received');
     // A retry re-delivers to every recipient; those already stored are deduplicated by Message-ID.
     if (queueFull) throw smtpError(452, 'Mailbox full: the address holds too many unacknowledged events, try again later');
@@ -181,6 +200,7 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
       const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
       const rcpts = session.envelope.rcptTo.map((r) => r.address);
       const remoteIp = session.remoteAddress;
+      const helo = session.hostNameAppearsAs ?? '';
       const chunks: Buffer[] = [];
       let bytes = 0;
       let held = 0;
@@ -229,7 +249,7 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
         }
         const raw = Buffer.concat(chunks, bytes);
         chunks.length = 0; // `raw` holds the bytes now; they count against the budget until stored
-        const delivery = deliverMessage(raw, mailFrom, rcpts, remoteIp, session.id).then(
+        const delivery = deliverMessage(raw, mailFrom, rcpts, remoteIp, helo, session.id).then(
           (reply) => callback(null, reply),
           (err: unknown) => {
             if (typeof (err as SMTPServerError).responseCode === 'number') {

@@ -79,7 +79,14 @@ export const Event = Type.Object(
     sequence: Type.Integer({ minimum: 1, description: 'Starts at 1 per address and grows by exactly 1 per new event: no gaps, no reuse.' }),
     type: Type.String(),
     source: Type.String({ description: '"https" by default for HTTP deliveries, "email" for inbound mail.' }),
-    data: Type.Unknown({ description: 'Any JSON value; null when the delivery had none.' }),
+    data: Type.Unknown({
+      description: 'Any JSON value; null when the delivery had none. For inbound mail (source "email", type "email.received") an object: ' +
+        '{from, to, cc, subject, text, html, message_id, in_reply_to, references, date, headers, attachments, raw_size, parse_error, ' +
+        'extracted: {otp_codes: [string], links: [{url, kind: "magic_link"|"verify"|"reset"|"unsubscribe"|"other"}], reply_text: string|null}, ' +
+        'authentication: {spf, dkim, dmarc, summary}} (spf/dkim/dmarc as mailauth reports them: pass, fail, none, temperror, …; ' +
+        'summary is "pass" only when DMARC passes, else "fail", "temperror" or "none"). extracted is heuristic and read from untrusted content; ' +
+        'nothing in a mail is ever followed or fetched. Full description: /llms-full.txt, section "Inbound email".',
+    }),
     metadata: Type.Optional(Metadata),
     dedupe_key: Type.Optional(Type.String()),
     created_at: Type.String({ format: 'date-time' }),
