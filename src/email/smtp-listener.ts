@@ -20,7 +20,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerError, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import { SLUG_RE } from '../domain/credentials.js';
 import { ApiError } from '../domain/errors.js';
-import type { AddressRecord } from '../domain/model.js';
+import type { AddressRecord, Delivery } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { EMAIL_EVENT_SOURCE, emailEventInput, parseEmailMessage } from './mime-to-event.js';
 import { authenticateSender, type DnsResolver } from './sender-authentication.js';
@@ -100,6 +100,9 @@ function readPem(path: string, variable: string): Buffer {
   }
 }
 
+/** A mail's event JSON above this many characters is stored one recipient at a time. */
+const LARGE_EVENT_CHARS = 1024 * 1024;
+
 export async function startSmtpListener(service: ReturnAddressService, opts: SmtpListenerOptions, log: FastifyBaseLogger): Promise<SmtpListener> {
   const now = opts.now ?? Date.now;
   const inFlight = new Set<Promise<unknown>>();
@@ -134,12 +137,39 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
       // Two recipients naming one address (slug+a, slug+b) give it one event, as a Message-ID would.
       if (recipient && !targets.has(recipient.address.id)) targets.set(recipient.address.id, { recipient, rcpt });
     }
-    const results = await Promise.allSettled([...targets.values()].map(({ recipient, rcpt }) =>
-      service.deliver(recipient.address, emailEventInput(data, { mailFrom, rcptTo: rcpt, remoteIp, tag: recipient.tag }), undefined, EMAIL_EVENT_SOURCE)));
+    // The event's JSON is built once and shared by every recipient's event: a mail to 100 addresses
+    // holds one copy, not 100. That text (up to ~6x the message, for escaped control bytes) counts
+    // against SMTP_MAX_BUFFERED_BYTES with the raw bytes while it is held, and a large one is stored
+    // one recipient at a time, so the stores' own copies of it are never more than one either.
+    const dataJson = JSON.stringify(data);
+    // Refused only while other messages hold bytes too: alone, a message always gets through, so an
+    // MTA's retry cannot be refused forever by a budget smaller than one message's JSON.
+    const othersHold = buffered > raw.byteLength;
+    if (othersHold && buffered + dataJson.length > maxBuffered) {
+      log.warn({ session: sessionId, buffered, json: dataJson.length }, 'email refused for now: too many message bytes in memory');
+      throw smtpError(452, 'Insufficient system storage, try again later');
+    }
+    buffered += dataJson.length;
+    const deliverTo = ({ recipient, rcpt }: { recipient: Recipient; rcpt: string }) => {
+      const input = emailEventInput(data, { mailFrom, rcptTo: rcpt, remoteIp, tag: recipient.tag });
+      return service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE);
+    };
+    let results: PromiseSettledResult<Delivery>[];
+    try {
+      if (dataJson.length <= LARGE_EVENT_CHARS) {
+        results = await Promise.allSettled([...targets.values()].map(deliverTo));
+      } else {
+        results = [];
+        for (const target of targets.values()) results.push(...(await Promise.allSettled([deliverTo(target)])));
+      }
+    } finally {
+      buffered -= dataJson.length;
+    }
 
     const stored: string[] = [];
     let duplicates = 0;
     let queueFull = false;
+    let tooLarge = false;
     let transient = false;
     for (const r of results) {
       if (r.status === 'fulfilled') {
@@ -147,6 +177,9 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
         if (r.value.duplicate) duplicates++;
       } else if (r.reason instanceof ApiError && r.reason.code === 'queue_full') {
         queueFull = true;
+      } else if (r.reason instanceof ApiError && r.reason.code === 'payload_too_large') {
+        // Larger than a whole address may hold (MAX_BYTES_PER_ADDRESS): no retry can fit it.
+        tooLarge = true;
       } else if (r.reason instanceof ApiError && (r.reason.code === 'address_expired' || r.reason.code === 'not_found')) {
         // Gone since RCPT TO: nothing to retry for this recipient.
       } else {
@@ -160,6 +193,7 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
     // A retry re-delivers to every recipient; those already stored are deduplicated by Message-ID.
     if (queueFull) throw smtpError(452, 'Mailbox full: the address holds too many unacknowledged events, try again later');
     if (transient) throw smtpError(451, 'Temporary failure storing the message, try again later');
+    if (tooLarge && stored.length === 0) throw smtpError(552, 'Message too large for this mailbox');
     if (stored.length === 0) throw smtpError(550, 'No such mailbox here (deleted or expired)');
     return stored.length === 1 ? `OK: stored as ${stored[0]}` : `OK: stored as ${stored.length} events`;
   }
