@@ -35,6 +35,8 @@ export interface Config {
   readonly maxDiscardBytes: number;
   /** Email bytes held in memory by all SMTP sessions together; past it, 452 (try later). */
   readonly smtpMaxBufferedBytes: number;
+  /** SMTP connections one client IP may hold at once. */
+  readonly smtpMaxConnectionsPerIp: number;
   /**
    * Which proxies may set X-Forwarded-For: false (none), a hop count, or addresses/CIDRs. Never
    * "every hop": then any client could name its own IP and dodge the create rate limit.
@@ -176,6 +178,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxDiscardBytes: int(env, 'MAX_DISCARD_BYTES', 8 * 1024 * 1024, 0, 1024 * 1024 * 1024),
     maxEmailBytes: int(env, 'MAX_EMAIL_BYTES', 10 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     smtpMaxBufferedBytes: int(env, 'SMTP_MAX_BUFFERED_BYTES', 256 * 1024 * 1024, 1024),
+    smtpMaxConnectionsPerIp: int(env, 'SMTP_MAX_CONNECTIONS_PER_IP', 20, 1, 100_000),
     trustProxy: trustProxy(env),
     pgPoolSize: int(env, 'PG_POOL_SIZE', 10, 1, 1000),
     pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 10_000, 0),

@@ -1,5 +1,6 @@
 // One request to the capture URL as the capture rules see it: no framework types, so the rules are
 // tested and reused without HTTP (decisions.md §11).
+import { utf8HeaderValue } from '../http/header-text.js';
 
 export interface CapturedRequest {
   method: string;
@@ -14,12 +15,12 @@ export interface CapturedRequest {
   remoteIp: string;
 }
 
-/** Headers from Node's rawHeaders ([name, value, name, value, …]), in the shape CapturedRequest holds. */
+/** Headers from Node's rawHeaders (values decoded as UTF-8 where their bytes are UTF-8) ([name, value, name, value, …]), in the shape CapturedRequest holds. */
 export function headersFromRaw(rawHeaders: readonly string[]): Record<string, string> {
   const headers: Record<string, string> = Object.create(null);
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = (rawHeaders[i] as string).toLowerCase();
-    const value = rawHeaders[i + 1] as string;
+    const value = utf8HeaderValue(rawHeaders[i + 1] as string);
     const prev = headers[name];
     headers[name] = prev === undefined ? value : `${prev}, ${value}`;
   }

@@ -2,7 +2,7 @@
 // source, and the key that makes a provider's retry of one delivery a duplicate instead of a second
 // event. Values taken from a request become part of a type or key only when they look like what the
 // provider sends, so a hostile body cannot plant control characters or megabytes in them.
-import { HTTP_DEDUPE_KEY_PATTERN } from '../domain/dedupe-key.js';
+import { HTTP_DEDUPE_KEY_RE } from '../domain/dedupe-key.js';
 import { ApiError } from '../domain/errors.js';
 
 export interface Recognition {
@@ -18,7 +18,7 @@ export const UNRECOGNISED_SOURCE = 'https';
 /** An event name as providers write them: "pull_request", "invoice.paid", "app_mention". */
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$/;
 const MAX_KEY = 255;
-const KEY_ALLOWED = new RegExp(HTTP_DEDUPE_KEY_PATTERN);
+const KEY_ALLOWED = HTTP_DEDUPE_KEY_RE;
 
 type Json = Record<string, unknown>;
 const objectOrEmpty = (v: unknown): Json => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : {});

@@ -493,7 +493,7 @@ ${toolkit(c)}
 - Signing secrets: 1 to 1024 characters each.
 - Idempotency-Key / dedupe_key: 1 to 255 characters, no control characters.
 - A page of events: at most ${c.maxPageBytes} bytes of stored data and metadata (at least one event).
-- Email: max ${c.maxEmailBytes} bytes per message.
+- Email: max ${c.maxEmailBytes} bytes per message; ${c.smtpMaxConnectionsPerIp} SMTP connections at once per client IP (more: 421).
 - Bytes per address: ${c.maxBytesPerAddress} of stored data and metadata (MAX_BYTES_PER_ADDRESS), pruned
   and refused like the event count; one event larger than that: 413 payload_too_large.
 - Events per address: ${c.maxEventsPerAddress}. Address creations: ${c.createRateLimit} per ${c.createRateWindowSeconds} s per client IP.

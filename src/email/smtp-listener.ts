@@ -36,6 +36,8 @@ export interface SmtpListenerOptions {
   /** Idle time allowed between two commands or two chunks of DATA. */
   socketTimeoutMs?: number;
   maxClients?: number;
+  /** Connections one client IP may hold at once (SMTP_MAX_CONNECTIONS_PER_IP); more get 421. */
+  maxConnectionsPerIp?: number;
   maxRecipients?: number;
   /** Message bytes held in memory by all sessions together (SMTP_MAX_BUFFERED_BYTES). */
   maxBufferedBytes?: number;
@@ -63,6 +65,8 @@ interface Recipient {
 
 const DEFAULT_SOCKET_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_CLIENTS = 500;
+/** Enough for an MTA's parallel deliveries; one host alone cannot take all of maxClients. */
+export const DEFAULT_MAX_CONNECTIONS_PER_IP = 20;
 /**
  * Default of the message bytes held in memory across all sessions at once. Each message may be
  * MAX_EMAIL_BYTES, and 500 clients of 10 MiB would be 5 GB: past this budget a message is drained,
@@ -110,6 +114,9 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
   /** Message bytes held by all sessions right now (see DEFAULT_MAX_BUFFERED_BYTES). */
   let buffered = 0;
   const maxBuffered = opts.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
+  const maxPerIp = opts.maxConnectionsPerIp ?? DEFAULT_MAX_CONNECTIONS_PER_IP;
+  const connectionsByIp = new Map<string, number>();
+  const counted = new Set<string>();
 
   /** The live address a recipient names, or null: unknown, other domain, deleted, or expired. */
   async function resolve(rcpt: string): Promise<Recipient | null> {
@@ -218,6 +225,26 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
     closeTimeout: CLOSE_TIMEOUT_MS,
     disableReverseLookup: true,
     logger: false,
+
+    onConnect(session, callback) {
+      const ip = session.remoteAddress;
+      const held = connectionsByIp.get(ip) ?? 0;
+      if (held >= maxPerIp) {
+        log.warn({ remote_ip: ip, held }, 'smtp connection refused: too many from this address');
+        return callback(smtpError(421, 'Too many connections from your address, try again later'));
+      }
+      connectionsByIp.set(ip, held + 1);
+      counted.add(session.id);
+      callback();
+    },
+
+    onClose(session) {
+      // Only sessions counted at connect: a refused one was never added.
+      if (!counted.delete(session.id)) return;
+      const left = (connectionsByIp.get(session.remoteAddress) ?? 1) - 1;
+      if (left <= 0) connectionsByIp.delete(session.remoteAddress);
+      else connectionsByIp.set(session.remoteAddress, left);
+    },
 
     onRcptTo(address, _session, callback) {
       resolve(address.address).then(

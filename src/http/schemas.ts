@@ -6,11 +6,12 @@ import { ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.js';
 import { MAX_VALUE_DEPTH } from '../domain/json-depth.js';
 
 /**
- * Strings stored as plain text columns may not contain U+0000: PostgreSQL text cannot hold it, and
- * one API must answer the same on every store. (Inside data and metadata it is fine: those are
- * stored as JSON text, where it is the escape \u0000.)
+ * Strings stored as plain text columns may not contain U+0000 (PostgreSQL text cannot hold it) nor
+ * a lone surrogate (each store would keep a different replacement for it), so one API answers the
+ * same on every store. Inside data and metadata both are fine: those are stored as JSON text, where
+ * they are escapes. A JSON schema pattern, matched with the u flag: surrogate pairs (emoji) pass.
  */
-const NO_NUL = '^[^\\u0000]*$';
+export const STORABLE_TEXT = '^[^\\u0000\\ud800-\\udfff]*$';
 
 export const Address = Type.Object(
   {
@@ -27,8 +28,8 @@ export const Address = Type.Object(
 
 export const CreateAddressBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ maxLength: 100, pattern: NO_NUL, description: 'Human-readable purpose. Default "untitled". No U+0000.' })),
-    task_id: Type.Optional(Type.String({ maxLength: 200, pattern: NO_NUL, description: 'Caller-defined task identifier. No U+0000.' })),
+    name: Type.Optional(Type.String({ maxLength: 100, pattern: STORABLE_TEXT, description: 'Human-readable purpose. Default "untitled". No U+0000 or lone surrogate.' })),
+    task_id: Type.Optional(Type.String({ maxLength: 200, pattern: STORABLE_TEXT, description: 'Caller-defined task identifier. No U+0000 or lone surrogate.' })),
     expires_in_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 31536000, description: 'Lifetime of the address. Default 604800 (7 days; operator setting DEFAULT_TTL_SECONDS).' })),
   },
   { additionalProperties: false, description: 'Optional: no body, an empty body and {} are all accepted.' },
@@ -63,8 +64,8 @@ const Metadata = Type.Record(Type.String(), Type.String(), { description: 'An ob
 
 export const CreateEventBody = Type.Object(
   {
-    type: Type.Optional(Type.String({ pattern: NO_NUL, description: 'Free string set by the sender. Default "message.received". No U+0000.' })),
-    source: Type.Optional(Type.String({ pattern: NO_NUL, description: 'Free string. Default "https". No U+0000.' })),
+    type: Type.Optional(Type.String({ pattern: STORABLE_TEXT, description: 'Free string set by the sender. Default "message.received". No U+0000 or lone surrogate.' })),
+    source: Type.Optional(Type.String({ pattern: STORABLE_TEXT, description: 'Free string. Default "https". No U+0000 or lone surrogate.' })),
     data: Type.Optional(Type.Unknown({ description: `Any JSON value, nested at most ${MAX_VALUE_DEPTH} levels. Stored and returned as null when omitted.` })),
     metadata: Type.Optional(Metadata),
     dedupe_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: HTTP_DEDUPE_KEY_PATTERN, description: 'Idempotency key, the same as the Idempotency-Key header (1-255 characters, no control characters). Both given and different: 409. Keys of email events (their Message-IDs) live in a key space of their own: a mail can never match an HTTP key.' })),

@@ -385,6 +385,26 @@ describe('SMTP listener limits', () => {
     }
   });
 
+  it('one client IP holds at most SMTP_MAX_CONNECTIONS_PER_IP connections; the next gets 421, and a closed one frees its place', async () => {
+    const svc = await startTestService({ EMAIL_DOMAIN: DOMAIN, SMTP_MAX_CONNECTIONS_PER_IP: '3' });
+    try {
+      const held = await Promise.all([1, 2, 3].map(() => RawSmtp.ready(svc.smtpPort)));
+      const refused = await RawSmtp.open(svc.smtpPort);
+      const greeting = await refused.reply();
+      assert.equal(greeting.code, 421, greeting.text);
+      await refused.quit().catch(() => {});
+      await held[0]!.quit();
+      await sleep(100);
+      // Its place is free again, and mail flows through it.
+      const a = await createAddress(svc.baseUrl);
+      const sent = await sendRaw(svc.smtpPort, { from: 'sender@example.org', rcpts: [a.email], message: simpleMessage({ to: a.email, subject: 'after' }) });
+      assert.equal(sent.final?.code, 250, sent.final?.text);
+      for (const s of held.slice(1)) await s.quit();
+    } finally {
+      await svc.stop();
+    }
+  });
+
   it('expired addresses get 550 at RCPT, and at the end of DATA when they expired in between', async () => {
     const svc = await startTestService({ EMAIL_DOMAIN: DOMAIN, DEFAULT_TTL_SECONDS: '1' });
     try {

@@ -2,7 +2,7 @@
 // one transaction, and an item that fails, or that finds its queue full, must not take its
 // neighbours down, consume a sequence, or leave half of its own work behind.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -20,6 +20,30 @@ const settle = (ps: Promise<AppendResult>[]) => Promise.allSettled(ps);
 describe('SQLite store: a batch of appends', { skip: onlySqlite }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'ra-sqlite-store-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('keeps its files private: a new DATA_DIR 0700, the database, WAL and shared memory 0600 (issue 21.8)', async () => {
+    const dataDir = join(dir, 'private', 'data');
+    const store = new SqliteStore(join(dataDir, 'return-address.sqlite'));
+    try {
+      await store.migrate();
+      const a = newAddress();
+      await store.createAddress(a, { ...RATE, now: Date.now() });
+      await store.appendEvent(newEvent(a.id, 'x'), { maxEventsPerAddress: 10, maxBytesPerAddress: 1 << 30 });
+      assert.equal(statSync(dataDir).mode & 0o777, 0o700);
+      const files = readdirSync(dataDir).sort();
+      assert.deepEqual(files, ['return-address.sqlite', 'return-address.sqlite-shm', 'return-address.sqlite-wal']);
+      for (const f of files) assert.equal(statSync(join(dataDir, f)).mode & 0o777, 0o600, f);
+    } finally {
+      await store.close();
+    }
+    // A database file left readable by an older version is narrowed when opened.
+    const old = join(dir, 'old.sqlite');
+    writeFileSync(old, '');
+    chmodSync(old, 0o644);
+    const reopened = new SqliteStore(old);
+    await reopened.close();
+    assert.equal(statSync(old).mode & 0o777, 0o600);
+  });
 
   it('an item that fails rolls back alone: its neighbours commit and no sequence is skipped', async () => {
     const store = new SqliteStore(join(dir, 'failing-item.sqlite'));

@@ -2,6 +2,7 @@
 // thrown ApiErrors, Fastify's own errors (validation, body parsing, limits), unknown routes and
 // wrong methods, undecodable URLs and broken HTTP. 5xx details go to the log, never to the client.
 import { HTTP_DEDUPE_KEY_PATTERN } from '../../domain/dedupe-key.js';
+import { STORABLE_TEXT } from '../schemas.js';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { Socket } from 'node:net';
@@ -18,7 +19,7 @@ interface AjvIssue {
 }
 
 const PART_NAMES: Record<string, string> = { body: 'body field', querystring: 'query parameter', params: 'path parameter', headers: 'header' };
-const NO_NUL_PATTERN = '^[^\\u0000]*$';
+
 
 /** What the value must be, from the failing schema: "an integer from 0 to 100", "1-255 characters". */
 function expectation(issue: AjvIssue): string {
@@ -34,8 +35,8 @@ function expectation(issue: AjvIssue): string {
   if ((k === 'minLength' || k === 'maxLength') && (s.minLength !== undefined || s.maxLength !== undefined)) {
     return `must be ${s.minLength ?? 0}-${s.maxLength ?? 'any number of'} characters long`;
   }
-  if (k === 'pattern' && s.pattern === NO_NUL_PATTERN) return 'must not contain the character U+0000';
-  if (k === 'pattern' && s.pattern === HTTP_DEDUPE_KEY_PATTERN) return 'must not contain control characters (U+0000-U+001F, U+007F)';
+  if (k === 'pattern' && s.pattern === STORABLE_TEXT) return 'must not contain the character U+0000 or a lone surrogate (an unpaired \\ud800-\\udfff escape)';
+  if (k === 'pattern' && s.pattern === HTTP_DEDUPE_KEY_PATTERN) return 'must not contain control characters (U+0000-U+001F, U+007F) or a lone surrogate';
   return issue.message ?? 'is invalid';
 }
 

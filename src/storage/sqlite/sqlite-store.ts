@@ -21,7 +21,7 @@
 // are cached per address and dropped on any change to that address's events (an append, a batch
 // becoming durable, an ack, a deletion). Both are bounded.
 import Database from 'better-sqlite3';
-import { closeSync, existsSync, fdatasync, mkdirSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
@@ -82,6 +82,17 @@ interface QueueCounters {
   changed: boolean;
 }
 
+/**
+ * The database holds hashes, sealed secrets and every event: readable by this user only. A new
+ * DATA_DIR is created 0700 and the database file 0600 before SQLite opens it; SQLite creates its WAL
+ * and shared-memory files with the database file's mode. An existing file is narrowed to 0600.
+ */
+function keepPrivate(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  closeSync(openSync(path, 'a', 0o600));
+  for (const f of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
+}
+
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   readonly capabilities = { crossInstanceWakeups: false };
@@ -110,7 +121,7 @@ export class SqliteStore implements Store {
 
   constructor(path: string, opts: SqliteStoreOptions = {}) {
     this.path = path;
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    if (path !== ':memory:') keepPrivate(path);
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
