@@ -7,7 +7,8 @@
 // bench/README.md. It reports; it gates nothing (exit code 0 unless the bench itself broke).
 //
 // Knobs (environment): BENCH_SECONDS (per round, default 4), BENCH_ROUNDS (default 3),
-// BENCH_ONLY (comma list of: hot, spread, reads, wake, idle, pg), BENCH_IDLE_POLLS (default 10000),
+// BENCH_ONLY (comma list of: hot, spread, capture, reads, wake, idle, streams, pg), BENCH_IDLE_POLLS (default 10000),
+// BENCH_STREAMS (event streams held on one address in the streams scenario, default 1000),
 // BENCH_SERVICE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service),
 // BENCH_PG_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres).
 import autocannon, { type Request as CannonRequest, type Result } from 'autocannon';
@@ -30,7 +31,9 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 50;
 const IDLE_POLLS = Number(process.env.BENCH_IDLE_POLLS ?? 10_000);
-const ONLY = new Set((process.env.BENCH_ONLY ?? 'hot,spread,reads,wake,idle,pg').split(',').map((s) => s.trim()));
+const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000);
+const ALL_SCENARIOS = ['hot', 'spread', 'capture', 'reads', 'wake', 'idle', 'streams', 'pg'];
+const ONLY = new Set((process.env.BENCH_ONLY ?? ALL_SCENARIOS.join(',')).split(',').map((s) => s.trim()));
 const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /**
  * The Node flags `npm start` runs the service with (package.json), so the bench measures what a
@@ -58,8 +61,8 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 // service. A process cannot raise its own limit from JavaScript, so re-run under a shell that does.
 {
   const { soft, hard } = openFileLimits();
-  const need = IDLE_POLLS + 2000;
-  if (ONLY.has('idle') && soft < need && hard > soft && process.env.BENCH_REEXEC !== '1') {
+  const need = Math.max(ONLY.has('idle') ? IDLE_POLLS : 0, ONLY.has('streams') ? STREAMS : 0) + 2000;
+  if ((ONLY.has('idle') || ONLY.has('streams')) && soft < need && hard > soft && process.env.BENCH_REEXEC !== '1') {
     const limit = hard === Infinity ? need : Math.min(hard, Math.max(need, soft));
     const r = spawnSync('/bin/sh', ['-c', `ulimit -n ${limit} && exec "$0" "$@"`, process.execPath, ...process.argv.slice(1)], {
       stdio: 'inherit', env: { ...process.env, BENCH_REEXEC: '1' },
@@ -69,7 +72,7 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 }
 
 // ---------------------------------------------------------------------------------------------
-interface Addr { id: string; token: string; inboxPath: string; eventsPath: string }
+interface Addr { id: string; token: string; inboxPath: string; hookPath: string; eventsPath: string }
 
 async function api(url: string, init: { method?: string; body?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; json: any }> {
   const res = await fetch(url, init);
@@ -84,6 +87,7 @@ async function createAddress(baseUrl: string): Promise<Addr> {
     id: r.json.address.id,
     token: r.json.credentials.read_token,
     inboxPath: new URL(r.json.endpoints.inbox_url).pathname,
+    hookPath: new URL(r.json.endpoints.hook_url).pathname,
     eventsPath: new URL(r.json.endpoints.events_url).pathname,
   };
 }
@@ -247,6 +251,60 @@ async function ingestScenario(key: string, label: string, ceiling: Child, servic
   details[key] = { ...r, stored: back.stored, gapless: back.gapless };
 }
 
+/** A GitHub push delivery of about 2 KB, the body both sides of the capture scenario carry. */
+function githubPush(): string {
+  const commit = (i: number) => ({
+    id: randomBytes(20).toString('hex'), tree_id: randomBytes(20).toString('hex'), distinct: true, message: `Fix the flux capacitor, part ${i}`,
+    timestamp: '2026-11-25T09:00:00Z', url: `https://github.com/octocat/Hello-World/commit/${i}`,
+    author: { name: 'Mona Lisa Octocat', email: 'mona@github.com', username: 'octocat' }, added: [], removed: [], modified: ['src/flux.ts'],
+  });
+  return JSON.stringify({
+    ref: 'refs/heads/main', before: randomBytes(20).toString('hex'), after: randomBytes(20).toString('hex'), created: false, deleted: false, forced: false,
+    repository: { id: 1296269, node_id: 'MDEwOlJlcG9zaXRvcnkxMjk2MjY5', name: 'Hello-World', full_name: 'octocat/Hello-World', private: false, owner: { login: 'octocat', id: 1 } },
+    pusher: { name: 'octocat', email: 'mona@github.com' }, sender: { login: 'octocat', id: 1, type: 'User' },
+    commits: [commit(1), commit(2), commit(3)], head_commit: null, compare: 'https://github.com/octocat/Hello-World/compare/a...b',
+  });
+}
+
+/**
+ * The capture URL beside endpoint 6 on one service, in alternating rounds: the same ~2 KB GitHub push
+ * body, sent to the capture URL as GitHub sends it (its headers, a fresh X-GitHub-Delivery per
+ * request, so every request is a new event behind a dedupe key) and to the inbox as a CreateEvent
+ * with a fresh Idempotency-Key. The table's ceiling column holds endpoint 6 here.
+ */
+async function captureScenario(service: Child): Promise<void> {
+  const push = githubPush();
+  const inbox = await createAddress(service.url);
+  const hook = await createAddress(service.url);
+  let n = 0;
+  const inboxBody = `{"type":"github.push","source":"github","data":${push}}`;
+  const inboxReq: CannonRequest = {
+    method: 'POST', path: inbox.inboxPath, headers: JSON_HEADERS, body: inboxBody,
+    setupRequest: (req) => ({ ...req, headers: { ...JSON_HEADERS, 'idempotency-key': `bench-${++n}` } }),
+  };
+  const githubHeaders = { 'content-type': 'application/json', 'user-agent': 'GitHub-Hookshot/044aadd', 'x-github-event': 'push', 'x-github-hook-id': '292430182' };
+  const hookReq: CannonRequest = {
+    method: 'POST', path: `${hook.hookPath}/github`, headers: githubHeaders, body: push,
+    setupRequest: (req) => ({ ...req, headers: { ...githubHeaders, 'x-github-delivery': `72d3162e-cc78-11e3-81ab-${String(++n).padStart(12, '0')}` } }),
+  };
+  const label = `Capture URL vs endpoint 6, ${push.length} B GitHub push`;
+  log(`${label}: ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ~${SECONDS} s`);
+  const r = await sideBySide(label, (k) => cannon('ceiling', [service.url], inboxReq, k, [service.pid]), (k) => cannon('service', [service.url], hookReq, k, [service.pid]));
+  const back = await readBack(service.url, [hook]);
+  const lossless = back.stored === r.serviceOk && back.gapless && r.serviceErrors === 0;
+  const cpu = (runs: Run[]) => median(runs.map((x) => x.cpuUsPerRequest));
+  const ratio = r.serviceRps / r.ceilingRps;
+  log(`  verified: ${fmt(r.serviceOk)} captures answered 2xx, ${fmt(back.stored)} stored, ${back.gapless ? 'gapless' : 'NOT GAPLESS'}; ` +
+    `CPU per request: capture ${cpu(r.service).toFixed(0)} µs, endpoint 6 ${cpu(r.ceiling).toFixed(0)} µs`);
+  rows.push({
+    key: 'capture', label: `${label} (ceiling column: endpoint 6)`, unit: 'req/s', ceiling: r.ceilingRps, service: r.serviceRps, ratio,
+    target: '>= 1.0x endpoint 6 (noise ±10%)', met: ratio >= 0.9 && lossless,
+    note: `${fmt(r.serviceOk)} 2xx = ${fmt(back.stored)} stored, ${back.gapless ? 'gapless' : 'GAPS'}, ${r.serviceErrors} errors; ` +
+      `CPU/request ${cpu(r.service).toFixed(0)} µs vs ${cpu(r.ceiling).toFixed(0)} µs; p99 ${median(r.service.map((x) => x.p99))} ms vs ${median(r.ceiling.map((x) => x.p99))} ms`,
+  });
+  details.capture = { ...r, stored: back.stored, gapless: back.gapless };
+}
+
 async function readsScenario(ceiling: Child, service: Child): Promise<void> {
   const label = 'Reads: a page of 50 events';
   log(`${label}`);
@@ -391,6 +449,97 @@ async function idleScenario(service: Child, addrs: Addr[], after: number, afterW
   writers.destroy();
 }
 
+/** One held event stream: its arrival times by sequence. */
+interface HeldStream { arrivals: Map<number, number>; req: http.ClientRequest }
+
+function holdStream(agent: http.Agent, url: URL, token: string, opened: () => void, failed: () => void): HeldStream {
+  const held: HeldStream = { arrivals: new Map(), req: undefined as unknown as http.ClientRequest };
+  held.req = http.get({ agent, host: url.hostname, port: url.port, path: url.pathname, headers: { authorization: `Bearer ${token}` } }, (res) => {
+    if (res.statusCode !== 200) return failed();
+    opened();
+    let buffer = '';
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => {
+      const at = performance.now();
+      buffer += chunk;
+      let end = buffer.indexOf('\n\n');
+      while (end !== -1) {
+        const m = /^id: (\d+)$/m.exec(buffer.slice(0, end));
+        if (m) held.arrivals.set(Number(m[1]), at);
+        buffer = buffer.slice(end + 2);
+        end = buffer.indexOf('\n\n');
+      }
+    });
+  });
+  held.req.on('error', failed);
+  return held;
+}
+
+/**
+ * STREAMS event streams held on one address: the memory each costs (RSS delta / STREAMS, beside
+ * the idle long-polls' figure), then deliveries one at a time, each reaching every stream: the
+ * fan-out latency from the delivery's 202 to each stream's copy.
+ */
+async function streamsScenario(service: Child): Promise<void> {
+  const label = `${fmt(STREAMS)} event streams held on one address`;
+  log(`${label}: memory per stream, then fan-out of ${WAKE_ROUNDS} deliveries to all of them`);
+  const a = await createAddress(service.url);
+  const url = new URL(`${service.url}${a.eventsPath}/stream`);
+  const agents = [1, 2, 3, 4].map((x) => new http.Agent({ keepAlive: false, maxSockets: Infinity, localAddress: `127.0.0.${x}` }));
+  const rssBefore = rssBytes(service.pid);
+  let opened = 0;
+  let failed = 0;
+  const streams: HeldStream[] = [];
+  for (let i = 0; i < STREAMS; i++) {
+    streams.push(holdStream(agents[i % agents.length] as http.Agent, url, a.token, () => opened++, () => failed++));
+    if (i % 250 === 249) await sleep(25);
+  }
+  for (let i = 0; i < 200 && opened + failed < STREAMS; i++) await sleep(50);
+  let rss = rssBytes(service.pid);
+  for (let i = 0; i < 20; i++) {
+    await sleep(500);
+    const now = rssBytes(service.pid);
+    if (Math.abs(now - rss) < 256 * 1024 && i >= 3) { rss = now; break; }
+    rss = now;
+  }
+  const perStreamKB = (rss - rssBefore) / STREAMS / 1024;
+  log(`  service RSS ${(rssBefore / 2 ** 20).toFixed(1)} MB before, ${(rss / 2 ** 20).toFixed(1)} MB holding ${fmt(opened)} streams ` +
+    `(${perStreamKB.toFixed(1)} KB each; ${failed} failed)`);
+  const writers = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const rounds: { p50: number; p99: number; max: number; missing: number }[] = [];
+  for (let round = 1; round <= WAKE_ROUNDS; round++) {
+    collectBenchGarbage();
+    const d = await request(writers, new URL(service.url + a.inboxPath), { method: 'POST', headers: JSON_HEADERS, body: WEBHOOK });
+    if (d.status !== 202) throw new Error(`delivery answered ${d.status}`);
+    const seq = JSON.parse(d.body).event.sequence as number;
+    for (let i = 0; i < 100 && streams.some((s) => !s.arrivals.has(seq)); i++) await sleep(20);
+    const lat = streams.flatMap((s) => { const at = s.arrivals.get(seq); return at === undefined ? [] : [at - d.endAt]; }).sort((x, y) => x - y);
+    rounds.push({ p50: percentile(lat, 50), p99: percentile(lat, 99), max: lat.at(-1) ?? NaN, missing: STREAMS - lat.length });
+    const r = rounds.at(-1) as (typeof rounds)[number];
+    log(`  delivery ${round}: reached ${lat.length} streams; after its 202: p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(2)} ms`);
+    await sleep(200);
+  }
+  const missing = rounds.reduce((n, r) => n + r.missing, 0);
+  // Every stream must also hold every sequence, in order, once.
+  const gapless = streams.every((s) => [...s.arrivals.keys()].every((k, i) => k === i + 1));
+  const idle = details.idle as { polls: number; rssBefore: number; rss: number } | undefined;
+  const perPoll = idle ? ` vs ${((idle.rss - idle.rssBefore) / idle.polls / 1024).toFixed(1)} KB per idle long-poll` : '';
+  rows.push({
+    key: 'stream_rss', label: `Memory per held event stream (${fmt(STREAMS)} streams)`, unit: 'KB RSS', service: perStreamKB, target: 'reported',
+    met: failed === 0, note: `${(rssBefore / 2 ** 20).toFixed(0)} -> ${(rss / 2 ** 20).toFixed(0)} MB RSS${perPoll}; ${failed} failed`,
+  });
+  const p99 = median(rounds.map((r) => r.p99));
+  rows.push({
+    key: 'stream_fanout_p99', label: `Stream fan-out latency p99, one event to ${fmt(STREAMS)} streams`, unit: 'ms', service: p99, target: 'reported',
+    met: missing === 0 && gapless, note: `after the 202; median of ${WAKE_ROUNDS} deliveries; p50 ${median(rounds.map((r) => r.p50)).toFixed(2)} ms; ` +
+      `max ${Math.max(...rounds.map((r) => r.max)).toFixed(2)} ms; ${missing} copies missing; ${gapless ? 'in order' : 'OUT OF ORDER'}`,
+  });
+  details.streams = { streams: STREAMS, opened, failed, rssBefore, rss, perStreamKB, rounds, gapless };
+  for (const s of streams) s.req.destroy();
+  for (const x of agents) x.destroy();
+  writers.destroy();
+}
+
 async function pgScenario(ceiling: Child): Promise<void> {
   const label = 'PostgreSQL ingest, 2 instances, 100 addresses';
   const name = `ra_bench_${randomBytes(5).toString('hex')}`;
@@ -473,6 +622,7 @@ async function main(): Promise<void> {
       const spread = await createAddresses(service.url, 100);
       await ingestScenario('spread', 'Ingest, 100 addresses', ceiling, [service], spread, service.url);
     }
+    if (ONLY.has('capture')) await captureScenario(service);
     if (ONLY.has('reads')) await readsScenario(ceiling, service);
     await service.stop();
     // The long-poll scenarios get services of their own, so their memory figures are what the
@@ -481,6 +631,7 @@ async function main(): Promise<void> {
     if (ONLY.has('idle')) {
       await withFreshService(async (lp) => idleScenario(lp, await createAddresses(lp.url, 1000), 0));
     }
+    if (ONLY.has('streams')) await withFreshService(async (sv) => streamsScenario(sv));
     if (ONLY.has('wake')) {
       await withFreshService(async (lp) => {
         const readersAddrs = await createAddresses(lp.url, 1000);
@@ -514,8 +665,9 @@ async function main(): Promise<void> {
   mkdirSync(results, { recursive: true });
   writeFileSync(join(results, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(join(results, 'chart.svg'), renderChart(report));
-  if (ONLY.size === 6 && process.exitCode !== 1) updateReadme(join(ROOT, 'bench/README.md'), report, table);
-  log(`wrote bench/results/latest.json, bench/results/chart.svg${ONLY.size === 6 ? ', bench/README.md' : ''}`);
+  const all = ALL_SCENARIOS.every((x) => ONLY.has(x));
+  if (all && process.exitCode !== 1) updateReadme(join(ROOT, 'bench/README.md'), report, table);
+  log(`wrote bench/results/latest.json, bench/results/chart.svg${all ? ', bench/README.md' : ''}`);
 }
 
 main().catch((err: unknown) => {

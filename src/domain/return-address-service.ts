@@ -6,7 +6,9 @@ import {
 } from './credentials.js';
 import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
 import { eventMatches, type EventFilter } from './event-match.js';
+import { newSigningKeys } from './signing-keys.js';
 import { eventObject } from './representation.js';
+import { EventStream, type StreamSink } from './event-stream.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
 import type { AddressRecord, Delivery, EventInput, EventRecord, ListQuery, NewEvent, Page } from './model.js';
 import type { Store, WakeupHub } from './ports.js';
@@ -17,6 +19,8 @@ export interface ServiceOptions {
   createRateLimit: number;
   createRateWindowSeconds: number;
   maxEventsPerAddress: number;
+  /** Bytes of stored data and metadata per address (MAX_BYTES_PER_ADDRESS), pruned like the event count. */
+  maxBytesPerAddress: number;
   /** A page holds events up to this many bytes of stored JSON (at least one event): MAX_PAGE_BYTES. */
   maxPageBytes: number;
 }
@@ -38,7 +42,7 @@ export interface CreatedAddress {
  * The three 401s of decisions §3 say which case it is and the fix (no header; not a bearer read token;
  * a well-formed token that is not this address's), and none depends on whether the address exists.
  */
-function bearerToken(authorization: string | undefined): string {
+export function bearerToken(authorization: string | undefined): string {
   if (authorization === undefined || authorization.trim() === '') throw unauthorized(MISSING_BEARER, false);
   const m = /^Bearer +(\S+) *$/i.exec(authorization);
   const token = m?.[1];
@@ -59,6 +63,8 @@ const WRONG_TOKEN = 'This read token does not open this address: use the credent
 export const DEFAULT_EVENT_TYPE = 'message.received';
 export const DEFAULT_EVENT_SOURCE = 'https';
 export const DEFAULT_ADDRESS_NAME = 'untitled';
+/** Stored JSON bytes a stream reads at once (always at least one event): what a blocked stream may hold. */
+export const STREAM_PAGE_BYTES = 1024 * 1024;
 /** How long a client told `queue_full` should wait before retrying: long enough for a reader to ack. */
 const QUEUE_FULL_RETRY_AFTER_SECONDS = 30;
 
@@ -75,13 +81,15 @@ export class ReturnAddressService {
     const ttl = input.expires_in_seconds ?? this.opts.defaultTtlSeconds;
     const readToken = newReadToken();
     const inboxSecret = newInboxSecret();
+    const id = newAddressId();
     const address: AddressRecord = {
-      id: newAddressId(),
+      id,
       slug: newSlug(),
       name: input.name ?? DEFAULT_ADDRESS_NAME,
       taskId: input.task_id ?? null,
       readTokenHash: hashSecret(readToken),
       inboxSecretHash: hashSecret(inboxSecret),
+      signingKeys: newSigningKeys(id, readToken, inboxSecret),
       createdAt,
       expiresAt: createdAt + ttl * 1000,
     };
@@ -188,12 +196,17 @@ export class ReturnAddressService {
       addressId: address.id,
       type: input.type ?? DEFAULT_EVENT_TYPE,
       source: input.source ?? defaultSource,
-      data: JSON.stringify(input.data ?? null),
+      data: input.dataJson ?? JSON.stringify(input.data ?? null),
       metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
       dedupeKey: idempotencyKey ?? input.dedupe_key ?? null,
       createdAt,
     };
-    const result = await this.store.appendEvent(event, { maxEventsPerAddress: this.opts.maxEventsPerAddress });
+    // An event that could never fit, even in an empty queue, is refused as too large, not as full.
+    const size = Buffer.byteLength(event.data) + (event.metadata === null ? 0 : Buffer.byteLength(event.metadata));
+    if (size > this.opts.maxBytesPerAddress) {
+      throw new ApiError('payload_too_large', `This event would take ${size} bytes stored, more than one address holds (MAX_BYTES_PER_ADDRESS = ${this.opts.maxBytesPerAddress}): send less.`);
+    }
+    const result = await this.store.appendEvent(event, { maxEventsPerAddress: this.opts.maxEventsPerAddress, maxBytesPerAddress: this.opts.maxBytesPerAddress });
     switch (result.kind) {
       case 'created':
         this.changed(address.id);
@@ -203,7 +216,8 @@ export class ReturnAddressService {
       case 'queue_full':
         throw new ApiError(
           'queue_full',
-          `This address holds ${this.opts.maxEventsPerAddress} unacknowledged events; acknowledge some before delivering more.`,
+          `This address is full: its unacknowledged events reach MAX_EVENTS_PER_ADDRESS (${this.opts.maxEventsPerAddress}) or ` +
+            `MAX_BYTES_PER_ADDRESS (${this.opts.maxBytesPerAddress} bytes); acknowledge some before delivering more.`,
           { 'retry-after': String(QUEUE_FULL_RETRY_AFTER_SECONDS) },
         );
       case 'address_gone':
@@ -238,6 +252,16 @@ export class ReturnAddressService {
     const poll = new LongPoll(this.hub, address.id, () => this.readPage(address.id, q.after, q.limit, q.maxBytes), q.after, deadline, this.now, callback);
     poll.start();
     return poll;
+  }
+
+  /**
+   * A live stream of the queue after `after` (event-stream.ts): the sink gets every event in order,
+   * a heartbeat after each idle `heartbeatMs`, and end() on deletion (not_found), store failure or
+   * shutdown. Pages of at most STREAM_PAGE_BYTES, so a blocked stream holds little. `start()` it
+   * (the sink may be called from inside start()), and `cancel()` it when the client leaves.
+   */
+  streamEvents(address: AddressRecord, after: number, heartbeatMs: number, sink: StreamSink): EventStream {
+    return new EventStream(this.hub, address.id, (cursor) => this.readPage(address.id, cursor, 100, STREAM_PAGE_BYTES), after, heartbeatMs, sink);
   }
 
   /**

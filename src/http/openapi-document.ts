@@ -13,6 +13,12 @@ import { isDeepStrictEqual } from 'node:util';
 import type { TSchema } from 'typebox';
 import { ErrorBody } from './schemas.js';
 
+/**
+ * In an operationId, stands for the method (`capture${PER_METHOD}` → captureGet, capturePost, …): one
+ * route of several methods shares one schema, and every operationId must be unique.
+ */
+export const PER_METHOD = '{Method}';
+
 /** The extension a route schema sets (`'x-optional-body': true`) when its body may be omitted. */
 export const OPTIONAL_BODY = 'x-optional-body';
 
@@ -87,7 +93,12 @@ export function finishDocument(opts: FinishOptions): (input: { openapiObject: un
       paths[path] = { ...(paths[path] ?? {}), ...operations };
     }
     for (const item of Object.values(paths)) {
-      for (const op of Object.values(item)) {
+      for (const [method, shared] of Object.entries(item)) {
+        // The methods of one route share one operation object: each gets its own.
+        const op = isObject(shared) ? (item[method] = { ...shared }) : shared;
+        if (isObject(op) && typeof op.operationId === 'string') {
+          op.operationId = op.operationId.replace(PER_METHOD, method.charAt(0).toUpperCase() + method.slice(1));
+        }
         if (!isObject(op) || op[OPTIONAL_BODY] === undefined) continue;
         delete op[OPTIONAL_BODY];
         if (isObject(op.requestBody)) op.requestBody.required = false;

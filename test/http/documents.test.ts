@@ -6,8 +6,8 @@ import { after, before, describe, it } from 'node:test';
 import { api, startTestService, type TestService } from '../helpers.js';
 import { OpenApiValidator } from '../openapi-validator.js';
 
-/** "METHOD /path/{param}" of every route in Fastify's printRoutes tree, HEAD (Fastify's own) left out. */
-function servedRoutes(tree: string): Set<string> {
+/** "METHOD /path/{param}" of every route in Fastify's printRoutes tree (HEAD only when asked for). */
+function servedRoutes(tree: string, opts: { head: boolean }): Set<string> {
   const out = new Set<string>();
   const stack: string[] = [];
   for (const line of tree.split('\n')) {
@@ -16,7 +16,7 @@ function servedRoutes(tree: string): Set<string> {
     const depth = m[1]!.length / 4;
     stack.length = depth;
     stack.push(m[2]!);
-    for (const method of (m[3] ?? '').split(', ').filter((x) => x && x !== 'HEAD')) {
+    for (const method of (m[3] ?? '').split(', ').filter((x) => x && (opts.head || x !== 'HEAD'))) {
       out.add(`${method} ${stack.join('').replace(/:(\w+)/g, '{$1}')}`);
     }
   }
@@ -52,8 +52,15 @@ describe('published documents', () => {
         else documented.add(key);
       }
     }
-    const served = servedRoutes(svc.running.app.printRoutes({ commonPrefix: false }));
-    assert.deepEqual([...documented].sort(), [...served].sort());
+    const tree = svc.running.app.printRoutes({ commonPrefix: false });
+    // HEAD: Fastify adds it to every GET route; the ones a route declares itself are documented.
+    const served = servedRoutes(tree, { head: false });
+    const servedHead = servedRoutes(tree, { head: true });
+    for (const key of documented) if (key.startsWith('HEAD ')) assert.ok(servedHead.has(key), `${key} is served`);
+    // The capture URL's sub-paths (…/{secret}/*) are one hidden route: OpenAPI has no wildcard path,
+    // and the documented capture operations say that any sub-path below them is taken the same way.
+    const visible = [...served].filter((k) => !k.endsWith('*'));
+    assert.deepEqual([...documented].filter((k) => !k.startsWith('HEAD ')).sort(), visible.sort());
     assert.deepEqual([...refusals].sort(), ['DELETE /api/v1/addresses/{addressId}/mcp', 'GET /api/v1/addresses/{addressId}/mcp']);
     for (const key of refusals) assert.ok(!served.has(key), `${key} is not served`);
   });
@@ -123,5 +130,29 @@ describe('published documents', () => {
     }
     assert.ok(full.text.includes('@mail.example.test'));
     assert.ok(full.text.includes('1234'), 'the configured MAX_EVENTS_PER_ADDRESS is stated');
+    assert.ok(full.text.includes('/events/stream') && full.text.includes('Last-Event-ID') && full.text.includes('/inspect'), 'the event stream and the inspector are documented');
+  });
+
+  it('documents the event stream as text/event-stream with its query and Last-Event-ID header', async () => {
+    const doc = (await api(svc.baseUrl, 'GET', '/openapi.json')).json;
+    const op = doc.paths['/api/v1/addresses/{addressId}/events/stream'].get;
+    assert.ok(op.responses['200'].content['text/event-stream'], 'a text/event-stream response');
+    assert.deepEqual(op.security, [{ bearerAuth: [] }]);
+    const params = op.parameters.map((p: { in: string; name: string }) => `${p.in}:${p.name}`);
+    for (const p of ['path:addressId', 'query:after', 'header:last-event-id']) assert.ok(params.includes(p), `${p} declared`);
+    assert.ok(['401', '404', '400'].every((s) => op.responses[s]), 'its errors');
+    assert.ok(doc.paths['/inspect'].get.responses['200'].content['text/html']);
+  });
+
+  it('email events document data.extracted and data.authentication in llms-full.txt and the OpenAPI', async () => {
+    const full = (await api(svc.baseUrl, 'GET', '/llms-full.txt')).text;
+    for (const term of ['extracted = { otp_codes, links, reply_text }', 'magic_link', 'unsubscribe', 'authentication = { spf, dkim, dmarc, summary }', 'temperror']) {
+      assert.ok(full.includes(term), `llms-full.txt mentions ${term}`);
+    }
+    const doc = (await api(svc.baseUrl, 'GET', '/openapi.json')).json;
+    const data = JSON.stringify(doc);
+    for (const term of ['otp_codes', 'reply_text', 'magic_link', 'authentication: {spf, dkim, dmarc, summary}']) {
+      assert.ok(data.includes(term), `openapi.json describes ${term}`);
+    }
   });
 });

@@ -62,6 +62,13 @@ describe('live responses conform to /openapi.json', () => {
     assert.ok(acked.json.event.acknowledged_at);
     // An empty wait: held, then an empty page.
     await call(200, 'GET', `/api/v1/addresses/${a.id}/events?after=1&wait=1`, { token: a.token });
+    // The capture URL and its signing secrets.
+    const hook: string = created.json.endpoints.hook_url;
+    await call(200, 'PUT', `/api/v1/addresses/${a.id}/signing-secrets`, { token: a.token, json: { github: 'webhook-secret' } });
+    const captured = await call(202, 'POST', hook, { json: { action: 'opened' }, headers: { 'x-github-event': 'pull_request' } });
+    assert.equal(captured.json.duplicate, false);
+    await call(202, 'PUT', hook, { body: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    await call(404, 'POST', `${hook}x`, { json: {} });
     await call(204, 'DELETE', `/api/v1/addresses/${a.id}`, { token: a.token });
     await call(404, 'GET', `/api/v1/addresses/${a.id}`, { token: a.token });
   });

@@ -1,0 +1,151 @@
+// GET /api/v1/addresses/{id}/events/stream: the queue as Server-Sent Events (decisions.md §13).
+// The domain's EventStream decides what to send and when; this file only frames it as SSE and
+// bounds what one client may cost: a page is written only once the previous one has drained, and
+// a client that has not drained its buffer within SSE_DRAIN_TIMEOUT_MS is dropped.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { ServerResponse } from 'node:http';
+import { Type } from 'typebox';
+import { ApiError, INTERNAL_MESSAGE, errorBody } from '../../domain/errors.js';
+import type { EventStream } from '../../domain/event-stream.js';
+import type { EventRecord } from '../../domain/model.js';
+import { eventJson } from '../../domain/representation.js';
+import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
+import type { AppDeps } from '../route-deps.js';
+import { AddressParams, BEARER, errorResponses } from '../schemas.js';
+
+const MAX_CURSOR = Number.MAX_SAFE_INTEGER;
+
+export const StreamQuery = Type.Object({
+  after: Type.Optional(Type.Integer({
+    minimum: 0, maximum: MAX_CURSOR,
+    description: 'Send the events whose sequence is greater than this cursor (default 0: the whole queue). A Last-Event-ID header takes precedence.',
+  })),
+}, { additionalProperties: false, description: 'Only after: any other query parameter is 400 invalid_request naming it.' });
+
+const StreamHeaders = Type.Object({
+  'last-event-id': Type.Optional(Type.String({
+    pattern: '^[0-9]{1,16}$',
+    description: 'The id of the last event received (its sequence), which a reconnecting EventSource sends: the stream resumes after it. Takes precedence over ?after.',
+  })),
+});
+
+/** One SSE message per event: `id` is the sequence, `data` the Event as GET …/events returns it. */
+function eventFrame(e: EventRecord): string {
+  let json = eventJson(e);
+  // JSON text holds a raw line break only as whitespace between tokens; SSE data may hold none.
+  if (json.includes('\n') || json.includes('\r')) json = JSON.stringify(JSON.parse(json));
+  return `id: ${e.sequence}\nevent: event\ndata: ${json}\n\n`;
+}
+
+const errorFrame = (code: Parameters<typeof errorBody>[0], message: string) => `event: error\ndata: ${JSON.stringify(errorBody(code, message))}\n\n`;
+
+interface OpenStream {
+  stream: EventStream;
+  res: ServerResponse;
+}
+
+export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
+  const auth = requireReadToken(service);
+  const open = new Set<OpenStream>();
+
+  // Streams are not idle connections, so closing the server would wait for them: end them first.
+  // (The hub's shutdown has ended every stream that was waiting; this catches one blocked on a
+  // full buffer or between reads.)
+  app.addHook('preClose', (done) => {
+    for (const s of [...open]) {
+      s.stream.cancel();
+      if (s.res.writableNeedDrain) s.res.destroy();
+      else s.res.end(': shutting down\n\n');
+    }
+    open.clear();
+    done();
+  });
+
+  app.get('/api/v1/addresses/:addressId/events/stream', {
+    onRequest: auth,
+    schema: {
+      operationId: 'streamEvents',
+      summary: 'Stream the event queue live (Server-Sent Events)',
+      description: 'A text/event-stream of every event with sequence > after, in order and without a gap, then each new one as it is ' +
+        'committed (also by another instance). Each event is one message: `id: <sequence>`, `event: event`, `data: <the Event JSON, as in ' +
+        'GET …/events>`. To resume after a dropped connection send `Last-Event-ID: <last id received>` (EventSource does) or `?after=`; ' +
+        `Last-Event-ID wins when both are given. A comment line \`: ping\` is sent after every ${config.sseHeartbeatMs / 1000} s without an event ` +
+        '(SSE_HEARTBEAT_MS). Deleting the address ends the stream with `event: error` and `data: {"error":{"code":"not_found",…}}`; ' +
+        'a server shutdown ends it with a comment; reconnect and resume either way. A client that leaves its buffered events unread for ' +
+        `${config.sseDrainTimeoutMs / 1000} s (SSE_DRAIN_TIMEOUT_MS) is disconnected. Credential and query errors are answered before ` +
+        'the stream starts, as JSON, in the same order as GET …/events.',
+      tags: ['events'],
+      security: BEARER,
+      params: AddressParams,
+      querystring: StreamQuery,
+      headers: StreamHeaders,
+      response: {
+        200: { description: 'The event stream.', content: { 'text/event-stream': { schema: Type.String({ description: 'Server-Sent Events: messages of `id`, `event: event` and `data` lines; `: ping` comments.' }) } } },
+        ...errorResponses(400, 401, 404),
+      },
+    },
+  }, (request, reply) => {
+    const address = authenticatedAddress(request);
+    const lastEventId = request.headers['last-event-id'];
+    const after = lastEventId !== undefined ? Number(lastEventId) : (request.query.after ?? 0);
+    if (after > MAX_CURSOR) {
+      throw new ApiError('invalid_request', `Invalid header 'Last-Event-ID': must be an integer from 0 to ${MAX_CURSOR}, written in plain decimal digits.`);
+    }
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      // A reverse proxy (nginx) must pass each message on at once.
+      'x-accel-buffering': 'no',
+      // A stream's connection is not reused: once it ends, nothing holds a server shutdown.
+      connection: 'close',
+    });
+    // HEAD (which Fastify routes here too) gets the headers only: no body, so nothing to hold open.
+    if (request.raw.method === 'HEAD') return void res.end();
+    res.write(`retry: 1000\n: stream of ${address.id} after ${after}\n\n`);
+
+    let drainTimer: NodeJS.Timeout | undefined;
+    const entry: OpenStream = {
+      res,
+      stream: service.streamEvents(address, after, config.sseHeartbeatMs, {
+        send(events, resume) {
+          let text = '';
+          for (const e of events) text += eventFrame(e);
+          if (res.write(text)) return true;
+          // Nothing more is read for this client until it has taken what it was given.
+          drainTimer = setTimeout(() => {
+            request.log.info({ addressId: address.id, buffered: res.writableLength }, 'event stream dropped: the client did not read');
+            res.destroy();
+          }, config.sseDrainTimeoutMs);
+          res.once('drain', () => {
+            clearTimeout(drainTimer);
+            resume();
+          });
+          return false;
+        },
+        heartbeat() {
+          res.write(': ping\n\n');
+        },
+        end(err) {
+          open.delete(entry);
+          if (err === undefined) {
+            res.end(': shutting down\n\n');
+          } else if (err instanceof ApiError) {
+            res.end(errorFrame(err.code, err.message));
+          } else {
+            request.log.error({ err }, 'event stream failed');
+            res.end(errorFrame('internal', INTERNAL_MESSAGE));
+          }
+        },
+      }),
+    };
+    open.add(entry);
+    res.once('close', () => {
+      clearTimeout(drainTimer);
+      entry.stream.cancel();
+      open.delete(entry);
+    });
+    entry.stream.start();
+  });
+};
