@@ -121,6 +121,36 @@ describe(`an event stream and deliveries racing it (${STORE})`, () => {
     });
   }
 
+  it('50 streams of one address, sharing their reads, each get 100 concurrent deliveries once, in order', async () => {
+    const hub = new InProcessWakeupHub();
+    const writer = new ReturnAddressService(store, hub, config);
+    const { address } = await writer.createAddress({}, 'race');
+    let reads = 0;
+    const counting = new Proxy(store, {
+      get(target, prop) {
+        if (prop === 'listEvents') return (...args: Parameters<Store['listEvents']>) => { reads++; return target.listEvents(...args); };
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const reader = new ReturnAddressService(counting, hub, config);
+    const streams = range(1, 50).map(() => {
+      const c = collect();
+      const stream = reader.streamEvents(address, 0, 60_000, c.sink);
+      stream.start();
+      return { c, stream };
+    });
+    await Promise.all(range(1, 100).map((i) => writer.deliver(address, { type: `t${i}` }, undefined, 'https')));
+    for (const { c, stream } of streams) {
+      await c.until(100);
+      await sleep(10);
+      assert.deepEqual(c.events.map((e) => e.sequence), range(1, 100));
+      stream.cancel();
+    }
+    assert.ok(reads < 50, `reads are shared: ${reads} reads for 50 streams (each reading alone: at least 100)`);
+    assert.equal(hub.size(), 0);
+  });
+
   it('a shutdown during a read ends the stream once, and no waiter is left', async () => {
     const hub = new InProcessWakeupHub();
     const writer = new ReturnAddressService(store, hub, config);
