@@ -107,6 +107,8 @@ ${toolkit(c)}
 - Complete guide (every field, rule, limit and error code): ${c.baseUrl}/llms-full.txt
 - OpenAPI 3.1 description: ${c.baseUrl}/openapi.json
 - MCP: attach endpoints.mcp_url as a Streamable HTTP MCP server with header "Authorization: Bearer <read_token>".
+- Live: GET {events_url}/stream with the bearer token is the queue as Server-Sent Events (id = sequence,
+  resume with Last-Event-ID); a person can watch it at ${c.baseUrl}/inspect#<address_id>:<read_token>.
 `;
 }
 
