@@ -70,14 +70,19 @@ describe(`an event stream and deliveries racing it (${STORE})`, () => {
   });
 
   /** The store as the stream sees it: after its `injectAt`-th read, `inject()` runs before the page is returned. */
-  function interleaved(injectAt: number, inject: () => Promise<unknown>): { store: Store; reads: () => number } {
+  function interleaved(injectAt: number, inject: () => Promise<unknown>): { store: Store; reads: () => number; injected: Promise<void> } {
     let reads = 0;
+    let done: () => void = () => {};
+    const injected = new Promise<void>((ok) => { done = ok; });
     const proxy = new Proxy(store, {
       get(target, prop) {
         if (prop === 'listEvents') {
           return async (addressId: string, afterSeq: number, limit: number, maxBytes: number) => {
             const page = await target.listEvents(addressId, afterSeq, limit, maxBytes);
-            if (++reads === injectAt) await inject();
+            if (++reads === injectAt) {
+              await inject();
+              done();
+            }
             return page;
           };
         }
@@ -85,7 +90,7 @@ describe(`an event stream and deliveries racing it (${STORE})`, () => {
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-    return { store: proxy, reads: () => reads };
+    return { store: proxy, reads: () => reads, injected };
   }
 
   // Read 1 is the first read; then each read is the one after a send or after a wake-up, with the
@@ -111,6 +116,7 @@ describe(`an event stream and deliveries racing it (${STORE})`, () => {
         await sleep(20);
       }
       assert.ok(racing.reads() >= injectAt, `the stream made ${racing.reads()} reads`);
+      await racing.injected;
       const total = (await store.listEvents(address.id, 0, 100, 1e9))!.events.length;
       await c.until(total);
       assert.deepEqual(c.events.map((e) => e.sequence), range(1, total), 'every event once, in order');
