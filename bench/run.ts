@@ -7,7 +7,7 @@
 // bench/README.md. It reports; it gates nothing (exit code 0 unless the bench itself broke).
 //
 // Knobs (environment): BENCH_SECONDS (per round, default 4), BENCH_ROUNDS (default 3),
-// BENCH_ONLY (comma list of: hot, spread, reads, wake, idle, streams, pg), BENCH_IDLE_POLLS (default 10000),
+// BENCH_ONLY (comma list of: hot, spread, capture, reads, wake, idle, streams, pg), BENCH_IDLE_POLLS (default 10000),
 // BENCH_STREAMS (event streams held on one address in the streams scenario, default 1000),
 // BENCH_SERVICE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service),
 // BENCH_PG_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres).
@@ -32,7 +32,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 50;
 const IDLE_POLLS = Number(process.env.BENCH_IDLE_POLLS ?? 10_000);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000);
-const ALL_SCENARIOS = ['hot', 'spread', 'reads', 'wake', 'idle', 'streams', 'pg'];
+const ALL_SCENARIOS = ['hot', 'spread', 'capture', 'reads', 'wake', 'idle', 'streams', 'pg'];
 const ONLY = new Set((process.env.BENCH_ONLY ?? ALL_SCENARIOS.join(',')).split(',').map((s) => s.trim()));
 const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /**
@@ -72,7 +72,7 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 }
 
 // ---------------------------------------------------------------------------------------------
-interface Addr { id: string; token: string; inboxPath: string; eventsPath: string }
+interface Addr { id: string; token: string; inboxPath: string; hookPath: string; eventsPath: string }
 
 async function api(url: string, init: { method?: string; body?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; json: any }> {
   const res = await fetch(url, init);
@@ -87,6 +87,7 @@ async function createAddress(baseUrl: string): Promise<Addr> {
     id: r.json.address.id,
     token: r.json.credentials.read_token,
     inboxPath: new URL(r.json.endpoints.inbox_url).pathname,
+    hookPath: new URL(r.json.endpoints.hook_url).pathname,
     eventsPath: new URL(r.json.endpoints.events_url).pathname,
   };
 }
@@ -248,6 +249,60 @@ async function ingestScenario(key: string, label: string, ceiling: Child, servic
     note: `${fmt(r.serviceOk)} 2xx = ${fmt(back.stored)} stored, ${back.gapless ? 'gapless' : 'GAPS'}, ${r.serviceErrors} errors; p99 ${median(r.service.map((x) => x.p99))} ms vs ${median(r.ceiling.map((x) => x.p99))} ms`,
   });
   details[key] = { ...r, stored: back.stored, gapless: back.gapless };
+}
+
+/** A GitHub push delivery of about 2 KB, the body both sides of the capture scenario carry. */
+function githubPush(): string {
+  const commit = (i: number) => ({
+    id: randomBytes(20).toString('hex'), tree_id: randomBytes(20).toString('hex'), distinct: true, message: `Fix the flux capacitor, part ${i}`,
+    timestamp: '2026-11-25T09:00:00Z', url: `https://github.com/octocat/Hello-World/commit/${i}`,
+    author: { name: 'Mona Lisa Octocat', email: 'mona@github.com', username: 'octocat' }, added: [], removed: [], modified: ['src/flux.ts'],
+  });
+  return JSON.stringify({
+    ref: 'refs/heads/main', before: randomBytes(20).toString('hex'), after: randomBytes(20).toString('hex'), created: false, deleted: false, forced: false,
+    repository: { id: 1296269, node_id: 'MDEwOlJlcG9zaXRvcnkxMjk2MjY5', name: 'Hello-World', full_name: 'octocat/Hello-World', private: false, owner: { login: 'octocat', id: 1 } },
+    pusher: { name: 'octocat', email: 'mona@github.com' }, sender: { login: 'octocat', id: 1, type: 'User' },
+    commits: [commit(1), commit(2), commit(3)], head_commit: null, compare: 'https://github.com/octocat/Hello-World/compare/a...b',
+  });
+}
+
+/**
+ * The capture URL beside endpoint 6 on one service, in alternating rounds: the same ~2 KB GitHub push
+ * body, sent to the capture URL as GitHub sends it (its headers, a fresh X-GitHub-Delivery per
+ * request, so every request is a new event behind a dedupe key) and to the inbox as a CreateEvent
+ * with a fresh Idempotency-Key. The table's ceiling column holds endpoint 6 here.
+ */
+async function captureScenario(service: Child): Promise<void> {
+  const push = githubPush();
+  const inbox = await createAddress(service.url);
+  const hook = await createAddress(service.url);
+  let n = 0;
+  const inboxBody = `{"type":"github.push","source":"github","data":${push}}`;
+  const inboxReq: CannonRequest = {
+    method: 'POST', path: inbox.inboxPath, headers: JSON_HEADERS, body: inboxBody,
+    setupRequest: (req) => ({ ...req, headers: { ...JSON_HEADERS, 'idempotency-key': `bench-${++n}` } }),
+  };
+  const githubHeaders = { 'content-type': 'application/json', 'user-agent': 'GitHub-Hookshot/044aadd', 'x-github-event': 'push', 'x-github-hook-id': '292430182' };
+  const hookReq: CannonRequest = {
+    method: 'POST', path: `${hook.hookPath}/github`, headers: githubHeaders, body: push,
+    setupRequest: (req) => ({ ...req, headers: { ...githubHeaders, 'x-github-delivery': `72d3162e-cc78-11e3-81ab-${String(++n).padStart(12, '0')}` } }),
+  };
+  const label = `Capture URL vs endpoint 6, ${push.length} B GitHub push`;
+  log(`${label}: ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ~${SECONDS} s`);
+  const r = await sideBySide(label, (k) => cannon('ceiling', [service.url], inboxReq, k, [service.pid]), (k) => cannon('service', [service.url], hookReq, k, [service.pid]));
+  const back = await readBack(service.url, [hook]);
+  const lossless = back.stored === r.serviceOk && back.gapless && r.serviceErrors === 0;
+  const cpu = (runs: Run[]) => median(runs.map((x) => x.cpuUsPerRequest));
+  const ratio = r.serviceRps / r.ceilingRps;
+  log(`  verified: ${fmt(r.serviceOk)} captures answered 2xx, ${fmt(back.stored)} stored, ${back.gapless ? 'gapless' : 'NOT GAPLESS'}; ` +
+    `CPU per request: capture ${cpu(r.service).toFixed(0)} µs, endpoint 6 ${cpu(r.ceiling).toFixed(0)} µs`);
+  rows.push({
+    key: 'capture', label: `${label} (ceiling column: endpoint 6)`, unit: 'req/s', ceiling: r.ceilingRps, service: r.serviceRps, ratio,
+    target: '>= 1.0x endpoint 6 (noise ±10%)', met: ratio >= 0.9 && lossless,
+    note: `${fmt(r.serviceOk)} 2xx = ${fmt(back.stored)} stored, ${back.gapless ? 'gapless' : 'GAPS'}, ${r.serviceErrors} errors; ` +
+      `CPU/request ${cpu(r.service).toFixed(0)} µs vs ${cpu(r.ceiling).toFixed(0)} µs; p99 ${median(r.service.map((x) => x.p99))} ms vs ${median(r.ceiling.map((x) => x.p99))} ms`,
+  });
+  details.capture = { ...r, stored: back.stored, gapless: back.gapless };
 }
 
 async function readsScenario(ceiling: Child, service: Child): Promise<void> {
@@ -567,6 +622,7 @@ async function main(): Promise<void> {
       const spread = await createAddresses(service.url, 100);
       await ingestScenario('spread', 'Ingest, 100 addresses', ceiling, [service], spread, service.url);
     }
+    if (ONLY.has('capture')) await captureScenario(service);
     if (ONLY.has('reads')) await readsScenario(ceiling, service);
     await service.stop();
     // The long-poll scenarios get services of their own, so their memory figures are what the

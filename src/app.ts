@@ -16,7 +16,9 @@ import { documentRoutes } from './http/routes/documents.js';
 import { eventStreamRoutes } from './http/routes/event-stream.js';
 import { eventRoutes } from './http/routes/events.js';
 import { healthRoutes } from './http/routes/health.js';
+import { hookRoutes } from './http/routes/hooks.js';
 import { inboxRoutes } from './http/routes/inbox.js';
+import { signingSecretRoutes } from './http/routes/signing-secrets.js';
 import { inspectRoutes } from './http/routes/inspect.js';
 import { mcpRoutes } from './mcp/mcp-route.js';
 
@@ -91,6 +93,8 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   await app.register(eventRoutes(deps));
   await app.register(eventStreamRoutes(deps));
   await app.register(inboxRoutes(deps));
+  await app.register(hookRoutes(deps));
+  await app.register(signingSecretRoutes(deps));
   await app.register(mcpRoutes(deps));
   await app.register(inspectRoutes(deps));
   return app;

@@ -23,7 +23,11 @@ export interface Config {
   readonly createRateLimit: number;
   readonly createRateWindowSeconds: number;
   readonly maxEventsPerAddress: number;
+  /** Bytes of stored data and metadata one address may hold; the oldest acknowledged events make room. */
+  readonly maxBytesPerAddress: number;
   readonly maxPayloadBytes: number;
+  /** Largest body the capture URL takes (decisions.md §11). */
+  readonly maxCaptureBytes: number;
   /** Stored JSON bytes one page of events may hold (always at least one event). */
   readonly maxPageBytes: number;
   readonly maxEmailBytes: number;
@@ -31,6 +35,8 @@ export interface Config {
   readonly maxDiscardBytes: number;
   /** Email bytes held in memory by all SMTP sessions together; past it, 452 (try later). */
   readonly smtpMaxBufferedBytes: number;
+  /** SMTP connections one client IP may hold at once. */
+  readonly smtpMaxConnectionsPerIp: number;
   /**
    * Which proxies may set X-Forwarded-For: false (none), a hop count, or addresses/CIDRs. Never
    * "every hop": then any client could name its own IP and dodge the create rate limit.
@@ -165,11 +171,14 @@ export function loadConfig(env: Env = process.env): Config {
     createRateLimit: int(env, 'CREATE_RATE_LIMIT', 30, 1),
     createRateWindowSeconds: int(env, 'CREATE_RATE_WINDOW_SECONDS', 60, 1, MAX_RATE_WINDOW_MS / 1000),
     maxEventsPerAddress: int(env, 'MAX_EVENTS_PER_ADDRESS', 10_000, 1),
+    maxBytesPerAddress: int(env, 'MAX_BYTES_PER_ADDRESS', 512 * 1024 * 1024, 1024),
     maxPayloadBytes: int(env, 'MAX_PAYLOAD_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    maxCaptureBytes: int(env, 'MAX_CAPTURE_BYTES', 25 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     maxPageBytes: int(env, 'MAX_PAGE_BYTES', 8 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     maxDiscardBytes: int(env, 'MAX_DISCARD_BYTES', 8 * 1024 * 1024, 0, 1024 * 1024 * 1024),
     maxEmailBytes: int(env, 'MAX_EMAIL_BYTES', 10 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     smtpMaxBufferedBytes: int(env, 'SMTP_MAX_BUFFERED_BYTES', 256 * 1024 * 1024, 1024),
+    smtpMaxConnectionsPerIp: int(env, 'SMTP_MAX_CONNECTIONS_PER_IP', 20, 1, 100_000),
     trustProxy: trustProxy(env),
     pgPoolSize: int(env, 'PG_POOL_SIZE', 10, 1, 1000),
     pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 10_000, 0),

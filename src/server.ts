@@ -5,6 +5,7 @@ import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { ReturnAddressService } from './domain/return-address-service.js';
 import { startSmtpListener, type SmtpListener } from './email/smtp-listener.js';
+import type { DnsResolver } from './email/sender-authentication.js';
 import { ExpirySweeper } from './domain/expiry-sweeper.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { openStore } from './storage/open-store.js';
@@ -24,6 +25,10 @@ export interface RunningService {
 export interface StartOptions {
   /** A logger to use instead of building one from config.logLevel (tests capture logs with it). */
   logger?: FastifyBaseLogger;
+  /** DNS for the SMTP listener's SPF/DKIM/DMARC checks, and its bounds (tests run offline with these). */
+  dnsResolver?: DnsResolver;
+  dnsLookupTimeoutMs?: number;
+  authenticationBudgetMs?: number;
 }
 
 export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
@@ -44,7 +49,8 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     const httpUrl = await app.listen({ port: config.port, host: config.host, backlog: 4096 });
     smtp = await startSmtpListener(service, {
       port: config.smtpPort, host: config.smtpHost, emailDomain: config.emailDomain, maxEmailBytes: config.maxEmailBytes,
-      tlsCertFile: config.smtpTlsCert, tlsKeyFile: config.smtpTlsKey, maxBufferedBytes: config.smtpMaxBufferedBytes,
+      tlsCertFile: config.smtpTlsCert, tlsKeyFile: config.smtpTlsKey, maxBufferedBytes: config.smtpMaxBufferedBytes, maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
+      dnsResolver: opts.dnsResolver, dnsLookupTimeoutMs: opts.dnsLookupTimeoutMs, authenticationBudgetMs: opts.authenticationBudgetMs,
     }, app.log.child({ component: 'smtp' }));
     const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, app.log);
     sweeper.start();

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { startService, type RunningService } from '../src/server.js';
+import { startService, type RunningService, type StartOptions } from '../src/server.js';
+import type { DnsResolver } from '../src/email/sender-authentication.js';
 
 export const STORE = (process.env.STORE ?? 'sqlite') as 'sqlite' | 'postgres';
 export const PG_ADMIN_URL = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -92,7 +93,12 @@ export interface TestService {
  * Starts the whole service in this process on free ports. `env` overrides configuration;
  * `storage` reuses another service's data (two instances on one database, or a restart).
  */
-export async function startTestService(env: Record<string, string> = {}, storage?: TestStorage): Promise<TestService> {
+/** The tests' DNS: nothing exists (SPF/DKIM/DMARC come out none), answered at once, offline. */
+export const offlineResolver: DnsResolver = async (name) => {
+  throw Object.assign(new Error(`queryTxt ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+};
+
+export async function startTestService(env: Record<string, string> = {}, storage?: TestStorage, opts: StartOptions = {}): Promise<TestService> {
   const st = storage ?? (await createTestStorage());
   // A free port can be taken by another process between the probe and the listen: try again.
   for (let attempt = 1; ; attempt++) {
@@ -111,7 +117,7 @@ export async function startTestService(env: Record<string, string> = {}, storage
     });
     let running: RunningService;
     try {
-      running = await startService(config);
+      running = await startService(config, { dnsResolver: offlineResolver, ...opts });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' && attempt < 5) continue;
       if (!storage) await st.drop().catch(() => {}); // a failed start must not leave its database behind

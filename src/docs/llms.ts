@@ -17,7 +17,8 @@ function flow(c: Config): string {
           "credentials":{"read_token":"aa_read_…","note":"…"},
           "endpoints":{"inbox_url":"${b}/api/v1/inbox/addr_…/aa_ingress_…",
                        "events_url":"${b}/api/v1/addresses/addr_…/events",
-                       "mcp_url":"${b}/api/v1/addresses/addr_…/mcp"}}
+                       "mcp_url":"${b}/api/v1/addresses/addr_…/mcp",
+                       "hook_url":"${b}/api/v1/hooks/addr_…/aa_ingress_…"}}
 
 2. Give endpoints.inbox_url (or address.email) to whoever must answer. They POST JSON to it:
 
@@ -27,6 +28,9 @@ function flow(c: Config): string {
      -d '{"type":"build.finished","data":{"status":"green"},"metadata":{"build":"981"}}'
 
    -> 202 {"event":{…,"sequence":1,…},"duplicate":false}   (a retry with the same key: 200, duplicate true)
+
+   A sender with a format of its own (GitHub, Stripe, Slack, an OAuth redirect, a form) gets
+   endpoints.hook_url instead: it takes any request as it is, and each becomes one event.
 
 3. Later (same process or another one), read the queue in order with the token, waiting up to 25 s:
 
@@ -85,6 +89,75 @@ waitFor/wait_for long-poll from a cursor the client keeps (ra.cursor), retry net
 error that lasts to the timeout is raised as ReturnAddressError (status 0, code network_error).`;
 }
 
+function capture(c: Config): string {
+  const b = c.baseUrl;
+  return `endpoints.hook_url = ${b}/api/v1/hooks/<address_id>/aa_ingress_<43 chars>: the same write-only
+secret as inbox_url, for senders that send their own bodies. It takes GET, POST, PUT, PATCH and
+DELETE on that URL and on any sub-path below it ($HOOK_URL/github/pr-42), any content type, any
+body up to ${c.maxCaptureBytes} bytes (MAX_CAPTURE_BYTES; more: 413). HEAD and OPTIONS answer 200 and
+store nothing. Each request becomes one event; a 2xx means it is durably stored, as on the inbox.
+Unknown address or wrong secret: 404 (before the body is read); expired: 410; queue full: 429.
+
+The event:
+- type/source: github.<X-GitHub-Event>/github; stripe.<body.type>/stripe; slack.<event.type, else
+  type, else "command" for a slash command>/slack; <body.type>/webhook for Standard Webhooks and
+  Svix (webhook-id / svix-id headers); anything else http.request/https. A name taken from the
+  request is used only when it is 1-128 characters of [A-Za-z0-9_.:/-] (else github.event,
+  stripe.event, http.request).
+- data = { method, path, query, headers, content_type, body, raw, attachments, remote_ip, signature }
+  path: the sub-path ("/github/pr-42", "" when none). query: an object of strings (a repeated key
+  an array). headers: lower-case names (a repeated header joined with ", "). body: the parsed JSON
+  (its numbers as the sender wrote them), form fields as an object, text (text/*, XML) as a string,
+  multipart fields as an object, else null. raw = { size, sha256, encoding: "utf8"|"base64",
+  content }: the exact bytes, so you can check a signature yourself. attachments: multipart files as
+  [{ filename, content_type, size, content_base64 }]. signature = { scheme, verified, reason }.
+- A malformed body (broken JSON or multipart, bytes that are not UTF-8, JSON nested deeper than
+  ${MAX_VALUE_DEPTH - 1} levels) is never refused: it is stored with body null and its bytes in raw.
+- dedupe_key: the Idempotency-Key header (1-255 characters, no control characters, else 400),
+  else webhook:<webhook-id or svix-id>, github:<X-GitHub-Delivery>, stripe:<body.id> of a Stripe
+  event, shopify:<X-Shopify-Webhook-Id>. A provider's retry of one delivery is then 200 duplicate,
+  and stores nothing new, as on the inbox.
+
+Answers:
+- Slack url_verification ({"type":"url_verification","challenge":C}) -> 200 {"challenge":C}.
+- GET ?hub.mode=subscribe&hub.challenge=X (Meta: WhatsApp, Messenger, Instagram) -> 200 text/plain X.
+- ?validationToken=X (Microsoft Graph subscriptions) -> 200 text/plain X.
+- A GET whose Accept includes text/html (a browser, e.g. an OAuth redirect) -> 200 a static page
+  "Received. You may close this tab." that echoes nothing from the request.
+- Anything else -> 202 {"event":{"id":"evt_…","sequence":N},"duplicate":false}, or 200 with
+  duplicate true. The answer never holds event data: the capture URL cannot read.
+Handshakes are stored as events too.
+
+GitHub: repository Settings > Webhooks > Add webhook: Payload URL = hook_url (or hook_url + "/github"),
+Content type application/json, Secret = a random string you also give this service (below). Then:
+   npx return-address wait --save /tmp/ra.json --type github.pull_request --match data.body.action=closed
+   (or GET the events URL and look for type "github.pull_request").
+
+Stripe: Dashboard > Developers > Webhooks > Add endpoint: URL = hook_url; copy its signing secret
+(whsec_…). Events arrive as type "stripe.<event type>", e.g. stripe.checkout.session.completed, keyed
+by the Stripe event id, so Stripe's retries never make a second event.
+
+OAuth: use hook_url (plus any sub-path) as the redirect_uri:
+   https://accounts.example.com/authorize?response_type=code&client_id=…&state=S&redirect_uri=<$HOOK_URL/oauth, URL-encoded>
+The person's browser lands on the "you may close this tab" page; you get an event with
+data.path "/oauth" and data.query {"code": "…", "state": "S"}: check state, then exchange the code.
+   npx return-address wait --save /tmp/ra.json --type http.request --match data.query.state=S
+
+Signature checks (optional): give the service the secrets the senders sign with; they are replaced
+as a whole by each PUT (a scheme left out is removed, {} removes all), never returned, never logged,
+and stored sealed under a key only this address's read token and inbox secret derive:
+   curl -s -X PUT "${b}/api/v1/addresses/$ADDRESS_ID/signing-secrets" \\
+     -H "Authorization: Bearer $READ_TOKEN" -H 'content-type: application/json' \\
+     -d '{"github":"my-webhook-secret","stripe":"whsec_…","slack":"8f742231b10e8888abcd99yyyzzz85a5","standard_webhooks":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}'
+   -> 200 {"configured":["github","stripe","slack","standard_webhooks"]}
+Schemes: github (X-Hub-Signature-256, HMAC-SHA256 of the body), stripe (Stripe-Signature v1, within
+300 s of its t=), slack (X-Slack-Signature v0, within 300 s of X-Slack-Request-Timestamp),
+standard_webhooks (webhook-signature or svix-signature, whsec_ base64 keys, within 300 s).
+data.signature.verified: true, false (the reason says why: mismatch, stale timestamp, malformed
+header), or null (no signature header, or no secret for its scheme). A bad signature is recorded,
+never refused: treat an event whose verified is not true as untrusted.`;
+}
+
 export function llmsTxt(c: Config): string {
   return `# Return Address
 
@@ -107,6 +180,8 @@ ${toolkit(c)}
 - Complete guide (every field, rule, limit and error code): ${c.baseUrl}/llms-full.txt
 - OpenAPI 3.1 description: ${c.baseUrl}/openapi.json
 - MCP: attach endpoints.mcp_url as a Streamable HTTP MCP server with header "Authorization: Bearer <read_token>".
+- Capture URL (endpoints.hook_url): any sender's own requests (GitHub, Stripe, Slack, OAuth redirects),
+  signature checks, handshakes: see "Capture URL" in llms-full.txt.
 - Live: GET {events_url}/stream with the bearer token is the queue as Server-Sent Events (id = sequence,
   resume with Last-Event-ID); a person can watch it at ${c.baseUrl}/inspect#<address_id>:<read_token>.
 `;
@@ -149,6 +224,8 @@ ${flow(c)}
 6. POST   /api/v1/inbox/{addressId}/{secret}             secret in path   CreateEvent body -> 202 new / 200 duplicate
    GET    /api/v1/addresses/{addressId}/events/stream    Bearer token     ?after, Last-Event-ID -> 200 text/event-stream
    POST   /api/v1/addresses/{addressId}/mcp              Bearer token     MCP Streamable HTTP
+   GET|POST|PUT|PATCH|DELETE /api/v1/hooks/{addressId}/{secret}[/any/sub/path]  secret in path  any body -> 202 new / 200
+   PUT    /api/v1/addresses/{addressId}/signing-secrets  Bearer token     JSON body        -> 200 {"configured":[…]}
    GET    /inspect                                       none (token typed in, or in the #fragment)  -> a live page for a person
    GET    /healthz (process up), /readyz (storage reachable), /openapi.json, /llms.txt, /llms-full.txt
 
@@ -184,6 +261,7 @@ Response 201:
   deliver but never read.
 - endpoints.events_url: ${b}/api/v1/addresses/<address_id>/events
 - endpoints.mcp_url: ${b}/api/v1/addresses/<address_id>/mcp
+- endpoints.hook_url: ${b}/api/v1/hooks/<address_id>/aa_ingress_<43 chars>, the capture URL (below).
 
 Rate limit: ${c.createRateLimit} creations per ${c.createRateWindowSeconds} s per client IP (fixed window), shared by
 all instances. Over it: 429 rate_limited with a Retry-After header (seconds). Refused attempts
@@ -220,6 +298,10 @@ repeat. A 2xx means the event is durably committed (fsynced) before the answer i
 Errors: 400 invalid_request / invalid_json, 404 not_found (unknown address or wrong secret, which look
 the same), 409 idempotency_key_mismatch, 410 address_expired, 413 payload_too_large (body over
 ${c.maxPayloadBytes} bytes), 415 unsupported_media_type, 429 queue_full (with Retry-After).
+
+## Capture URL: any sender's own requests
+
+${capture(c)}
 
 ## Read the queue (endpoint 4)
 
@@ -297,7 +379,7 @@ A message to several addresses becomes one event in each (one per address, even 
   255 characters or with control characters becomes "sha256:<hex of the id>"). No Message-ID: no
   dedupe_key.
 - data = { from, to, cc, subject, text, html, message_id, in_reply_to, references, date, headers,
-  attachments, raw_size, parse_error }. Every key is always present:
+  attachments, raw_size, parse_error, extracted, authentication }. Every key is always present:
   - from: {name, address} or null; to, cc: [{name, address}] (groups flattened); name is null when
     the mailbox has no display name.
   - subject (decoded; "" when the header is present but empty), text, html, message_id, in_reply_to
@@ -310,6 +392,29 @@ A message to several addresses becomes one event in each (one per address, even 
   - raw_size: size of the message in bytes as received. parse_error: null, or why the MIME
     structure could not be decoded; the event then holds the top-level headers and the undecoded
     body as text. Malformed mail is never refused for its MIME.
+  - extracted = { otp_codes, links, reply_text }, read by the service from subject, text and html
+    (the html's text when there is no text part; the first 256 KiB of each body):
+    - otp_codes: ["482913", "K7P2XQ", …], [] when none. 4-8 digits, two equal digit groups
+      ("482-913" is given as "482913") or 4-8 upper-case letters and digits, only near a code word
+      (code, verification, OTP, passcode, PIN, one-time, código, Bestätigungscode, code de
+      vérification, 验证码, 認証コード, …). Phone numbers, dates, years, prices, zip and promo codes, order
+      numbers and anything inside a URL are not codes.
+    - links: [{url, kind}], http(s) only, each URL once, in order of appearance (List-Unsubscribe
+      first). kind: "magic_link" (a sign-in link carrying a token), "verify" (confirm an address or
+      action), "reset" (password reset), "unsubscribe" (also every List-Unsubscribe URL), "other".
+      Classified from the anchor text, the words before the link, and the URL.
+    - reply_text: the new text of the message: quoted history ("On … wrote:", "> " lines, Outlook
+      "From:/Sent:" blocks, "-----Original Message-----", the Gmail quote) and the signature ("-- ",
+      "Sent from my iPhone", …) removed; null when nothing is left.
+    These are heuristics: check a code or link against the mail when it matters. The service never
+    follows, fetches or renders anything in a mail; treat every value as untrusted input.
+  - authentication = { spf, dkim, dmarc, summary }, checked at receipt with the SMTP client's IP,
+    EHLO name and MAIL FROM. spf, dkim, dmarc are the results as mailauth reports them: "pass",
+    "fail", "softfail" (spf), "neutral" (dkim: also a body changed after signing), "none" (no record
+    or no signature), "temperror" (DNS did not answer), "permerror", "policy". summary is "pass"
+    only when DMARC passes (the From domain is proven), "fail" when any of the three failed,
+    "temperror" when a lookup failed and nothing failed, else "none". DNS lookups are bounded (3 s
+    each, 8 s per message); past that, temperror, and the mail is still accepted.
 - metadata = { smtp_mail_from ("" for the null sender), smtp_rcpt_to (the recipient as sent),
   remote_ip, tag (only when +tag was used) }.
 
@@ -374,9 +479,10 @@ ${toolkit(c)}
 - expiresAt is always set (default lifetime ${c.defaultTtlSeconds} s). After it, HTTP deliveries get 410
   address_expired and email gets 550; reading, ack and delete keep working for a grace period of
   ${c.expiredGraceSeconds} s, after which the address and all its events are deleted (then 404).
-- An address holds at most ${c.maxEventsPerAddress} events. When a new event would exceed that, the oldest
-  acknowledged events are deleted to make room; if none is acknowledged, the delivery gets 429
-  queue_full (Retry-After). Sequences never restart. Acknowledge what you handled.
+- An address holds at most ${c.maxEventsPerAddress} events and ${c.maxBytesPerAddress} bytes of data and metadata. When a
+  new event would exceed either, the fewest oldest acknowledged events that make room are deleted; if
+  the acknowledged ones cannot make room, the delivery gets 429 queue_full (Retry-After; email: 452).
+  Sequences never restart. Acknowledge what you handled.
 - DELETE removes the address and all its events at once.
 
 ## Limits
@@ -384,9 +490,14 @@ ${toolkit(c)}
 - name: max 100 characters; task_id: max 200 characters; expires_in_seconds: 60 to 31536000.
 - limit: 1 to 100 (default 50); wait: 0 to 25 s (default 0); after: 0 to 9007199254740991 (default 0).
 - Delivery body: max ${c.maxPayloadBytes} bytes; JSON nesting of data/metadata: max ${MAX_VALUE_DEPTH} levels.
+- Capture URL body: max ${c.maxCaptureBytes} bytes (MAX_CAPTURE_BYTES). An event holds the body twice
+  (parsed and raw), so a page of such events may be a single event.
+- Signing secrets: 1 to 1024 characters each.
 - Idempotency-Key / dedupe_key: 1 to 255 characters, no control characters.
 - A page of events: at most ${c.maxPageBytes} bytes of stored data and metadata (at least one event).
-- Email: max ${c.maxEmailBytes} bytes per message.
+- Email: max ${c.maxEmailBytes} bytes per message; ${c.smtpMaxConnectionsPerIp} SMTP connections at once per client IP (more: 421).
+- Bytes per address: ${c.maxBytesPerAddress} of stored data and metadata (MAX_BYTES_PER_ADDRESS), pruned
+  and refused like the event count; one event larger than that: 413 payload_too_large.
 - Events per address: ${c.maxEventsPerAddress}. Address creations: ${c.createRateLimit} per ${c.createRateWindowSeconds} s per client IP.
 
 ## Errors

@@ -7,8 +7,14 @@
 
 const EMAIL_NAMESPACE = '\u0001email:';
 
-/** What an HTTP key may hold: no control character, so it can never start like a namespaced key. */
-export const HTTP_DEDUPE_KEY_PATTERN = '^[^\\u0000-\\u001f\\u007f]*$';
+/**
+ * What an HTTP key may hold: no control character, so it can never start like a namespaced key, and
+ * no lone surrogate, which no store can keep as it was sent (a JSON schema pattern, so matched with
+ * the u flag: a surrogate pair is one character and passes).
+ */
+export const HTTP_DEDUPE_KEY_PATTERN = '^[^\\u0000-\\u001f\\u007f\\ud800-\\udfff]*$';
+/** The same rule as a RegExp. */
+export const HTTP_DEDUPE_KEY_RE = new RegExp(HTTP_DEDUPE_KEY_PATTERN, 'u');
 
 /** The stored key of a mail, from the key made of its Message-ID. */
 export function emailDedupeKey(messageIdKey: string): string {

@@ -9,6 +9,8 @@ export interface AddressRecord {
   taskId: string | null;
   readTokenHash: Buffer;
   inboxSecretHash: Buffer;
+  /** The data key of its signing secrets, sealed for its reader and its sender (domain/signing-keys.ts); null for an address older than them. */
+  signingKeys: Buffer | null;
   createdAt: number;
   expiresAt: number;
 }
@@ -52,6 +54,11 @@ export interface EventInput {
   type?: string;
   source?: string;
   data?: unknown;
+  /**
+   * `data` already as JSON text, used instead of `data`: the capture URL builds it around a body's own
+   * text, so the body's numbers keep every digit the sender wrote. The caller vouches that it is JSON.
+   */
+  dataJson?: string;
   metadata?: Record<string, string>;
   dedupe_key?: string;
 }

@@ -60,6 +60,8 @@ export interface StoreCapabilities {
 export interface StoreLimits {
   /** At most this many events per address; the oldest acknowledged ones are pruned to make room. */
   maxEventsPerAddress: number;
+  /** At most this many bytes of data and metadata (UTF-8) per address, pruned the same way. */
+  maxBytesPerAddress: number;
 }
 
 export interface Store {
@@ -92,6 +94,10 @@ export interface Store {
   heldAddress?(id: string): AddressRecord | undefined;
   /** The address whose email local part is `slug`. */
   getAddressBySlug(slug: string): Promise<AddressRecord | null>;
+  /** The address's sealed signing secrets (null: none set); undefined when the address does not exist. */
+  getSigningSecrets(addressId: string): Promise<Buffer | null | undefined>;
+  /** Replaces the sealed signing secrets, durably; false when the address does not exist. */
+  setSigningSecrets(addressId: string, sealed: Buffer | null): Promise<boolean>;
   /** Deletes the address and all its events; false when it did not exist. */
   deleteAddress(id: string): Promise<boolean>;
   /** Deletes addresses whose expiresAt is before `cutoff`, with their events; returns their ids. */

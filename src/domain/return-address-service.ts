@@ -6,6 +6,7 @@ import {
 } from './credentials.js';
 import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
 import { eventMatches, type EventFilter } from './event-match.js';
+import { newSigningKeys } from './signing-keys.js';
 import { eventObject } from './representation.js';
 import { EventStream, type StreamSink } from './event-stream.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
@@ -18,6 +19,8 @@ export interface ServiceOptions {
   createRateLimit: number;
   createRateWindowSeconds: number;
   maxEventsPerAddress: number;
+  /** Bytes of stored data and metadata per address (MAX_BYTES_PER_ADDRESS), pruned like the event count. */
+  maxBytesPerAddress: number;
   /** A page holds events up to this many bytes of stored JSON (at least one event): MAX_PAGE_BYTES. */
   maxPageBytes: number;
 }
@@ -39,7 +42,7 @@ export interface CreatedAddress {
  * The three 401s of decisions §3 say which case it is and the fix (no header; not a bearer read token;
  * a well-formed token that is not this address's), and none depends on whether the address exists.
  */
-function bearerToken(authorization: string | undefined): string {
+export function bearerToken(authorization: string | undefined): string {
   if (authorization === undefined || authorization.trim() === '') throw unauthorized(MISSING_BEARER);
   const m = /^Bearer +(\S+) *$/i.exec(authorization);
   const token = m?.[1];
@@ -81,13 +84,15 @@ export class ReturnAddressService {
     const ttl = input.expires_in_seconds ?? this.opts.defaultTtlSeconds;
     const readToken = newReadToken();
     const inboxSecret = newInboxSecret();
+    const id = newAddressId();
     const address: AddressRecord = {
-      id: newAddressId(),
+      id,
       slug: newSlug(),
       name: input.name ?? DEFAULT_ADDRESS_NAME,
       taskId: input.task_id ?? null,
       readTokenHash: hashSecret(readToken),
       inboxSecretHash: hashSecret(inboxSecret),
+      signingKeys: newSigningKeys(id, readToken, inboxSecret),
       createdAt,
       expiresAt: createdAt + ttl * 1000,
     };
@@ -194,12 +199,17 @@ export class ReturnAddressService {
       addressId: address.id,
       type: input.type ?? DEFAULT_EVENT_TYPE,
       source: input.source ?? defaultSource,
-      data: JSON.stringify(input.data ?? null),
+      data: input.dataJson ?? JSON.stringify(input.data ?? null),
       metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
       dedupeKey: idempotencyKey ?? input.dedupe_key ?? null,
       createdAt,
     };
-    const result = await this.store.appendEvent(event, { maxEventsPerAddress: this.opts.maxEventsPerAddress });
+    // An event that could never fit, even in an empty queue, is refused as too large, not as full.
+    const size = Buffer.byteLength(event.data) + (event.metadata === null ? 0 : Buffer.byteLength(event.metadata));
+    if (size > this.opts.maxBytesPerAddress) {
+      throw new ApiError('payload_too_large', `This event would take ${size} bytes stored, more than one address holds (MAX_BYTES_PER_ADDRESS = ${this.opts.maxBytesPerAddress}): send less.`);
+    }
+    const result = await this.store.appendEvent(event, { maxEventsPerAddress: this.opts.maxEventsPerAddress, maxBytesPerAddress: this.opts.maxBytesPerAddress });
     switch (result.kind) {
       case 'created':
         this.changed(address.id);
@@ -209,7 +219,8 @@ export class ReturnAddressService {
       case 'queue_full':
         throw new ApiError(
           'queue_full',
-          `This address holds ${this.opts.maxEventsPerAddress} unacknowledged events; acknowledge some before delivering more.`,
+          `This address is full: its unacknowledged events reach MAX_EVENTS_PER_ADDRESS (${this.opts.maxEventsPerAddress}) or ` +
+            `MAX_BYTES_PER_ADDRESS (${this.opts.maxBytesPerAddress} bytes); acknowledge some before delivering more.`,
           { 'retry-after': String(QUEUE_FULL_RETRY_AFTER_SECONDS) },
         );
       case 'address_gone':

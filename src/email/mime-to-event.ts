@@ -15,6 +15,9 @@
 // - `raw_size` is the size in bytes of the message as received (after SMTP dot-unstuffing).
 // - `parse_error` is null, or says why the MIME structure could not be decoded; the event then holds
 //   what could be read: the top-level headers, and the undecoded body as `text`.
+// - `extracted` = {otp_codes, links, reply_text}, read from subject, text and html (extraction.ts).
+// - `authentication` = {spf, dkim, dmarc, summary} is filled by the SMTP listener, which knows the
+//   connection (sender-authentication.ts); this pure step leaves it null.
 // - `dedupe_key` is the Message-ID without brackets. An id the queue cannot take as a key (over 255
 //   characters, or with control characters) becomes "sha256:<hex of the id>", so retries still
 //   deduplicate. No Message-ID: no dedupe_key.
@@ -22,6 +25,8 @@ import { emailDedupeKey } from '../domain/dedupe-key.js';
 import { createHash } from 'node:crypto';
 import PostalMime, { addressParser, decodeWords, type Address, type Email } from 'postal-mime';
 import type { EventInput } from '../domain/model.js';
+import { type ExtractedContent, extractContent } from './extraction.js';
+import type { SenderAuthentication } from './sender-authentication.js';
 
 export const EMAIL_EVENT_TYPE = 'email.received';
 export const EMAIL_EVENT_SOURCE = 'email';
@@ -56,6 +61,9 @@ export interface EmailData {
   attachments: EmailAttachment[];
   raw_size: number;
   parse_error: string | null;
+  extracted: ExtractedContent;
+  /** Null only before the SMTP listener has checked the message. */
+  authentication: SenderAuthentication | null;
 }
 
 /** What the SMTP dialogue said about one recipient's copy of a message. */
@@ -83,6 +91,12 @@ interface HeaderField {
 
 /** Parses a message once; `emailEventInput` then makes the event of each recipient from it. */
 export async function parseEmailMessage(raw: Uint8Array): Promise<EmailData> {
+  const data = await decodeMessage(raw);
+  data.extracted = extractContent(data);
+  return data;
+}
+
+async function decodeMessage(raw: Uint8Array): Promise<EmailData> {
   let parsed: Email;
   try {
     parsed = await PostalMime.parse(withUtf8HeaderBlock(raw), { attachmentEncoding: 'arraybuffer' });
@@ -158,6 +172,8 @@ function fromHeaders(fields: readonly HeaderField[], rawSize: number): EmailData
     attachments: [],
     raw_size: rawSize,
     parse_error: null,
+    extracted: { otp_codes: [], links: [], reply_text: null },
+    authentication: null,
   };
 }
 

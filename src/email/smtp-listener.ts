@@ -10,15 +10,20 @@
 // Shutdown: close() stops accepting connections, refuses messages whose DATA ends from then on
 // (421, the sender retries later), waits for deliveries already under way, then ends the remaining
 // connections with 421. Only after that may the store close.
+//
+// Sender authentication (SPF, DKIM, DMARC) runs beside the parse, on the raw bytes, with the
+// connection's IP, EHLO name and MAIL FROM; its DNS lookups are bounded (sender-authentication.ts),
+// so a dead or slow resolver costs at most its budget and gives temperror, never a stalled session.
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerError, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import { SLUG_RE } from '../domain/credentials.js';
 import { ApiError } from '../domain/errors.js';
-import type { AddressRecord } from '../domain/model.js';
+import type { AddressRecord, Delivery } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { EMAIL_EVENT_SOURCE, emailEventInput, parseEmailMessage } from './mime-to-event.js';
+import { authenticateSender, type DnsResolver } from './sender-authentication.js';
 
 export interface SmtpListenerOptions {
   port: number;
@@ -31,11 +36,19 @@ export interface SmtpListenerOptions {
   /** Idle time allowed between two commands or two chunks of DATA. */
   socketTimeoutMs?: number;
   maxClients?: number;
+  /** Connections one client IP may hold at once (SMTP_MAX_CONNECTIONS_PER_IP); more get 421. */
+  maxConnectionsPerIp?: number;
   maxRecipients?: number;
   /** Message bytes held in memory by all sessions together (SMTP_MAX_BUFFERED_BYTES). */
   maxBufferedBytes?: number;
   /** Clock for expiry checks; the service's own clock by default. */
   now?: () => number;
+  /** DNS for SPF, DKIM and DMARC; node's dns.promises.resolve by default (tests inject their own). */
+  dnsResolver?: DnsResolver | undefined;
+  /** Longest wait for one DNS answer (default 3 s). */
+  dnsLookupTimeoutMs?: number | undefined;
+  /** Longest time all the DNS lookups of one message may take together (default 8 s). */
+  authenticationBudgetMs?: number | undefined;
 }
 
 export interface SmtpListener {
@@ -52,6 +65,8 @@ interface Recipient {
 
 const DEFAULT_SOCKET_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_CLIENTS = 500;
+/** Enough for an MTA's parallel deliveries; one host alone cannot take all of maxClients. */
+export const DEFAULT_MAX_CONNECTIONS_PER_IP = 20;
 /**
  * Default of the message bytes held in memory across all sessions at once. Each message may be
  * MAX_EMAIL_BYTES, and 500 clients of 10 MiB would be 5 GB: past this budget a message is drained,
@@ -89,6 +104,9 @@ function readPem(path: string, variable: string): Buffer {
   }
 }
 
+/** A mail's event JSON above this many characters is stored one recipient at a time. */
+const LARGE_EVENT_CHARS = 1024 * 1024;
+
 export async function startSmtpListener(service: ReturnAddressService, opts: SmtpListenerOptions, log: FastifyBaseLogger): Promise<SmtpListener> {
   const now = opts.now ?? Date.now;
   const inFlight = new Set<Promise<unknown>>();
@@ -96,6 +114,9 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
   /** Message bytes held by all sessions right now (see DEFAULT_MAX_BUFFERED_BYTES). */
   let buffered = 0;
   const maxBuffered = opts.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
+  const maxPerIp = opts.maxConnectionsPerIp ?? DEFAULT_MAX_CONNECTIONS_PER_IP;
+  const connectionsByIp = new Map<string, number>();
+  const counted = new Set<string>();
 
   /** The live address a recipient names, or null: unknown, other domain, deleted, or expired. */
   async function resolve(rcpt: string): Promise<Recipient | null> {
@@ -107,8 +128,15 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
   }
 
   /** Delivers a complete message; resolves to the 250 text, or throws an SMTP error. */
-  async function deliverMessage(raw: Buffer, mailFrom: string, rcpts: readonly string[], remoteIp: string, sessionId: string): Promise<string> {
+  async function deliverMessage(raw: Buffer, mailFrom: string, rcpts: readonly string[], remoteIp: string, helo: string, sessionId: string): Promise<string> {
+    const authentication = authenticateSender(raw, { ip: remoteIp.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, ''), helo: helo === '' ? undefined : helo, sender: mailFrom, mta: opts.emailDomain }, {
+      resolver: opts.dnsResolver,
+      lookupTimeoutMs: opts.dnsLookupTimeoutMs,
+      budgetMs: opts.authenticationBudgetMs,
+      onError: (err) => log.warn({ err, session: sessionId }, 'sender authentication failed'),
+    });
     const data = await parseEmailMessage(raw);
+    data.authentication = await authentication;
     // Recipients are re-checked: an address may have been deleted or expired since RCPT TO.
     const targets = new Map<string, { recipient: Recipient; rcpt: string }>();
     for (const rcpt of rcpts) {
@@ -116,12 +144,39 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
       // Two recipients naming one address (slug+a, slug+b) give it one event, as a Message-ID would.
       if (recipient && !targets.has(recipient.address.id)) targets.set(recipient.address.id, { recipient, rcpt });
     }
-    const results = await Promise.allSettled([...targets.values()].map(({ recipient, rcpt }) =>
-      service.deliver(recipient.address, emailEventInput(data, { mailFrom, rcptTo: rcpt, remoteIp, tag: recipient.tag }), undefined, EMAIL_EVENT_SOURCE)));
+    // The event's JSON is built once and shared by every recipient's event: a mail to 100 addresses
+    // holds one copy, not 100. That text (up to ~6x the message, for escaped control bytes) counts
+    // against SMTP_MAX_BUFFERED_BYTES with the raw bytes while it is held, and a large one is stored
+    // one recipient at a time, so the stores' own copies of it are never more than one either.
+    const dataJson = JSON.stringify(data);
+    // Refused only while other messages hold bytes too: alone, a message always gets through, so an
+    // MTA's retry cannot be refused forever by a budget smaller than one message's JSON.
+    const othersHold = buffered > raw.byteLength;
+    if (othersHold && buffered + dataJson.length > maxBuffered) {
+      log.warn({ session: sessionId, buffered, json: dataJson.length }, 'email refused for now: too many message bytes in memory');
+      throw smtpError(452, 'Insufficient system storage, try again later');
+    }
+    buffered += dataJson.length;
+    const deliverTo = ({ recipient, rcpt }: { recipient: Recipient; rcpt: string }) => {
+      const input = emailEventInput(data, { mailFrom, rcptTo: rcpt, remoteIp, tag: recipient.tag });
+      return service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE);
+    };
+    let results: PromiseSettledResult<Delivery>[];
+    try {
+      if (dataJson.length <= LARGE_EVENT_CHARS) {
+        results = await Promise.allSettled([...targets.values()].map(deliverTo));
+      } else {
+        results = [];
+        for (const target of targets.values()) results.push(...(await Promise.allSettled([deliverTo(target)])));
+      }
+    } finally {
+      buffered -= dataJson.length;
+    }
 
     const stored: string[] = [];
     let duplicates = 0;
     let queueFull = false;
+    let tooLarge = false;
     let transient = false;
     for (const r of results) {
       if (r.status === 'fulfilled') {
@@ -129,6 +184,9 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
         if (r.value.duplicate) duplicates++;
       } else if (r.reason instanceof ApiError && r.reason.code === 'queue_full') {
         queueFull = true;
+      } else if (r.reason instanceof ApiError && r.reason.code === 'payload_too_large') {
+        // Larger than a whole address may hold (MAX_BYTES_PER_ADDRESS): no retry can fit it.
+        tooLarge = true;
       } else if (r.reason instanceof ApiError && (r.reason.code === 'address_expired' || r.reason.code === 'not_found')) {
         // Gone since RCPT TO: nothing to retry for this recipient.
       } else {
@@ -136,11 +194,13 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
         log.error({ err: r.reason, session: sessionId }, 'storing an email event failed');
       }
     }
-    log.info({ session: sessionId, remote_ip: remoteIp, bytes: raw.byteLength, events: stored, duplicates, parse_error: data.parse_error ?? undefined },
+    log.info({ session: sessionId, remote_ip: remoteIp, bytes: raw.byteLength, events: stored, duplicates, parse_error: data.parse_error ?? undefined,
+      authentication: data.authentication?.summary },
       'email received');
     // A retry re-delivers to every recipient; those already stored are deduplicated by Message-ID.
     if (queueFull) throw smtpError(452, 'Mailbox full: the address holds too many unacknowledged events, try again later');
     if (transient) throw smtpError(451, 'Temporary failure storing the message, try again later');
+    if (tooLarge && stored.length === 0) throw smtpError(552, 'Message too large for this mailbox');
     if (stored.length === 0) throw smtpError(550, 'No such mailbox here (deleted or expired)');
     return stored.length === 1 ? `OK: stored as ${stored[0]}` : `OK: stored as ${stored.length} events`;
   }
@@ -166,6 +226,26 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
     disableReverseLookup: true,
     logger: false,
 
+    onConnect(session, callback) {
+      const ip = session.remoteAddress;
+      const held = connectionsByIp.get(ip) ?? 0;
+      if (held >= maxPerIp) {
+        log.warn({ remote_ip: ip, held }, 'smtp connection refused: too many from this address');
+        return callback(smtpError(421, 'Too many connections from your address, try again later'));
+      }
+      connectionsByIp.set(ip, held + 1);
+      counted.add(session.id);
+      callback();
+    },
+
+    onClose(session) {
+      // Only sessions counted at connect: a refused one was never added.
+      if (!counted.delete(session.id)) return;
+      const left = (connectionsByIp.get(session.remoteAddress) ?? 1) - 1;
+      if (left <= 0) connectionsByIp.delete(session.remoteAddress);
+      else connectionsByIp.set(session.remoteAddress, left);
+    },
+
     onRcptTo(address, _session, callback) {
       resolve(address.address).then(
         (recipient) => callback(recipient ? null : smtpError(550, `No such mailbox here: <${address.address}>`)),
@@ -181,6 +261,7 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
       const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
       const rcpts = session.envelope.rcptTo.map((r) => r.address);
       const remoteIp = session.remoteAddress;
+      const helo = session.hostNameAppearsAs ?? '';
       const chunks: Buffer[] = [];
       let bytes = 0;
       let held = 0;
@@ -229,7 +310,7 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
         }
         const raw = Buffer.concat(chunks, bytes);
         chunks.length = 0; // `raw` holds the bytes now; they count against the budget until stored
-        const delivery = deliverMessage(raw, mailFrom, rcpts, remoteIp, session.id).then(
+        const delivery = deliverMessage(raw, mailFrom, rcpts, remoteIp, helo, session.id).then(
           (reply) => callback(null, reply),
           (err: unknown) => {
             if (typeof (err as SMTPServerError).responseCode === 'number') {

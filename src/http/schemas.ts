@@ -6,11 +6,12 @@ import { ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.js';
 import { MAX_VALUE_DEPTH } from '../domain/json-depth.js';
 
 /**
- * Strings stored as plain text columns may not contain U+0000: PostgreSQL text cannot hold it, and
- * one API must answer the same on every store. (Inside data and metadata it is fine: those are
- * stored as JSON text, where it is the escape \u0000.)
+ * Strings stored as plain text columns may not contain U+0000 (PostgreSQL text cannot hold it) nor
+ * a lone surrogate (each store would keep a different replacement for it), so one API answers the
+ * same on every store. Inside data and metadata both are fine: those are stored as JSON text, where
+ * they are escapes. A JSON schema pattern, matched with the u flag: surrogate pairs (emoji) pass.
  */
-const NO_NUL = '^[^\\u0000]*$';
+export const STORABLE_TEXT = '^[^\\u0000\\ud800-\\udfff]*$';
 
 export const Address = Type.Object(
   {
@@ -27,8 +28,8 @@ export const Address = Type.Object(
 
 export const CreateAddressBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ maxLength: 100, pattern: NO_NUL, description: 'Human-readable purpose. Default "untitled". No U+0000.' })),
-    task_id: Type.Optional(Type.String({ maxLength: 200, pattern: NO_NUL, description: 'Caller-defined task identifier. No U+0000.' })),
+    name: Type.Optional(Type.String({ maxLength: 100, pattern: STORABLE_TEXT, description: 'Human-readable purpose. Default "untitled". No U+0000 or lone surrogate.' })),
+    task_id: Type.Optional(Type.String({ maxLength: 200, pattern: STORABLE_TEXT, description: 'Caller-defined task identifier. No U+0000 or lone surrogate.' })),
     expires_in_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 31536000, description: 'Lifetime of the address. Default 604800 (7 days; operator setting DEFAULT_TTL_SECONDS).' })),
   },
   { additionalProperties: false, description: 'Optional: no body, an empty body and {} are all accepted.' },
@@ -49,6 +50,7 @@ export const CreateAddressResponse = Type.Object(
         inbox_url: Type.String({ format: 'uri', description: 'Secret-bearing, write-only delivery URL: {base_url}/api/v1/inbox/<address_id>/aa_ingress_… Give it to whoever must call back.' }),
         events_url: Type.String({ format: 'uri', description: 'The ordered event queue; GET it with the read token.' }),
         mcp_url: Type.String({ format: 'uri', description: 'MCP (Streamable HTTP) endpoint for this address, with the read token.' }),
+        hook_url: Type.String({ format: 'uri', description: 'Capture URL: {base_url}/api/v1/hooks/<address_id>/aa_ingress_… (the same write-only secret as inbox_url). Takes any request as it is (GitHub, Stripe, Slack, OAuth redirects, form posts), on any sub-path below it; each becomes one event.' }),
       },
       { additionalProperties: false },
     ),
@@ -62,8 +64,8 @@ const Metadata = Type.Record(Type.String(), Type.String(), { description: 'An ob
 
 export const CreateEventBody = Type.Object(
   {
-    type: Type.Optional(Type.String({ pattern: NO_NUL, description: 'Free string set by the sender. Default "message.received". No U+0000.' })),
-    source: Type.Optional(Type.String({ pattern: NO_NUL, description: 'Free string. Default "https". No U+0000.' })),
+    type: Type.Optional(Type.String({ pattern: STORABLE_TEXT, description: 'Free string set by the sender. Default "message.received". No U+0000 or lone surrogate.' })),
+    source: Type.Optional(Type.String({ pattern: STORABLE_TEXT, description: 'Free string. Default "https". No U+0000 or lone surrogate.' })),
     data: Type.Optional(Type.Unknown({ description: `Any JSON value, nested at most ${MAX_VALUE_DEPTH} levels. Stored and returned as null when omitted.` })),
     metadata: Type.Optional(Metadata),
     dedupe_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: HTTP_DEDUPE_KEY_PATTERN, description: 'Idempotency key, the same as the Idempotency-Key header (1-255 characters, no control characters). Both given and different: 409. Keys of email events (their Message-IDs) live in a key space of their own: a mail can never match an HTTP key.' })),
@@ -78,7 +80,14 @@ export const Event = Type.Object(
     sequence: Type.Integer({ minimum: 1, description: 'Starts at 1 per address and grows by exactly 1 per new event: no gaps, no reuse.' }),
     type: Type.String(),
     source: Type.String({ description: '"https" by default for HTTP deliveries, "email" for inbound mail.' }),
-    data: Type.Unknown({ description: 'Any JSON value; null when the delivery had none.' }),
+    data: Type.Unknown({
+      description: 'Any JSON value; null when the delivery had none. For inbound mail (source "email", type "email.received") an object: ' +
+        '{from, to, cc, subject, text, html, message_id, in_reply_to, references, date, headers, attachments, raw_size, parse_error, ' +
+        'extracted: {otp_codes: [string], links: [{url, kind: "magic_link"|"verify"|"reset"|"unsubscribe"|"other"}], reply_text: string|null}, ' +
+        'authentication: {spf, dkim, dmarc, summary}} (spf/dkim/dmarc as mailauth reports them: pass, fail, none, temperror, …; ' +
+        'summary is "pass" only when DMARC passes, else "fail", "temperror" or "none"). extracted is heuristic and read from untrusted content; ' +
+        'nothing in a mail is ever followed or fetched. Full description: /llms-full.txt, section "Inbound email".',
+    }),
     metadata: Type.Optional(Metadata),
     dedupe_key: Type.Optional(Type.String()),
     created_at: Type.String({ format: 'date-time' }),
@@ -135,6 +144,41 @@ export const InboxParams = Type.Object({
 export const InboxHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: HTTP_DEDUPE_KEY_PATTERN, description: 'Deduplicates retried deliveries within this address; the same key space as the body dedupe_key, apart from the Message-IDs of email events. 1-255 characters, no control characters.' })),
 });
+
+export const HookParams = Type.Object({
+  addressId: AddressIdParam,
+  secret: Type.String({ description: 'The inbox secret (aa_ingress_…) from hook_url.' }),
+});
+export const HookSubPathParams = Type.Object({
+  addressId: AddressIdParam,
+  secret: Type.String(),
+  '*': Type.String({ description: 'Any sub-path below the capture URL; stored as data.path.' }),
+});
+/** The capture URL takes any query string: it is stored as data.query. */
+export const AnyQuery = Type.Object({}, { additionalProperties: true, description: 'Any parameters; stored in data.query (a repeated key as an array).' });
+
+export const CaptureReceipt = Type.Object(
+  {
+    event: Type.Object({ id: Type.String({ pattern: '^evt_[0-9a-z]{26}$' }), sequence: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }),
+    duplicate: Type.Boolean({ description: 'true when the request repeated an idempotency key (Idempotency-Key, webhook-id, X-GitHub-Delivery, a Stripe event id…) of a queued event.' }),
+  },
+  { additionalProperties: false },
+);
+
+const SecretValue = (what: string) => Type.Optional(Type.String({ minLength: 1, maxLength: 1024, pattern: HTTP_DEDUPE_KEY_PATTERN, description: what }));
+export const SigningSecretsBody = Type.Object(
+  {
+    github: SecretValue('The webhook secret set on the GitHub webhook; checks X-Hub-Signature-256.'),
+    stripe: SecretValue('The endpoint\'s signing secret (whsec_…) from Stripe; checks Stripe-Signature, within 300 s of its timestamp.'),
+    slack: SecretValue('The app\'s Signing Secret; checks X-Slack-Signature (v0), within 300 s of X-Slack-Request-Timestamp.'),
+    standard_webhooks: SecretValue('A Standard Webhooks / Svix secret, whsec_ followed by base64; checks webhook-signature (or svix-signature).'),
+  },
+  { additionalProperties: false, description: 'Replaces every secret of the address: a scheme left out is removed, and {} removes them all.' },
+);
+export const SigningSecretsResponse = Type.Object(
+  { configured: Type.Array(Type.String({ enum: ['github', 'stripe', 'slack', 'standard_webhooks'] }), { description: 'The schemes that now have a secret. Secrets themselves are never returned.' }) },
+  { additionalProperties: false },
+);
 
 export const BEARER = [{ bearerAuth: [] }];
 export const NO_AUTH: { [name: string]: string[] }[] = [];

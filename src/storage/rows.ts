@@ -11,6 +11,7 @@ export interface AddressRow {
   task_id: string | null;
   read_token_hash: Buffer;
   inbox_secret_hash: Buffer;
+  signing_keys: Buffer | null;
   created_at: Int;
   expires_at: Int;
 }
@@ -28,7 +29,7 @@ export interface EventRow {
   acknowledged_at: Int | null;
 }
 
-export const ADDRESS_COLUMNS = 'id, slug, name, task_id, read_token_hash, inbox_secret_hash, created_at, expires_at';
+export const ADDRESS_COLUMNS = 'id, slug, name, task_id, read_token_hash, inbox_secret_hash, signing_keys, created_at, expires_at';
 /**
  * The time part of an event id (characters 10-18, 1-based; see newEventId), the leading key of
  * both stores' unique index on event ids (the 0001 migrations). A lookup by id names it too, so
@@ -45,6 +46,7 @@ export const toAddress = (r: AddressRow): AddressRecord => ({
   taskId: r.task_id,
   readTokenHash: r.read_token_hash,
   inboxSecretHash: r.inbox_secret_hash,
+  signingKeys: r.signing_keys,
   createdAt: Number(r.created_at),
   expiresAt: Number(r.expires_at),
 });

@@ -42,6 +42,8 @@ describe('mimeToEvent', () => {
       date: '2024-10-01T10:00:00.000Z',
       raw_size: raw.byteLength,
       parse_error: null,
+      extracted: { otp_codes: [], links: [], reply_text: 'Build 42 passed. Grüße' },
+      authentication: null,
     });
     assert.equal(headers['x-ci-job'], '42');
     assert.equal(headers.references, '<root.0000@ci.example.org> <build-41.1111@ci.example.org>', 'folded header is unfolded');
@@ -106,6 +108,7 @@ describe('mimeToEvent', () => {
     assert.deepEqual({ ...ev.data, headers: undefined, raw_size: undefined }, {
       from: null, to: [], cc: [], subject: '', text: null, html: '<p>only html</p>\n', message_id: null, in_reply_to: null,
       references: [], date: null, headers: undefined, attachments: [], raw_size: undefined, parse_error: null,
+      extracted: { otp_codes: [], links: [], reply_text: 'only html' }, authentication: null,
     });
     assert.equal(ev.metadata.tag, undefined);
   });
@@ -115,6 +118,7 @@ describe('mimeToEvent', () => {
     assert.deepEqual(ev.data, {
       from: null, to: [], cc: [], subject: null, text: null, html: null, message_id: null, in_reply_to: null,
       references: [], date: null, headers: {}, attachments: [], raw_size: 0, parse_error: null,
+      extracted: { otp_codes: [], links: [], reply_text: null }, authentication: null,
     });
     assert.equal(ev.metadata.smtp_mail_from, '', 'the null sender <> is the empty string');
   });

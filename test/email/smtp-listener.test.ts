@@ -339,6 +339,72 @@ describe('SMTP listener limits', () => {
     }
   });
 
+  it('a mail\'s event JSON counts against SMTP_MAX_BUFFERED_BYTES once, however many recipients (issue 21.7)', { timeout: 60_000 }, async () => {
+    const svc = await startTestService({ EMAIL_DOMAIN: DOMAIN, MAX_EMAIL_BYTES: String(2 * 1024 * 1024), SMTP_MAX_BUFFERED_BYTES: String(3 * 1024 * 1024) });
+    // 300 KB of control characters: each is six characters once JSON-escaped (\u0001), ~1.8 MB of event JSON.
+    const controls = `${'\u0001'.repeat(75)}\n`.repeat(4000);
+    try {
+      const rcpts = await Promise.all([1, 2, 3].map(() => createAddress(svc.baseUrl)));
+      const message = (subject: string) => simpleMessage({ to: rcpts.map((r) => r.email), subject, text: controls }).replace(/\r?\n/g, '\r\n');
+      // Another session holds 1.5 MB of an unfinished message.
+      const holder = await RawSmtp.ready(svc.smtpPort);
+      assert.equal((await holder.cmd('MAIL FROM:<sender@example.org>')).code, 250);
+      assert.equal((await holder.cmd(`RCPT TO:<${rcpts[0]!.email}>`)).code, 250);
+      assert.equal((await holder.cmd('DATA')).code, 354);
+      holder.write(simpleMessage({ to: rcpts[0]!.email, subject: 'held', text: `${'z'.repeat(76)}\n`.repeat(20_000) }).replace(/\r?\n/g, '\r\n'));
+      await sleep(300);
+      // 1.5 MB + 0.3 MB raw fit in 3 MB, but not with the 1.8 MB of JSON: refused for now, nothing stored.
+      const busy = await sendRaw(svc.smtpPort, { from: 'sender@example.org', rcpts: rcpts.map((r) => r.email), message: message('fan-out') });
+      assert.equal(busy.final?.code, 452, busy.final?.text);
+      for (const r of rcpts) assert.deepEqual(await events(svc, r), []);
+      holder.write('\r\n.\r\n');
+      assert.equal((await holder.reply()).code, 250);
+      await holder.quit();
+      // Alone, the retry goes through, and each recipient gets the whole mail.
+      const retry = await sendRaw(svc.smtpPort, { from: 'sender@example.org', rcpts: rcpts.map((r) => r.email), message: message('fan-out') });
+      assert.equal(retry.final?.code, 250, retry.final?.text);
+      for (const r of rcpts) {
+        const got = (await events(svc, r)).filter((e) => e.data.subject === 'fan-out');
+        assert.equal(got.length, 1);
+        assert.equal(got[0].data.text.trimEnd(), controls.trimEnd());
+      }
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('a mail larger than MAX_BYTES_PER_ADDRESS once stored is refused for good (552), not retried forever', async () => {
+    const svc = await startTestService({ EMAIL_DOMAIN: DOMAIN, MAX_BYTES_PER_ADDRESS: '20000' });
+    try {
+      const a = await createAddress(svc.baseUrl);
+      const big = await sendRaw(svc.smtpPort, { from: 'sender@example.org', rcpts: [a.email], message: simpleMessage({ to: a.email, subject: 'big', text: `${'b'.repeat(76)}\n`.repeat(400) }) });
+      assert.equal(big.final?.code, 552, big.final?.text);
+      assert.deepEqual(await events(svc, a), []);
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('one client IP holds at most SMTP_MAX_CONNECTIONS_PER_IP connections; the next gets 421, and a closed one frees its place', async () => {
+    const svc = await startTestService({ EMAIL_DOMAIN: DOMAIN, SMTP_MAX_CONNECTIONS_PER_IP: '3' });
+    try {
+      const held = await Promise.all([1, 2, 3].map(() => RawSmtp.ready(svc.smtpPort)));
+      const refused = await RawSmtp.open(svc.smtpPort);
+      const greeting = await refused.reply();
+      assert.equal(greeting.code, 421, greeting.text);
+      await refused.quit().catch(() => {});
+      await held[0]!.quit();
+      await sleep(100);
+      // Its place is free again, and mail flows through it.
+      const a = await createAddress(svc.baseUrl);
+      const sent = await sendRaw(svc.smtpPort, { from: 'sender@example.org', rcpts: [a.email], message: simpleMessage({ to: a.email, subject: 'after' }) });
+      assert.equal(sent.final?.code, 250, sent.final?.text);
+      for (const s of held.slice(1)) await s.quit();
+    } finally {
+      await svc.stop();
+    }
+  });
+
   it('expired addresses get 550 at RCPT, and at the end of DATA when they expired in between', async () => {
     const svc = await startTestService({ EMAIL_DOMAIN: DOMAIN, DEFAULT_TTL_SECONDS: '1' });
     try {

@@ -58,4 +58,16 @@ describe('published documents', () => {
     assert.ok(['401', '404', '400'].every((s) => op.responses[s]), 'its errors');
     assert.ok(doc.paths['/inspect'].get.responses['200'].content['text/html']);
   });
+
+  it('email events document data.extracted and data.authentication in llms-full.txt and the OpenAPI', async () => {
+    const full = (await api(svc.baseUrl, 'GET', '/llms-full.txt')).text;
+    for (const term of ['extracted = { otp_codes, links, reply_text }', 'magic_link', 'unsubscribe', 'authentication = { spf, dkim, dmarc, summary }', 'temperror']) {
+      assert.ok(full.includes(term), `llms-full.txt mentions ${term}`);
+    }
+    const doc = (await api(svc.baseUrl, 'GET', '/openapi.json')).json;
+    const data = JSON.stringify(doc);
+    for (const term of ['otp_codes', 'reply_text', 'magic_link', 'authentication: {spf, dkim, dmarc, summary}']) {
+      assert.ok(data.includes(term), `openapi.json describes ${term}`);
+    }
+  });
 });

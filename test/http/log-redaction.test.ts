@@ -30,6 +30,8 @@ describe('log redaction', () => {
       assert.ok(!out.includes(SECRET.slice(11)) && !out.includes(TOKEN.slice(8)), `${u} -> ${out}`);
     }
     assert.equal(redactUrl('/api/v1/addresses/addr_x/events?after=3'), '/api/v1/addresses/addr_x/events?after=3');
+    // The capture URL's query holds other services' credentials (an OAuth code): dropped whole.
+    assert.equal(redactUrl(`/api/v1/hooks/addr_x/${SECRET}/oauth?code=4%2F0Aea&state=s`), '/api/v1/hooks/addr_x/[REDACTED]/oauth?[REDACTED]');
   });
 
   it('keeps them out of a real service log', async () => {
@@ -42,11 +44,21 @@ describe('log redaction', () => {
         `/api/v1/addresses/${a.id}/events?t=${a.token}`, `/x/${a.secret}`]) {
         await fetch(svc.baseUrl + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
       }
+      // The capture URL, an OAuth code in its query, and a signing secret in a body.
+      const oauthCode = 'oauth-code-4f0a9b8c7d6e';
+      const signingSecret = 'signing-secret-9a8b7c6d5e4f';
+      await fetch(`${a.body.endpoints.hook_url}/oauth?code=${oauthCode}&state=s`, { headers: { accept: 'text/html' } });
+      await fetch(`${svc.baseUrl}/api/v1/addresses/${a.id}/signing-secrets`, {
+        method: 'PUT', headers: { 'content-type': 'application/json', authorization: `Bearer ${a.token}` }, body: JSON.stringify({ github: signingSecret }),
+      });
       await new Promise((r) => setTimeout(r, 300));
       const log = svc.output();
       assert.ok(log.includes('[REDACTED]'));
       assert.ok(!log.includes(secretPart), 'the inbox secret is not in the log');
       assert.ok(!log.includes(a.token.slice('aa_read_'.length)), 'the read token is not in the log');
+      assert.ok(log.includes('/oauth?[REDACTED]'), 'the capture request was logged');
+      assert.ok(!log.includes(oauthCode), 'an OAuth code is not in the log');
+      assert.ok(log.includes('signing-secrets') && !log.includes(signingSecret), 'a signing secret is not in the log');
     } finally {
       svc.proc.kill('SIGTERM');
       await svc.exited;

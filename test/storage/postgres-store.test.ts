@@ -79,7 +79,7 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
     assert.equal(resyncs, 1, 'the first LISTEN counts as a (re)sync');
     const addrs = range(1, 10).map(() => newAddress());
     for (const a of addrs) assert.deepEqual(await s1.createAddress(a, { ...RATE, now: Date.now() }), { allowed: true });
-    await Promise.all(addrs.map((a) => s2.appendEvent(newEvent(a.id), { maxEventsPerAddress: 100 })));
+    await Promise.all(addrs.map((a) => s2.appendEvent(newEvent(a.id), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 })));
     const until = Date.now() + 5000;
     while (seenReadable.length < addrs.length && Date.now() < until) await sleep(5);
     assert.deepEqual([...notified].sort(), addrs.map((a) => a.id).sort());
@@ -90,7 +90,7 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
   it('parallel appends from two instances respect the queue limit: exactly max created, sequences 1..max', async () => {
     const a = newAddress();
     await s1.createAddress(a, { ...RATE, now: Date.now() });
-    const limits = { maxEventsPerAddress: 5 };
+    const limits = { maxEventsPerAddress: 5, maxBytesPerAddress: 1 << 30 };
     const results = await Promise.all(range(1, 30).map((i) => (i % 2 ? s1 : s2).appendEvent(newEvent(a.id), limits)));
     const created = results.flatMap((r) => (r.kind === 'created' ? [r.event.sequence] : []));
     assert.deepEqual(created.sort((x, y) => x - y), range(1, 5));
@@ -113,7 +113,7 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
   it('appends racing a delete either commit or find the address gone; nothing is left behind', async () => {
     const a = newAddress();
     await s1.createAddress(a, { ...RATE, now: Date.now() });
-    const appends = range(1, 40).map((i) => (i % 2 ? s1 : s2).appendEvent(newEvent(a.id, i % 3 === 0 ? 'k' : null), { maxEventsPerAddress: 100 }));
+    const appends = range(1, 40).map((i) => (i % 2 ? s1 : s2).appendEvent(newEvent(a.id, i % 3 === 0 ? 'k' : null), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 }));
     await sleep(1);
     const deleted = await s2.deleteAddress(a.id);
     const results = await Promise.all(appends);

@@ -15,7 +15,7 @@ import { SqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
 import { onlySqlite, range } from '../helpers.js';
 import { RATE, newAddress, PAGE_BYTES } from './store-records.js';
 
-const LIMITS = { maxEventsPerAddress: 1_000_000 };
+const LIMITS = { maxEventsPerAddress: 1_000_000, maxBytesPerAddress: 1 << 30 };
 const newEvent = (addressId: string, data: unknown): NewEvent =>
   ({ id: newEventId(), addressId, type: 'test', source: 'test', data: JSON.stringify(data), metadata: null, dedupeKey: null, createdAt: Date.now() });
 

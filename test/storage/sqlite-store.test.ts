@@ -2,7 +2,7 @@
 // one transaction, and an item that fails, or that finds its queue full, must not take its
 // neighbours down, consume a sequence, or leave half of its own work behind.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -21,6 +21,30 @@ describe('SQLite store: a batch of appends', { skip: onlySqlite }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'ra-sqlite-store-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
+  it('keeps its files private: a new DATA_DIR 0700, the database, WAL and shared memory 0600 (issue 21.8)', async () => {
+    const dataDir = join(dir, 'private', 'data');
+    const store = new SqliteStore(join(dataDir, 'return-address.sqlite'));
+    try {
+      await store.migrate();
+      const a = newAddress();
+      await store.createAddress(a, { ...RATE, now: Date.now() });
+      await store.appendEvent(newEvent(a.id, 'x'), { maxEventsPerAddress: 10, maxBytesPerAddress: 1 << 30 });
+      assert.equal(statSync(dataDir).mode & 0o777, 0o700);
+      const files = readdirSync(dataDir).sort();
+      assert.deepEqual(files, ['return-address.sqlite', 'return-address.sqlite-shm', 'return-address.sqlite-wal']);
+      for (const f of files) assert.equal(statSync(join(dataDir, f)).mode & 0o777, 0o600, f);
+    } finally {
+      await store.close();
+    }
+    // A database file left readable by an older version is narrowed when opened.
+    const old = join(dir, 'old.sqlite');
+    writeFileSync(old, '');
+    chmodSync(old, 0o644);
+    const reopened = new SqliteStore(old);
+    await reopened.close();
+    assert.equal(statSync(old).mode & 0o777, 0o600);
+  });
+
   it('an item that fails rolls back alone: its neighbours commit and no sequence is skipped', async () => {
     const store = new SqliteStore(join(dir, 'failing-item.sqlite'));
     try {
@@ -32,11 +56,11 @@ describe('SQLite store: a batch of appends', { skip: onlySqlite }, () => {
       // Submitted in one turn, so one transaction: the third item reuses the first's event id and
       // fails on the unique index, between items that succeed, on the same address and another.
       const results = await settle([
-        store.appendEvent(newEvent(a.id, 1, taken), { maxEventsPerAddress: 100 }),
-        store.appendEvent(newEvent(b.id, 1), { maxEventsPerAddress: 100 }),
-        store.appendEvent(newEvent(a.id, 'dup', taken), { maxEventsPerAddress: 100 }),
-        store.appendEvent(newEvent(a.id, 2), { maxEventsPerAddress: 100 }),
-        store.appendEvent(newEvent(b.id, 2), { maxEventsPerAddress: 100 }),
+        store.appendEvent(newEvent(a.id, 1, taken), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 }),
+        store.appendEvent(newEvent(b.id, 1), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 }),
+        store.appendEvent(newEvent(a.id, 'dup', taken), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 }),
+        store.appendEvent(newEvent(a.id, 2), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 }),
+        store.appendEvent(newEvent(b.id, 2), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 }),
       ]);
       assert.equal(results[2]!.status, 'rejected', 'the item with a taken id fails');
       assert.match(String((results[2] as PromiseRejectedResult).reason), /UNIQUE/);
@@ -45,7 +69,7 @@ describe('SQLite store: a batch of appends', { skip: onlySqlite }, () => {
       const seqs = async (id: string) => (await store.listEvents(id, 0, 100, PAGE_BYTES))!.events.map((e) => [e.sequence, JSON.parse(e.data)]);
       assert.deepEqual(await seqs(a.id), [[1, 1], [2, 2]], 'the failed item took no sequence: the next one got 2');
       assert.deepEqual(await seqs(b.id), [[1, 1], [2, 2]]);
-      const next = await store.appendEvent(newEvent(a.id, 3), { maxEventsPerAddress: 100 });
+      const next = await store.appendEvent(newEvent(a.id, 3), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 });
       assert.equal(next.kind === 'created' && next.event.sequence, 3, 'the counters written at the end of the batch are right');
     } finally {
       await store.close();
@@ -57,7 +81,7 @@ describe('SQLite store: a batch of appends', { skip: onlySqlite }, () => {
     try {
       const a = newAddress();
       await store.createAddress(a, { ...RATE, now: Date.now() });
-      const limits = { maxEventsPerAddress: 3 };
+      const limits = { maxEventsPerAddress: 3, maxBytesPerAddress: 1 << 30 };
       for (const i of range(1, 3)) assert.equal((await store.appendEvent(newEvent(a.id, i), limits)).kind, 'created');
       const first = (await store.listEvents(a.id, 0, 1, PAGE_BYTES))!.events[0]!;
       assert.ok(await store.ackEvent(a.id, first.id, Date.now()));
@@ -76,7 +100,7 @@ describe('SQLite store: a batch of appends', { skip: onlySqlite }, () => {
       // needs two deletions, and only one event is acknowledged. The prune that deleted it must be
       // rolled back with the refusal.
       assert.ok(await store.ackEvent(a.id, (await store.listEvents(a.id, 0, 1, PAGE_BYTES))!.events[0]!.id, Date.now()));
-      assert.equal((await store.appendEvent(newEvent(a.id, 8), { maxEventsPerAddress: 2 })).kind, 'queue_full');
+      assert.equal((await store.appendEvent(newEvent(a.id, 8), { maxEventsPerAddress: 2, maxBytesPerAddress: 1 << 30 })).kind, 'queue_full');
       const kept = (await store.listEvents(a.id, 0, 100, PAGE_BYTES))!.events;
       assert.deepEqual(kept.map((e) => [e.sequence, e.acknowledgedAt !== null]), [[3, true], [4, false], [5, false]], 'the refused append deleted nothing');
     } finally {

@@ -54,7 +54,7 @@ const cases: Case[] = [
     async run(store) {
       const a = newAddress();
       await store.createAddress(a, { key: 'c', limit: 1e6, windowMs: WINDOW, now: Date.now() });
-      await store.appendEvent(newEvent(a.id), { maxEventsPerAddress: 10 });
+      await store.appendEvent(newEvent(a.id), { maxEventsPerAddress: 10, maxBytesPerAddress: 1 << 30 });
       for (const after of [0, 1, 2 ** 31, 2 ** 53 - 1]) {
         const page = await store.listEvents(a.id, after, 10, PAGE_BYTES);
         assert.ok(page);
@@ -69,7 +69,7 @@ const cases: Case[] = [
     async run(store) {
       const a = newAddress();
       await store.createAddress(a, { key: 'c', limit: 1e6, windowMs: WINDOW, now: Date.now() });
-      const limits = { maxEventsPerAddress: 100 };
+      const limits = { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 };
       const results = await Promise.all([newEvent(a.id, 'k1'), newEvent(a.id), newEvent(a.id, 'k1'), newEvent(a.id)].map((e) => store.appendEvent(e, limits)));
       const created = results.filter((r) => r.kind === 'created');
       assert.equal(created.length, 3);
@@ -85,7 +85,7 @@ const cases: Case[] = [
     async run(store) {
       const a = newAddress();
       await store.createAddress(a, { key: 'c', limit: 1e6, windowMs: WINDOW, now: Date.now() });
-      const limits = { maxEventsPerAddress: 2 };
+      const limits = { maxEventsPerAddress: 2, maxBytesPerAddress: 1 << 30 };
       const first = await store.appendEvent(newEvent(a.id), limits);
       await store.appendEvent(newEvent(a.id), limits);
       assert.deepEqual(await store.appendEvent(newEvent(a.id), limits), { kind: 'queue_full' });
@@ -103,7 +103,7 @@ const cases: Case[] = [
     async run(store) {
       const a = newAddress();
       await store.createAddress(a, { key: 'c', limit: 1e6, windowMs: WINDOW, now: Date.now() });
-      const r = await store.appendEvent(newEvent(a.id), { maxEventsPerAddress: 10 });
+      const r = await store.appendEvent(newEvent(a.id), { maxEventsPerAddress: 10, maxBytesPerAddress: 1 << 30 });
       assert.ok(r.kind === 'created');
       assert.equal((await store.ackEvent(a.id, r.event.id, 1000))?.acknowledgedAt, 1000);
       assert.equal((await store.ackEvent(a.id, r.event.id, 2000))?.acknowledgedAt, 1000);
@@ -148,7 +148,7 @@ describe('Store contract', () => {
     const a = newAddress();
     await s.createAddress(a, { key: 'c', limit: 1e6, windowMs: WINDOW, now: Date.now() });
     await s.close();
-    await assert.rejects(s.appendEvent(newEvent(a.id), { maxEventsPerAddress: 10 }), StoreClosedError);
+    await assert.rejects(s.appendEvent(newEvent(a.id), { maxEventsPerAddress: 10, maxBytesPerAddress: 1 << 30 }), StoreClosedError);
     assert.equal((await store.listEvents(a.id, 0, 10, PAGE_BYTES))?.events.length, 0);
   });
 });

@@ -12,7 +12,7 @@ export function newAddress(expiresAt = Date.now() + 3_600_000): AddressRecord {
   const now = Date.now();
   return {
     id: newAddressId(), slug: newSlug(), name: 'test', taskId: null,
-    readTokenHash: hashSecret(newReadToken()), inboxSecretHash: hashSecret(newInboxSecret()),
+    readTokenHash: hashSecret(newReadToken()), inboxSecretHash: hashSecret(newInboxSecret()), signingKeys: null,
     createdAt: now, expiresAt,
   };
 }

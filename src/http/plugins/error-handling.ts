@@ -2,6 +2,7 @@
 // thrown ApiErrors, Fastify's own errors (validation, body parsing, limits), unknown routes and
 // wrong methods, undecodable URLs and broken HTTP. 5xx details go to the log, never to the client.
 import { HTTP_DEDUPE_KEY_PATTERN } from '../../domain/dedupe-key.js';
+import { STORABLE_TEXT } from '../schemas.js';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { Socket } from 'node:net';
@@ -18,7 +19,7 @@ interface AjvIssue {
 }
 
 const PART_NAMES: Record<string, string> = { body: 'body field', querystring: 'query parameter', params: 'path parameter', headers: 'header' };
-const NO_NUL_PATTERN = '^[^\\u0000]*$';
+
 
 /** What the value must be, from the failing schema: "an integer from 0 to 100", "1-255 characters". */
 function expectation(issue: AjvIssue): string {
@@ -34,8 +35,8 @@ function expectation(issue: AjvIssue): string {
   if ((k === 'minLength' || k === 'maxLength') && (s.minLength !== undefined || s.maxLength !== undefined)) {
     return `must be ${s.minLength ?? 0}-${s.maxLength ?? 'any number of'} characters long`;
   }
-  if (k === 'pattern' && s.pattern === NO_NUL_PATTERN) return 'must not contain the character U+0000';
-  if (k === 'pattern' && s.pattern === HTTP_DEDUPE_KEY_PATTERN) return 'must not contain control characters (U+0000-U+001F, U+007F)';
+  if (k === 'pattern' && s.pattern === STORABLE_TEXT) return 'must not contain the character U+0000 or a lone surrogate (an unpaired \\ud800-\\udfff escape)';
+  if (k === 'pattern' && s.pattern === HTTP_DEDUPE_KEY_PATTERN) return 'must not contain control characters (U+0000-U+001F, U+007F) or a lone surrogate';
   return issue.message ?? 'is invalid';
 }
 
@@ -63,7 +64,7 @@ function describeValidation(issue: AjvIssue | undefined, context: string | undef
 }
 
 /** Maps any error reaching Fastify's handler to an ApiError; null means "internal". */
-export function toApiError(err: FastifyError | ApiError | Error, payloadLimit?: number): ApiError | null {
+export function toApiError(err: FastifyError | ApiError | Error, payloadLimit?: number, limitName = 'MAX_PAYLOAD_BYTES'): ApiError | null {
   if (err instanceof ApiError) return err;
   const fe = err as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
   if (fe.validation) return new ApiError('invalid_request', describeValidation(fe.validation[0], fe.validationContext), {}, { cause: err });
@@ -71,7 +72,7 @@ export function toApiError(err: FastifyError | ApiError | Error, payloadLimit?: 
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ApiError('unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError('payload_too_large', `The request body is larger than this service accepts (MAX_PAYLOAD_BYTES${payloadLimit === undefined ? '' : ` = ${payloadLimit} bytes`}): send a smaller body.`);
+      return new ApiError('payload_too_large', `The request body is larger than this service accepts (${limitName}${payloadLimit === undefined ? '' : ` = ${payloadLimit} bytes`}): send a smaller body.`);
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new ApiError('invalid_request', 'The body must be a JSON object; it was empty.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -191,6 +192,8 @@ export function frameworkErrors(error: FastifyError, _req: FastifyRequest, reply
 export interface ErrorHandlingOptions {
   /** MAX_PAYLOAD_BYTES, for the 413 message. */
   maxPayloadBytes: number;
+  /** The setting the 413 message names; MAX_PAYLOAD_BYTES unless a route has its own limit. */
+  payloadLimitName?: string;
   /** MAX_DISCARD_BYTES: body bytes read and dropped after an early answer before the socket is closed. */
   maxDiscardBytes: number;
 }
@@ -228,6 +231,20 @@ function closeAfterDrainingBody(request: FastifyRequest, reply: FastifyReply, ma
   };
 }
 
+/** Answers any error in the documented shape (a plugin with its own body limit sets its own, naming it). */
+export function errorHandler(opts: ErrorHandlingOptions) {
+  return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const e = toApiError(err, opts.maxPayloadBytes, opts.payloadLimitName);
+    closeAfterDrainingBody(request, reply, opts.maxDiscardBytes);
+    if (e) {
+      if (e.status >= 500) request.log.error({ err }, 'request failed');
+      return sendApiError(reply, e);
+    }
+    request.log.error({ err }, 'unhandled error');
+    return sendInternal(reply);
+  };
+}
+
 /** Error handler, 404 handler and 405 detection (a shadow router knows every path and its methods). */
 export function registerErrorHandling(app: FastifyInstance, opts: ErrorHandlingOptions): void {
   const shadow = FindMyWay({ ignoreTrailingSlash: true });
@@ -242,16 +259,7 @@ export function registerErrorHandling(app: FastifyInstance, opts: ErrorHandlingO
     }
   });
 
-  app.setErrorHandler((err: FastifyError, request, reply) => {
-    const e = toApiError(err, opts.maxPayloadBytes);
-    closeAfterDrainingBody(request, reply, opts.maxDiscardBytes);
-    if (e) {
-      if (e.status >= 500) request.log.error({ err }, 'request failed');
-      return sendApiError(reply, e);
-    }
-    request.log.error({ err }, 'unhandled error');
-    return sendInternal(reply);
-  });
+  app.setErrorHandler(errorHandler(opts));
 
   app.setNotFoundHandler((request, reply) => {
     closeAfterDrainingBody(request, reply, opts.maxDiscardBytes);

@@ -11,6 +11,22 @@ import { MAX_BODY_DEPTH, MAX_VALUE_DEPTH, nestsDeeperThan } from '../../domain/j
  * runs first: V8's parser is iterative and takes any depth. The depth scan then refuses deep input
  * before the validator or a serializer, which are recursive, see it.
  */
+/**
+ * Text that may hold a number JSON.parse turns into Infinity: an exponent of three digits or more, or
+ * 309 digits in a row. Cheap, and true for almost no real body; only then is the body parsed again to
+ * look.
+ */
+const MAYBE_OUT_OF_RANGE = /[eE][+-]?\d{3}|\d{309}/;
+
+function hasNonFiniteNumber(text: string): boolean {
+  let found = false;
+  JSON.parse(text, (_key, value: unknown) => {
+    if (typeof value === 'number' && !Number.isFinite(value)) found = true;
+    return value;
+  });
+  return found;
+}
+
 export function parseJsonBody(text: string): unknown {
   if (text.length === 0) return undefined;
   let value: unknown;
@@ -22,6 +38,10 @@ export function parseJsonBody(text: string): unknown {
   }
   if (nestsDeeperThan(text, MAX_BODY_DEPTH)) {
     throw new ApiError('invalid_request', `The body nests deeper than ${MAX_VALUE_DEPTH} levels inside data or metadata: flatten it.`);
+  }
+  // After the depth check: a reviver recurses.
+  if (MAYBE_OUT_OF_RANGE.test(text) && hasNonFiniteNumber(text)) {
+    throw new ApiError('invalid_request', 'A number in the body is beyond the range of a 64-bit float (such as 1e999) and would be stored as null: send it as a string.');
   }
   return value;
 }

@@ -9,6 +9,8 @@ import type { LoggerOptions } from 'pino';
  * secret in them all the same.
  */
 const SECRET_SEGMENT = /^(\/api\/v1\/(?:inbox|hooks)\/[^/?#]*\/)[^/?#]+/i;
+/** The capture URL, whose query strings carry other services' credentials (OAuth codes, Meta verify tokens). */
+const CAPTURE_PATH = /^\/api\/v1\/hooks\//i;
 /** Anything shaped like one of our credentials, anywhere in the URL (a query string, a typo'd path). */
 const CREDENTIAL = /aa_(?:ingress|read)_[^/?#&;=\s]*/gi;
 
@@ -28,13 +30,14 @@ function decodeLeniently(s: string): string {
 }
 
 /**
- * The URL as it may be logged: decoded, slashes folded, the secret segment and every credential
- * replaced by [REDACTED]. Decoded twice, so a doubly-encoded credential is found too.
+ * The URL as it may be logged: decoded, slashes folded, the secret segment, a capture URL's whole
+ * query and every credential replaced by [REDACTED]. Decoded twice, so a doubly-encoded credential is found too.
  */
 export function redactUrl(url: string): string {
   const q = url.search(/[?#]/);
   const path = decodeLeniently(decodeLeniently(q === -1 ? url : url.slice(0, q))).replace(/\/{2,}/g, '/');
-  const rest = q === -1 ? '' : decodeLeniently(decodeLeniently(url.slice(q)));
+  const query = q === -1 ? '' : url.slice(q);
+  const rest = query === '' ? '' : CAPTURE_PATH.test(path) ? '?[REDACTED]' : decodeLeniently(decodeLeniently(query));
   return (path.replace(SECRET_SEGMENT, '$1[REDACTED]') + rest).replace(CREDENTIAL, '[REDACTED]');
 }
 

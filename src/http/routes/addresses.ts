@@ -33,6 +33,7 @@ export const addressRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncT
         inbox_url: `${config.baseUrl}/api/v1/inbox/${id}/${created.inboxSecret}`,
         events_url: `${config.baseUrl}/api/v1/addresses/${id}/events`,
         mcp_url: `${config.baseUrl}/api/v1/addresses/${id}/mcp`,
+        hook_url: `${config.baseUrl}/api/v1/hooks/${id}/${created.inboxSecret}`,
       },
     });
   });

@@ -1,13 +1,22 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { eventJson } from '../../domain/representation.js';
+import { utf8HeaderValue } from '../header-text.js';
 import { authenticatedAddress, requireInboxSecret } from '../plugins/authentication.js';
 import { sendJsonText } from '../json-text.js';
 import type { AppDeps } from '../route-deps.js';
 import { CreateEventBody, EventDeliveryResponse, InboxHeaders, InboxParams, NO_AUTH, errorResponses } from '../schemas.js';
 
+/** Before the header is validated (its length counts characters) and compared with dedupe_key. */
+function idempotencyKeyAsUtf8(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
+  const key = request.headers['idempotency-key'];
+  if (typeof key === 'string') request.headers['idempotency-key'] = utf8HeaderValue(key);
+  done();
+}
+
 export const inboxRoutes = ({ service, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
   app.post('/api/v1/inbox/:addressId/:secret', {
-    onRequest: requireInboxSecret(service),
+    onRequest: [requireInboxSecret(service), idempotencyKeyAsUtf8],
     schema: {
       summary: 'Deliver an event (write-only)',
       description: 'The secret in the path is the only credential; it cannot read the queue. Content-Type must be application/json. ' +

@@ -9,6 +9,20 @@
 // (a connection lost around COMMIT) leaves the outcome unknown: it is reported, never retried here,
 // since a retry could store an event twice.
 
+/** How a batch is bounded: by count, by bytes, and which items are too large to share one. */
+export interface BatchLimits<I> {
+  maxBatch: number;
+  /** A batch stops before the item that would take its bytes past this (it always holds one item). */
+  maxBatchBytes: number;
+  /**
+   * An item of at least this many bytes is committed alone: a batch passes its payloads as TEXT[]
+   * parameters, and PostgreSQL parses an array literal of megabytes of escaped quotes in seconds
+   * and gigabytes, where the same text as a scalar parameter costs a copy.
+   */
+  aloneFromBytes: number;
+  sizeOf: (input: I) => number;
+}
+
 interface Pending<I, O> {
   input: I;
   resolve: (value: O) => void;
@@ -23,7 +37,7 @@ export class AppendBatcher<I, O> {
   constructor(
     private readonly commitBatch: (inputs: I[]) => Promise<O[]>,
     private readonly commitOne: (input: I) => Promise<O>,
-    private readonly maxBatch = 500,
+    private readonly limits: BatchLimits<I>,
   ) {}
 
   submit(input: I): Promise<O> {
@@ -42,9 +56,24 @@ export class AppendBatcher<I, O> {
     return new Promise((resolve) => this.drained.push(resolve));
   }
 
+  /** The next batch, in arrival order: up to maxBatch items and maxBatchBytes, a large item alone. */
+  private takeBatch(): Pending<I, O>[] {
+    const { maxBatch, maxBatchBytes, aloneFromBytes, sizeOf } = this.limits;
+    let n = 0;
+    let bytes = 0;
+    while (n < this.pending.length && n < maxBatch) {
+      const size = sizeOf(this.pending[n]!.input);
+      if (n > 0 && (size >= aloneFromBytes || bytes + size > maxBatchBytes)) break;
+      n++;
+      bytes += size;
+      if (size >= aloneFromBytes) break;
+    }
+    return this.pending.splice(0, n);
+  }
+
   private async flush(): Promise<void> {
     this.state = 'committing';
-    const batch = this.pending.splice(0, this.maxBatch);
+    const batch = this.takeBatch();
     if (batch.length === 1) {
       await this.commitOne(batch[0]!.input).then(batch[0]!.resolve, batch[0]!.reject);
     } else {

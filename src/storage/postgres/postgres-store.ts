@@ -91,6 +91,13 @@ export class PostgresStore implements Store {
   private readonly appends = new AppendBatcher<AppendInput, AppendResult>(
     (inputs) => this.appendBatch(inputs),
     (input) => this.appendAlone(input),
+    {
+      maxBatch: 500,
+      maxBatchBytes: 4 * 1024 * 1024,
+      aloneFromBytes: 64 * 1024,
+      // String lengths, not UTF-8 bytes: a bound, not an invoice, and free to compute.
+      sizeOf: ({ event }) => event.data.length + (event.metadata?.length ?? 0),
+    },
   );
 
   constructor(opts: PostgresStoreOptions) {
@@ -174,8 +181,8 @@ export class PostgresStore implements Store {
          RETURNING 1
        )
        INSERT INTO addresses (${ADDRESS_COLUMNS})
-       SELECT $4::text, $5::text, $6::text, $7::text, $8::bytea, $9::bytea, $10::bigint, $11::bigint FROM counted`,
-      [rate.key, windowStart, rate.limit, a.id, a.slug, a.name, a.taskId, a.readTokenHash, a.inboxSecretHash, a.createdAt, a.expiresAt],
+       SELECT $4::text, $5::text, $6::text, $7::text, $8::bytea, $9::bytea, $10::bytea, $11::bigint, $12::bigint FROM counted`,
+      [rate.key, windowStart, rate.limit, a.id, a.slug, a.name, a.taskId, a.readTokenHash, a.inboxSecretHash, a.signingKeys, a.createdAt, a.expiresAt],
     );
     if (r.rowCount === 1) return { allowed: true };
     // Refused: the wait runs to the end of the stored window, which a lagging clock's attempt
@@ -193,6 +200,16 @@ export class PostgresStore implements Store {
   async getAddressBySlug(slug: string): Promise<AddressRecord | null> {
     const r = await this.pool.query<AddressRow>(`SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE slug = $1`, [slug]);
     return r.rows[0] ? toAddress(r.rows[0]) : null;
+  }
+
+  async getSigningSecrets(addressId: string): Promise<Buffer | null | undefined> {
+    const r = await this.pool.query<{ signing_secrets: Buffer | null }>('SELECT signing_secrets FROM addresses WHERE id = $1', [addressId]);
+    return r.rows[0] === undefined ? undefined : r.rows[0].signing_secrets;
+  }
+
+  async setSigningSecrets(addressId: string, sealed: Buffer | null): Promise<boolean> {
+    const r = await this.pool.query('UPDATE addresses SET signing_secrets = $1 WHERE id = $2', [sealed, addressId]);
+    return r.rowCount === 1;
   }
 
   async deleteAddress(id: string): Promise<boolean> {
@@ -233,10 +250,10 @@ export class PostgresStore implements Store {
     const order = inputs.map((_, i) => i).sort((a, b) => compareIds(inputs[a]!.event.addressId, inputs[b]!.event.addressId));
     const sorted = order.map((i) => inputs[i]!.event);
     const r = await this.pool.query<EventRowOrNull & { ord: number; outcome: string }>(
-      'SELECT * FROM ra_append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+      'SELECT * FROM ra_append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
       [sorted.map((e) => e.addressId), sorted.map((e) => e.id), sorted.map((e) => e.type), sorted.map((e) => e.source),
         sorted.map((e) => e.data), sorted.map((e) => e.metadata), sorted.map((e) => e.dedupeKey), sorted.map((e) => e.createdAt),
-        inputs[0]!.limits.maxEventsPerAddress, CHANGE_CHANNEL],
+        inputs[0]!.limits.maxEventsPerAddress, inputs[0]!.limits.maxBytesPerAddress, CHANGE_CHANNEL],
     );
     if (r.rows.length !== inputs.length) throw new Error(`ra_append_events answered ${r.rows.length} rows for ${inputs.length} events`);
     const results = new Array<AppendResult>(inputs.length);
@@ -259,8 +276,8 @@ export class PostgresStore implements Store {
   /** One round trip: ra_append_event (migration 0002) locks, dedupes, prunes, inserts and notifies. */
   private async appendOnce(e: NewEvent, limits: StoreLimits): Promise<AppendResult> {
     const r = await this.pool.query<EventRowOrNull & { outcome: string }>(
-      'SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
-      [e.addressId, e.id, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt, limits.maxEventsPerAddress, CHANGE_CHANNEL],
+      'SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
+      [e.addressId, e.id, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt, limits.maxEventsPerAddress, limits.maxBytesPerAddress, CHANGE_CHANNEL],
     );
     const row = r.rows[0];
     if (!row) throw new Error('ra_append_event answered no row');

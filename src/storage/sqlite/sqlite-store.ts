@@ -21,7 +21,7 @@
 // are cached per address and dropped on any change to that address's events (an append, a batch
 // becoming durable, an ack, a deletion). Both are bounded.
 import Database from 'better-sqlite3';
-import { closeSync, existsSync, fdatasync, mkdirSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
@@ -77,7 +77,20 @@ export interface SqliteStoreOptions {
 interface QueueCounters {
   lastSequence: number;
   eventCount: number;
+  /** UTF-8 bytes of the stored events' data and metadata (MAX_BYTES_PER_ADDRESS). */
+  eventBytes: number;
   changed: boolean;
+}
+
+/**
+ * The database holds hashes, sealed secrets and every event: readable by this user only. A new
+ * DATA_DIR is created 0700 and the database file 0600 before SQLite opens it; SQLite creates its WAL
+ * and shared-memory files with the database file's mode. An existing file is narrowed to 0600.
+ */
+function keepPrivate(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  closeSync(openSync(path, 'a', 0o600));
+  for (const f of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
 }
 
 export class SqliteStore implements Store {
@@ -104,11 +117,11 @@ export class SqliteStore implements Store {
 
   private readonly q: ReturnType<SqliteStore['prepare']>;
   /** An append that must first prune acknowledged events, in a savepoint: a prune that frees too little rolls back. */
-  private readonly appendAfterPrune: (e: NewEvent, c: QueueCounters, needed: number) => AppendResult;
+  private readonly appendAfterPrune: (e: NewEvent, c: QueueCounters, size: number, needEvents: number, needBytes: number) => AppendResult;
 
   constructor(path: string, opts: SqliteStoreOptions = {}) {
     this.path = path;
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    if (path !== ':memory:') keepPrivate(path);
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
@@ -116,10 +129,21 @@ export class SqliteStore implements Store {
     this.db.pragma('busy_timeout = 5000');
     this.migrateNow();
     this.q = this.prepare();
-    this.appendAfterPrune = this.db.transaction((e: NewEvent, c: QueueCounters, needed: number) => {
-      const pruned = this.q.pruneAcked.run(e.addressId, needed).changes;
-      if (pruned < needed) throw new QueueFull();
-      return this.insertNext(e, c, pruned);
+    // Room for both limits: the shortest run of oldest acknowledged events that frees enough
+    // events and bytes, or QueueFull (the savepoint undoes nothing, since nothing was written).
+    this.appendAfterPrune = this.db.transaction((e: NewEvent, c: QueueCounters, size: number, needEvents: number, needBytes: number) => {
+      let pruned = 0;
+      let prunedBytes = 0;
+      let upto = -1;
+      for (const row of this.q.ackedSizes.iterate(e.addressId)) {
+        pruned++;
+        prunedBytes += row.bytes;
+        upto = row.sequence;
+        if (pruned >= needEvents && prunedBytes >= needBytes) break;
+      }
+      if (pruned < needEvents || prunedBytes < needBytes) throw new QueueFull();
+      this.q.pruneAckedUpTo.run(e.addressId, upto);
+      return this.insertNext(e, c, size, pruned, prunedBytes);
     });
     // The WAL exists while this connection is open and keeps its inode (it is restarted in place
     // after checkpoints, only deleted when the last connection closes), so these descriptors serve.
@@ -204,10 +228,12 @@ export class SqliteStore implements Store {
       ),
       addressExists: db.prepare<[string], { one: number }>('SELECT 1 AS one FROM addresses WHERE id = ?'),
       insertAddress: db.prepare(
-        `INSERT INTO addresses (id, slug, name, task_id, read_token_hash, inbox_secret_hash, created_at, expires_at)
-         VALUES (@id, @slug, @name, @taskId, @readTokenHash, @inboxSecretHash, @createdAt, @expiresAt)`,
+        `INSERT INTO addresses (${ADDRESS_COLUMNS})
+         VALUES (@id, @slug, @name, @taskId, @readTokenHash, @inboxSecretHash, @signingKeys, @createdAt, @expiresAt)`,
       ),
       deleteAddress: db.prepare<[string]>('DELETE FROM addresses WHERE id = ?'),
+      signingSecrets: db.prepare<[string], { signing_secrets: Buffer | null }>('SELECT signing_secrets FROM addresses WHERE id = ?'),
+      setSigningSecrets: db.prepare<[Buffer | null, string]>('UPDATE addresses SET signing_secrets = ? WHERE id = ?'),
       expiredIds: db.prepare<[number, number], { id: string }>('SELECT id FROM addresses WHERE expires_at < ? ORDER BY expires_at LIMIT ?'),
       rateWindow: db.prepare<[string], { window_start: number; count: number }>('SELECT window_start, count FROM rate_windows WHERE key = ?'),
       upsertRateWindow: db.prepare<[string, number, number]>(
@@ -215,15 +241,16 @@ export class SqliteStore implements Store {
          ON CONFLICT (key) DO UPDATE SET window_start = excluded.window_start, count = excluded.count`,
       ),
       pruneRateWindows: db.prepare<[number]>('DELETE FROM rate_windows WHERE window_start < ?'),
-      queueState: db.prepare<[string], { last_sequence: number; event_count: number }>(
-        'SELECT last_sequence, event_count FROM addresses WHERE id = ?',
+      queueState: db.prepare<[string], { last_sequence: number; event_count: number; event_bytes: number }>(
+        'SELECT last_sequence, event_count, event_bytes FROM addresses WHERE id = ?',
       ),
       eventByKey: db.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND dedupe_key = ?`),
-      pruneAcked: db.prepare<[string, number]>(
-        `DELETE FROM events WHERE rowid IN (
-           SELECT rowid FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence LIMIT ?)`,
+      ackedSizes: db.prepare<[string], { sequence: number; bytes: number }>(
+        `SELECT sequence, length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) AS bytes
+         FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence`,
       ),
-      setCounters: db.prepare<[number, number, string]>('UPDATE addresses SET last_sequence = ?, event_count = ? WHERE id = ?'),
+      pruneAckedUpTo: db.prepare<[string, number]>('DELETE FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL AND sequence <= ?'),
+      setCounters: db.prepare<[number, number, number, string]>('UPDATE addresses SET last_sequence = ?, event_count = ?, event_bytes = ? WHERE id = ?'),
       // Positional parameters: binding by name from an object cost ~1 µs more per event.
       insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, number]>(
         `INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
@@ -306,6 +333,17 @@ export class SqliteStore implements Store {
     return r ? toAddress(r) : null;
   }
 
+  async getSigningSecrets(addressId: string): Promise<Buffer | null | undefined> {
+    const r = this.q.signingSecrets.get(addressId);
+    return r === undefined ? undefined : r.signing_secrets;
+  }
+
+  async setSigningSecrets(addressId: string, sealed: Buffer | null): Promise<boolean> {
+    const changed = this.q.setSigningSecrets.run(sealed, addressId).changes > 0;
+    await this.durable();
+    return changed;
+  }
+
   async deleteAddress(id: string): Promise<boolean> {
     const deleted = this.q.deleteAddress.run(id).changes > 0;
     this.forget(id, true);
@@ -351,7 +389,7 @@ export class SqliteStore implements Store {
           return { ok: false, error };
         }
       });
-      for (const [addressId, c] of counters) if (c?.changed) this.q.setCounters.run(c.lastSequence, c.eventCount, addressId);
+      for (const [addressId, c] of counters) if (c?.changed) this.q.setCounters.run(c.lastSequence, c.eventCount, c.eventBytes, addressId);
       return result;
     }).immediate();
     // Committed but not durable yet: hidden from readers until markDurable. This runs in the same
@@ -386,7 +424,7 @@ export class SqliteStore implements Store {
     let c = counters.get(e.addressId);
     if (c === undefined) {
       const row = this.q.queueState.get(e.addressId);
-      c = row ? { lastSequence: row.last_sequence, eventCount: row.event_count, changed: false } : null;
+      c = row ? { lastSequence: row.last_sequence, eventCount: row.event_count, eventBytes: row.event_bytes, changed: false } : null;
       counters.set(e.addressId, c);
     }
     if (!c) return { kind: 'address_gone' };
@@ -394,15 +432,19 @@ export class SqliteStore implements Store {
       const existing = this.q.eventByKey.get(e.addressId, e.dedupeKey);
       if (existing) return { kind: 'duplicate', event: toEvent(existing) };
     }
-    if (c.eventCount >= limits.maxEventsPerAddress) return this.appendAfterPrune(e, c, c.eventCount - limits.maxEventsPerAddress + 1);
-    return this.insertNext(e, c, 0);
+    const size = Buffer.byteLength(e.data) + (e.metadata === null ? 0 : Buffer.byteLength(e.metadata));
+    if (c.eventCount >= limits.maxEventsPerAddress || c.eventBytes + size > limits.maxBytesPerAddress) {
+      return this.appendAfterPrune(e, c, size, c.eventCount - limits.maxEventsPerAddress + 1, c.eventBytes + size - limits.maxBytesPerAddress);
+    }
+    return this.insertNext(e, c, size, 0, 0);
   }
 
-  private insertNext(e: NewEvent, c: QueueCounters, pruned: number): AppendResult {
+  private insertNext(e: NewEvent, c: QueueCounters, size: number, pruned: number, prunedBytes: number): AppendResult {
     const sequence = c.lastSequence + 1;
     this.q.insertEvent.run(e.id, e.addressId, sequence, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt);
     c.lastSequence = sequence;
     c.eventCount += 1 - pruned;
+    c.eventBytes += size - prunedBytes;
     c.changed = true;
     return { kind: 'created', event: { ...e, sequence, acknowledgedAt: null } };
   }

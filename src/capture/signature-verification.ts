@@ -1,0 +1,127 @@
+// data.signature of a captured request (decisions.md §11): which scheme signed it, judged by its
+// headers, and whether the signature holds under the secret the address's reader set for that scheme.
+// Each scheme follows its provider's documented algorithm; comparisons take constant time. A bad
+// signature is recorded, never refused: the agent decides what an unverified event is worth.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import type { SigningScheme, SigningSecretSet } from '../domain/signing-secrets.js';
+
+export interface SignatureCheck {
+  scheme: SigningScheme | null;
+  /** null: no signature was sent, or no secret is set for its scheme. */
+  verified: boolean | null;
+  reason: string;
+}
+
+/** Stripe's and Slack's documented tolerance between a signature's timestamp and now. */
+export const TIMESTAMP_TOLERANCE_SECONDS = 300;
+
+/** The scheme whose signature header the request carries, if any. */
+export function signatureScheme(h: Record<string, string>): SigningScheme | null {
+  if (h['x-hub-signature-256'] !== undefined) return 'github';
+  if (h['stripe-signature'] !== undefined) return 'stripe';
+  if (h['x-slack-signature'] !== undefined) return 'slack';
+  if (h['webhook-signature'] !== undefined || h['svix-signature'] !== undefined) return 'standard_webhooks';
+  return null;
+}
+
+/** Whether the lower-case hex HMAC-SHA256 of `signed` under `secret` equals `given`, in constant time. */
+function hexHmacMatches(secret: string, signed: Buffer[], given: string): boolean {
+  const hmac = createHmac('sha256', secret);
+  for (const part of signed) hmac.update(part);
+  const expected = Buffer.from(hmac.digest('hex'));
+  const actual = Buffer.from(given.toLowerCase());
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
+}
+
+const verdict = (scheme: SigningScheme, verified: boolean, reason: string): SignatureCheck => ({ scheme, verified, reason });
+
+/** A Unix-seconds timestamp within the tolerance of `nowMs`, or the reason it is not. */
+function timestampProblem(value: string | undefined, nowMs: number): string | null {
+  if (value === undefined || !/^\d{1,12}$/.test(value)) return 'the signature timestamp is missing or not a number';
+  return Math.abs(nowMs / 1000 - Number(value)) > TIMESTAMP_TOLERANCE_SECONDS
+    ? `the signature timestamp is more than ${TIMESTAMP_TOLERANCE_SECONDS} s from this server's clock (a replay, or a stale retry)`
+    : null;
+}
+
+function github(secret: string, h: Record<string, string>, raw: Buffer): SignatureCheck {
+  const m = /^sha256=([0-9a-fA-F]{64})$/.exec(h['x-hub-signature-256']!.trim());
+  if (!m) return verdict('github', false, 'X-Hub-Signature-256 is not of the form sha256=<64 hex digits>');
+  return hexHmacMatches(secret, [raw], m[1]!)
+    ? verdict('github', true, 'X-Hub-Signature-256 matches the HMAC-SHA256 of the body')
+    : verdict('github', false, 'X-Hub-Signature-256 does not match the HMAC-SHA256 of the body under the github secret');
+}
+
+/** Stripe-Signature: "t=<unix>,v1=<hex>[,v1=<hex>…]"; the signed text is "<t>.<body>". */
+function stripe(secret: string, h: Record<string, string>, raw: Buffer, nowMs: number): SignatureCheck {
+  let t: string | undefined;
+  const v1: string[] = [];
+  for (const item of h['stripe-signature']!.split(',')) {
+    const [k, v] = item.trim().split('=', 2);
+    if (k === 't') t = v;
+    else if (k === 'v1' && v) v1.push(v);
+  }
+  if (v1.length === 0) return verdict('stripe', false, 'Stripe-Signature holds no v1 signature');
+  const problem = timestampProblem(t, nowMs);
+  if (problem) return verdict('stripe', false, problem);
+  const signed = [Buffer.from(`${t}.`), raw];
+  return v1.some((s) => hexHmacMatches(secret, signed, s))
+    ? verdict('stripe', true, 'a v1 signature of Stripe-Signature matches')
+    : verdict('stripe', false, 'no v1 signature of Stripe-Signature matches under the stripe secret');
+}
+
+/** X-Slack-Signature: "v0=<hex>" of "v0:<X-Slack-Request-Timestamp>:<body>". */
+function slack(secret: string, h: Record<string, string>, raw: Buffer, nowMs: number): SignatureCheck {
+  const ts = h['x-slack-request-timestamp'];
+  const problem = timestampProblem(ts, nowMs);
+  if (problem) return verdict('slack', false, problem);
+  const m = /^v0=([0-9a-fA-F]{64})$/.exec(h['x-slack-signature']!.trim());
+  if (!m) return verdict('slack', false, 'X-Slack-Signature is not of the form v0=<64 hex digits>');
+  return hexHmacMatches(secret, [Buffer.from(`v0:${ts}:`), raw], m[1]!)
+    ? verdict('slack', true, 'X-Slack-Signature matches')
+    : verdict('slack', false, 'X-Slack-Signature does not match under the slack secret');
+}
+
+/** Standard Webhooks (and Svix, the same scheme under svix-* headers), checked by the standardwebhooks package. */
+function standardWebhooks(secret: string, h: Record<string, string>, raw: Buffer): SignatureCheck {
+  const headers = {
+    'webhook-id': h['webhook-id'] ?? h['svix-id'] ?? '',
+    'webhook-timestamp': h['webhook-timestamp'] ?? h['svix-timestamp'] ?? '',
+    'webhook-signature': h['webhook-signature'] ?? h['svix-signature'] ?? '',
+  };
+  try {
+    new Webhook(secret).verify(raw, headers, { jsonParse: false });
+    return verdict('standard_webhooks', true, 'a v1 signature of webhook-signature matches');
+  } catch (err) {
+    return verdict('standard_webhooks', false, `standardwebhooks: ${(err as Error).message}`);
+  }
+}
+
+export function checkSignature(h: Record<string, string>, raw: Buffer, secrets: SigningSecretSet, nowMs: number): SignatureCheck {
+  const scheme = signatureScheme(h);
+  if (scheme === null) return { scheme: null, verified: null, reason: 'the request carries no signature header this service knows' };
+  const secret = secrets[scheme];
+  if (secret === undefined) {
+    return { scheme, verified: null, reason: `no ${scheme} signing secret is set: PUT /api/v1/addresses/{id}/signing-secrets` };
+  }
+  switch (scheme) {
+    case 'github':
+      return github(secret, h, raw);
+    case 'stripe':
+      return stripe(secret, h, raw, nowMs);
+    case 'slack':
+      return slack(secret, h, raw, nowMs);
+    case 'standard_webhooks':
+      return standardWebhooks(secret, h, raw);
+  }
+}
+
+/** Whether `secret` can be a standard_webhooks secret ("whsec_" then base64, or base64). */
+export function isStandardWebhooksSecret(secret: string): boolean {
+  try {
+    new Webhook(secret);
+    return true;
+  } catch {
+    return false;
+  }
+}
