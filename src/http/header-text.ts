@@ -5,7 +5,6 @@ import { isUtf8 } from 'node:buffer';
 
 /** The value decoded as UTF-8 when its bytes are UTF-8; else as it came (latin1). */
 export function utf8HeaderValue(value: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: the test is for bytes above ASCII
   if (!/[\u0080-\u00ff]/.test(value)) return value;
   const bytes = Buffer.from(value, 'latin1');
   return isUtf8(bytes) ? bytes.toString('utf8') : value;

@@ -11,7 +11,7 @@ describe(`quote-heavy megabyte bodies (${STORE})`, () => {
     const svc = await startTestService({ MAX_PAYLOAD_BYTES: String(4 * 1024 * 1024), MAX_PAGE_BYTES: String(64 * 1024 * 1024) });
     try {
       const a = await createAddress(svc.baseUrl);
-      const text = '"\\'.repeat(200_000) + '\u0000"';
+      const text = `${'"\\'.repeat(200_000)}\u0000"`;
       const body = JSON.stringify({ data: { text } });
       const answers = await Promise.all(range(1, 40).map(() => api(svc.baseUrl, 'POST', a.inboxUrl, { body, headers: { 'content-type': 'application/json' } })));
       assert.deepEqual([...new Set(answers.map((r) => r.status))], [202]);
