@@ -182,6 +182,8 @@ ${toolkit(c)}
 - MCP: attach endpoints.mcp_url as a Streamable HTTP MCP server with header "Authorization: Bearer <read_token>".
 - Capture URL (endpoints.hook_url): any sender's own requests (GitHub, Stripe, Slack, OAuth redirects),
   signature checks, handshakes: see "Capture URL" in llms-full.txt.
+- Live: GET {events_url}/stream with the bearer token is the queue as Server-Sent Events (id = sequence,
+  resume with Last-Event-ID); a person can watch it at ${c.baseUrl}/inspect#<address_id>:<read_token>.
 `;
 }
 

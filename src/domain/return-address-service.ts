@@ -69,6 +69,9 @@ export const STREAM_PAGE_BYTES = 1024 * 1024;
 const QUEUE_FULL_RETRY_AFTER_SECONDS = 30;
 
 export class ReturnAddressService {
+  /** Stream reads not yet started, by address and cursor: joined by streams asking the same (streamRead). */
+  private readonly pendingStreamReads = new Map<string, Promise<Page>>();
+
   constructor(
     private readonly store: Store,
     private readonly hub: WakeupHub,
@@ -261,7 +264,26 @@ export class ReturnAddressService {
    * (the sink may be called from inside start()), and `cancel()` it when the client leaves.
    */
   streamEvents(address: AddressRecord, after: number, heartbeatMs: number, sink: StreamSink): EventStream {
-    return new EventStream(this.hub, address.id, (cursor) => this.readPage(address.id, cursor, 100, STREAM_PAGE_BYTES), after, heartbeatMs, sink);
+    return new EventStream(this.hub, address.id, (cursor) => this.streamRead(address.id, cursor), after, heartbeatMs, sink);
+  }
+
+  /**
+   * A stream's read, shared with the other streams of the address that ask for the same cursor in
+   * the same turn: one event woken to 1,000 streams is one read, not 1,000. A read is only joined
+   * before it starts (it starts in a microtask), so every joiner registered its waiter before the
+   * read began, which is what keeps a stream gapless (event-stream.ts).
+   */
+  private streamRead(addressId: string, cursor: number): Promise<Page> {
+    const key = `${addressId} ${cursor}`;
+    let read = this.pendingStreamReads.get(key);
+    if (read === undefined) {
+      read = new Promise<void>((start) => queueMicrotask(start)).then(() => {
+        this.pendingStreamReads.delete(key);
+        return this.readPage(addressId, cursor, 100, STREAM_PAGE_BYTES);
+      });
+      this.pendingStreamReads.set(key, read);
+    }
+    return read;
   }
 
   /**

@@ -105,6 +105,7 @@ export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAs
     if (request.raw.method === 'HEAD') return void res.end();
     res.write(`retry: 1000\n: stream of ${address.id} after ${after}\n\n`);
 
+    const opened = performance.now();
     let drainTimer: NodeJS.Timeout | undefined;
     const entry: OpenStream = {
       res,
@@ -145,6 +146,8 @@ export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAs
       clearTimeout(drainTimer);
       entry.stream.cancel();
       open.delete(entry);
+      // A hijacked reply gets no "request completed" line from Fastify: this is that line.
+      request.log.info({ addressId: address.id, from: after, to: entry.stream.position, responseTime: performance.now() - opened }, 'event stream closed');
     });
     entry.stream.start();
   });
