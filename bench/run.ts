@@ -227,7 +227,7 @@ async function startService(dataDir: string, extra: Record<string, string> = {},
   const url = `http://127.0.0.1:${port}`;
   return startChild('service', join(ROOT, 'dist/src/server.js'), {
     PORT: String(port), HOST: '127.0.0.1', BASE_URL: url, SMTP_PORT: String(await freePort()), SMTP_HOST: '127.0.0.1',
-    DATA_DIR: dataDir, LOG_LEVEL: 'warn', CREATE_RATE_LIMIT: '1000000', MAX_EVENTS_PER_ADDRESS: '100000000', ...extra,
+    DATA_DIR: dataDir, LOG_LEVEL: 'warn', CREATE_RATE_LIMIT: '1000000', MAX_EVENTS_PER_ADDRESS: '100000000', MAX_BYTES_PER_ADDRESS: String(2 ** 50), ...extra,
   }, url, '/readyz', nodeArgs);
 }
 

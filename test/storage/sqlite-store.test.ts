@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { newEventId } from '../../src/domain/credentials.js';
 import type { AppendResult, NewEvent } from '../../src/domain/model.js';
-import { SqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
+import Database from 'better-sqlite3';
+import { ACKED_SIZES_SQL, SqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
 import { onlySqlite, range } from '../helpers.js';
 import { RATE, newAddress, PAGE_BYTES } from './store-records.js';
 
@@ -43,6 +44,20 @@ describe('SQLite store: a batch of appends', { skip: onlySqlite }, () => {
     const reopened = new SqliteStore(old);
     await reopened.close();
     assert.equal(statSync(old).mode & 0o777, 0o600);
+  });
+
+  it('pruning reads only acknowledged events, through their own index (a full queue with none acknowledged costs no scan)', async () => {
+    const file = join(dir, 'plan.sqlite');
+    const store = new SqliteStore(file);
+    await store.migrate();
+    await store.close();
+    const db = new Database(file, { readonly: true });
+    try {
+      const plan = db.prepare(`EXPLAIN QUERY PLAN ${ACKED_SIZES_SQL}`).all('addr_x') as { detail: string }[];
+      assert.ok(plan.some((p) => p.detail.includes('USING INDEX events_acknowledged')), JSON.stringify(plan));
+    } finally {
+      db.close();
+    }
   });
 
   it('an item that fails rolls back alone: its neighbours commit and no sequence is skipped', async () => {

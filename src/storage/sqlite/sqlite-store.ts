@@ -82,6 +82,10 @@ interface QueueCounters {
   changed: boolean;
 }
 
+/** An address's acknowledged events, oldest first, with their stored bytes: what pruning may delete. */
+export const ACKED_SIZES_SQL = `SELECT sequence, length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) AS bytes
+  FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence`;
+
 /**
  * The database holds hashes, sealed secrets and every event: readable by this user only. A new
  * DATA_DIR is created 0700 and the database file 0600 before SQLite opens it; SQLite creates its WAL
@@ -245,10 +249,7 @@ export class SqliteStore implements Store {
         'SELECT last_sequence, event_count, event_bytes FROM addresses WHERE id = ?',
       ),
       eventByKey: db.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND dedupe_key = ?`),
-      ackedSizes: db.prepare<[string], { sequence: number; bytes: number }>(
-        `SELECT sequence, length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) AS bytes
-         FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence`,
-      ),
+      ackedSizes: db.prepare<[string], { sequence: number; bytes: number }>(ACKED_SIZES_SQL),
       pruneAckedUpTo: db.prepare<[string, number]>('DELETE FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL AND sequence <= ?'),
       setCounters: db.prepare<[number, number, number, string]>('UPDATE addresses SET last_sequence = ?, event_count = ?, event_bytes = ? WHERE id = ?'),
       // Positional parameters: binding by name from an object cost ~1 µs more per event.

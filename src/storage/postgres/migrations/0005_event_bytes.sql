@@ -7,6 +7,10 @@ UPDATE addresses a SET event_bytes = s.bytes FROM (
   SELECT address_id, sum(octet_length(data) + coalesce(octet_length(metadata), 0)) AS bytes FROM events GROUP BY address_id) s
 WHERE s.address_id = a.id;
 
+-- Pruning walks only acknowledged events, oldest first: without this index a full address with
+-- none acknowledged would make every refused delivery scan all of its events.
+CREATE INDEX events_acknowledged ON events (address_id, sequence) WHERE acknowledged_at IS NOT NULL;
+
 DROP FUNCTION ra_append_events(TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], BIGINT[], INTEGER, TEXT);
 DROP FUNCTION ra_append_event(TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, BIGINT, INTEGER, TEXT);
 
