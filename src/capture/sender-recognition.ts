@@ -84,5 +84,7 @@ function dedupeKey(h: Record<string, string>, body: Json): string | undefined {
   return providerKey('webhook', h['webhook-id'] ?? h['svix-id']) ??
     providerKey('github', h['x-github-delivery']) ??
     (isStripeEvent(body) ? providerKey('stripe', body.id) : undefined) ??
-    providerKey('shopify', h['x-shopify-webhook-id']);
+    providerKey('shopify', h['x-shopify-webhook-id']) ??
+    // Beyond decisions §11's list: Slack retries an Events API delivery (X-Slack-Retry-Num) with the same event_id.
+    (isSlack(h, body) && body.type === 'event_callback' ? providerKey('slack', body.event_id) : undefined);
 }

@@ -115,8 +115,8 @@ The event:
   ${MAX_VALUE_DEPTH - 1} levels) is never refused: it is stored with body null and its bytes in raw.
 - dedupe_key: the Idempotency-Key header (1-255 characters, no control characters, else 400),
   else webhook:<webhook-id or svix-id>, github:<X-GitHub-Delivery>, stripe:<body.id> of a Stripe
-  event, shopify:<X-Shopify-Webhook-Id>. A provider's retry of one delivery is then 200 duplicate,
-  and stores nothing new, as on the inbox.
+  event, shopify:<X-Shopify-Webhook-Id>, slack:<event_id> of a Slack Events API delivery. A
+  provider's retry of one delivery is then 200 duplicate, and stores nothing new, as on the inbox.
 
 Answers:
 - Slack url_verification ({"type":"url_verification","challenge":C}) -> 200 {"challenge":C}.

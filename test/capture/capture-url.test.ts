@@ -162,11 +162,14 @@ describe('capture URL', () => {
       event: { type: 'app_mention', user: 'U061F7AUR', text: '<@U0LAN0Z89> is it everything a river should be?', ts: '1515449522.000016', channel: 'C0LAN2Q65' } });
     const signed = await api(base, 'POST', hookUrl(a), { body: callback, headers: { 'content-type': 'application/json', 'x-slack-request-timestamp': ts, 'x-slack-signature': `v0=${hmacHex(secret, `v0:${ts}:${callback}`)}` } });
     assert.equal(signed.status, 202);
+    // Slack's retry of the same event_id (X-Slack-Retry-Num) is the same event.
+    const retried = await api(base, 'POST', hookUrl(a), { body: callback, headers: { 'content-type': 'application/json', 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout', 'x-slack-request-timestamp': ts, 'x-slack-signature': `v0=${hmacHex(secret, `v0:${ts}:${callback}`)}` } });
+    assert.deepEqual(retried.json, { event: signed.json.event, duplicate: true });
     const command = 'token=gIkuvaNzQIHg97ATvDxqgjtO&team_id=T0001&channel_id=C2147483705&user_id=U2147483697&command=%2Fweather&text=94070&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2F1234%2F5678';
     await api(base, 'POST', hookUrl(a), { body: command, headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': ts, 'x-slack-signature': `v0=${hmacHex(secret, `v0:${ts}:${command}`)}` } });
     const [v, cb, cmd] = await events(base, a);
     assert.deepEqual([v.type, v.source], ['slack.url_verification', 'slack']);
-    assert.deepEqual([cb.type, cb.data.signature.scheme, cb.data.signature.verified], ['slack.app_mention', 'slack', true]);
+    assert.deepEqual([cb.type, cb.dedupe_key, cb.data.signature.scheme, cb.data.signature.verified], ['slack.app_mention', 'slack:Ev0PV52K25', 'slack', true]);
     assert.deepEqual([cmd.type, cmd.data.body.command, cmd.data.body.text, cmd.data.signature.verified], ['slack.command', '/weather', '94070', true]);
   });
 

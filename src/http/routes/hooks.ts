@@ -89,7 +89,7 @@ export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAs
     'The event: type/source name a recognised sender (github.<X-GitHub-Event>/github, stripe.<body.type>/stripe, slack.<event.type or type>/slack, ' +
     '<body.type>/webhook for Standard Webhooks and Svix), else http.request/https; data = {method, path, query, headers, content_type, body, raw, attachments, remote_ip, signature}. ' +
     'A malformed body (broken JSON, broken multipart, bytes that are not UTF-8) is still stored, with body null and the bytes in raw. ' +
-    'Dedupe key: Idempotency-Key, else webhook:<webhook-id or svix-id>, github:<X-GitHub-Delivery>, stripe:<body.id of a Stripe event>, shopify:<X-Shopify-Webhook-Id>. ' +
+    'Dedupe key: Idempotency-Key, else webhook:<webhook-id or svix-id>, github:<X-GitHub-Delivery>, stripe:<body.id of a Stripe event>, shopify:<X-Shopify-Webhook-Id>, slack:<event_id of a Slack Events API delivery>. ' +
     'Answers: Slack url_verification → 200 {"challenge"}; GET ?hub.mode=subscribe&hub.challenge=X (Meta) → 200 text/plain X; ?validationToken=X (Microsoft Graph) → 200 text/plain X; ' +
     'a GET whose Accept includes text/html (an OAuth redirect in a browser) → 200 static HTML page that echoes nothing; anything else → 202 {"event":{"id","sequence"},"duplicate":false}, ' +
     'or 200 with duplicate: true for a repeated key. A 2xx means the event is durably stored. Unknown address or wrong secret: 404 (checked before the body is read); expired: 410; queue full: 429.';
