@@ -8,7 +8,11 @@
 // always gets its answer. Nothing in the message is fetched: ARC and BIMI (which would look up
 // more records for nothing this service reports) are off.
 import { promises as dns } from 'node:dns';
-import { authenticate } from 'mailauth';
+
+// mailauth and what it loads add ~34 MB to the process: loaded with the first mail, not at boot, so
+// a service that receives no email does not carry it (as MCP's SDK, mcp-route.ts).
+let mailauth: Promise<typeof import('mailauth')> | undefined;
+const loadMailauth = () => (mailauth ??= import('mailauth'));
 
 export type AuthResult = string;
 
@@ -104,6 +108,7 @@ export async function authenticateSender(raw: Buffer, facts: SmtpFacts, opts: Se
     timer = setTimeout(() => resolve(ALL_TEMPERROR), budgetMs);
   });
   const check = (async (): Promise<SenderAuthentication> => {
+    const { authenticate } = await loadMailauth();
     const result = await authenticate(raw, {
       ip: facts.ip,
       helo: facts.helo,
