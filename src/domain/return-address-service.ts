@@ -205,7 +205,9 @@ export class ReturnAddressService {
       createdAt,
     };
     // An event that could never fit, even in an empty queue, is refused as too large, not as full.
-    const size = Buffer.byteLength(event.data) + (event.metadata === null ? 0 : Buffer.byteLength(event.metadata));
+    // UTF-8 takes at most 3 bytes per UTF-16 unit, so only an event near the quota is measured.
+    const units = event.data.length + (event.metadata?.length ?? 0);
+    const size = units * 3 <= this.opts.maxBytesPerAddress ? 0 : Buffer.byteLength(event.data) + (event.metadata === null ? 0 : Buffer.byteLength(event.metadata));
     if (size > this.opts.maxBytesPerAddress) {
       throw new ApiError('payload_too_large', `This event would take ${size} bytes stored, more than one address holds (MAX_BYTES_PER_ADDRESS = ${this.opts.maxBytesPerAddress}): send less.`);
     }

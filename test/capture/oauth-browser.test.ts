@@ -2,15 +2,13 @@
 // provider's 302 to the capture URL. The browser shows the static page and runs nothing; the agent
 // gets code and state in the event. Skipped, saying why, only when no chromium is installed.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import puppeteer, { type Browser } from 'puppeteer-core';
+import type { Browser } from 'puppeteer-core';
+import { launchBrowser, noChromium } from '../browser.js';
 import { type TestService, createAddress, listEvents, startTestService } from '../helpers.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const noChromium = existsSync(CHROMIUM) ? false : `no chromium at ${CHROMIUM} (install it: apt-get install -y chromium, or set CHROMIUM_PATH)`;
 
 describe('an OAuth redirect in a real browser', { skip: noChromium }, () => {
   let svc: TestService;
@@ -18,7 +16,7 @@ describe('an OAuth redirect in a real browser', { skip: noChromium }, () => {
   let provider: Server;
   before(async () => {
     svc = await startTestService();
-    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    browser = await launchBrowser();
     // A stand-in authorization server: /authorize redirects to redirect_uri with a code and the state.
     provider = createServer((req, res) => {
       const u = new URL(req.url ?? '/', 'http://x');

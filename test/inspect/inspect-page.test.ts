@@ -3,18 +3,16 @@
 // Skipped, saying why, only when no chromium is installed. INSPECTOR_SCREENSHOT=<path> also writes
 // the screenshot there (docs/inspector.png is made so).
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
+import { launchBrowser, noChromium } from '../browser.js';
 import {
   api, createAddress, createTestStorage, deliver, range, sleep, spawnService, startTestService, type Addr, type SpawnedService, type TestService,
 } from '../helpers.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const noChromium = existsSync(CHROMIUM) ? false : `no chromium at ${CHROMIUM} (install it: apt-get install -y chromium, or set CHROMIUM_PATH)`;
-if (noChromium) console.log(`# browser tests skipped: ${noChromium}`);
 
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
@@ -41,7 +39,7 @@ describe('the /inspect page in a browser', { skip: noChromium }, () => {
   let dir: string;
   before(async () => {
     svc = await startTestService();
-    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    browser = await launchBrowser();
     dir = mkdtempSync(join(tmpdir(), 'ra-inspect-'));
   });
   after(async () => {
@@ -144,7 +142,7 @@ describe('the /inspect page across a service restart', { skip: noChromium }, () 
   it('reconnects with Last-Event-ID and shows every event once, without a gap', { timeout: 60_000 }, async () => {
     const storage = await createTestStorage();
     let svc: SpawnedService | undefined = await spawnService({}, storage);
-    const browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    const browser = await launchBrowser();
     try {
       const a = await createAddress(svc.baseUrl);
       const problems: string[] = [];
