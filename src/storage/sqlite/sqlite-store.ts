@@ -413,7 +413,7 @@ export class SqliteStore implements Store {
     const row = this.q.approval.get(step.approvalId);
     const a = row !== undefined && row.address_id === e.addressId ? toApproval(row) : undefined;
     const now = e.createdAt;
-    if (!a || a.status !== 'pending' ||
+    if (a?.status !== 'pending' ||
       (step.kind === 'respond' && (a.expiresAt <= now || a.responses >= a.maxResponses)) ||
       (step.kind === 'cancel' && a.expiresAt <= now) ||
       (step.kind === 'expire' && a.expiresAt > now)) return { kind: 'refused' };
