@@ -339,3 +339,38 @@ describe(`approvals and a crash (${STORE})`, () => {
     }
   });
 });
+
+describe(`approvals over MCP (${STORE})`, () => {
+  it('request_approval returns the url; wait_for_event matched on data.approval_id gets the answer; get_approval shows it', { timeout: 30_000 }, async () => {
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    const svc = await startTestService();
+    try {
+      const a = await createAddress(svc.baseUrl);
+      const client = new Client({ name: 'approvals-test', version: '0.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(a.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${a.token}` } } }));
+      const call = async (name: string, args: Record<string, unknown>) => {
+        const r = await client.callTool({ name, arguments: args });
+        assert.notEqual(r.isError, true, JSON.stringify(r.content));
+        return r.structuredContent as Record<string, any>;
+      };
+      const { approval } = await call('request_approval', { question: 'Merge PR #42?', options: [{ id: 'merge', label: 'Merge' }, { id: 'close', label: 'Close' }] });
+      assert.match(approval.url, /\/approve\/apr_/);
+      const waiting = call('wait_for_event', { match: { 'data.approval_id': approval.id }, timeout: 20 });
+      await sleep(200);
+      assert.equal((await api(svc.baseUrl, 'POST', approval.url, { json: { option: 'merge' } })).status, 200);
+      const { event } = await waiting;
+      assert.equal(event.type, 'approval.decided');
+      assert.equal(event.data.option, 'merge');
+      const got = await call('get_approval', { approval_id: approval.id });
+      assert.equal(got.approval.status, 'decided');
+      assert.equal(got.approval.answers[0].option, 'merge');
+      const bad = await client.callTool({ name: 'request_approval', arguments: { question: 'q', options: [{ id: 'a', label: 'A' }, { id: 'a', label: 'B' }] } });
+      assert.equal(bad.isError, true);
+      assert.match(JSON.stringify(bad.content), /options\/1\/id/);
+      await client.close();
+    } finally {
+      await svc.stop();
+    }
+  });
+});
