@@ -68,7 +68,7 @@ function form(a: ApprovalRecord, values: Record<string, string>, reason: string)
   a.fields.forEach((f, i) => {
     out += field(f, `f${i}`, values[f.name]);
   });
-  out += `<div class="field"><label for="reason">Reason <span class="req">(optional)</span></label>` +
+  out += `<div class="field"><label for="reason">Reason <span class="opt">(optional)</span></label>` +
     `<textarea id="reason" name="reason" maxlength="${LIMITS.reason}" rows="2">${escapeHtml(reason)}</textarea></div>\n`;
   out += '<div class="options">\n';
   for (const o of a.options) out += `<button type="submit" name="option" value="${escapeHtml(o.id)}">${escapeHtml(o.label)}</button>\n`;
