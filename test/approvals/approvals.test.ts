@@ -308,6 +308,29 @@ describe(`approval expiry (${STORE})`, () => {
   });
 });
 
+describe(`approvals on two instances (${STORE})`, () => {
+  it('20 answers spread over two instances on one database record exactly max_responses', { skip: onlyPostgres, timeout: 60_000 }, async () => {
+    const storage = await createTestStorage();
+    const s1 = await startTestService({}, storage);
+    const s2 = await startTestService({}, storage);
+    try {
+      const a = await createAddress(s1.baseUrl);
+      const ap = await createApproval(s1.baseUrl, a, { question: 'Vote', max_responses: 5 });
+      const onOther = ap.url.replace(s1.baseUrl, s2.baseUrl);
+      const answers = await Promise.all(range(1, 20).map((i) => api(s1.baseUrl, 'POST', i % 2 ? ap.url : onOther, { json: { option: 'approve', reason: `r${i}` } })));
+      const statuses = answers.map((r) => r.status).sort();
+      assert.deepEqual(statuses, [...Array(5).fill(200), ...Array(15).fill(409)], statuses.join(','));
+      const events = await allEvents(s2.baseUrl, a);
+      assert.deepEqual(events.map((e) => e.dedupe_key).sort(), range(1, 5).map((n) => `approval:${ap.id}:${n}`));
+      assert.deepEqual(events.map((e) => e.sequence), range(1, 5));
+    } finally {
+      await s1.stop({ keepStorage: true });
+      await s2.stop({ keepStorage: true });
+      await storage.drop();
+    }
+  });
+});
+
 describe(`approvals and a crash (${STORE})`, () => {
   it('SIGKILL right after the 200 loses no answer, and the secret never reaches the log', { timeout: 60_000 }, async () => {
     const storage = await createTestStorage();
