@@ -1,4 +1,4 @@
-// `return-address` CLI (decisions §12): a thin shell over the TypeScript client. JSON results go to
+// `return-address` CLI (design.md, "Agent toolkit and live view"): a thin shell over the TypeScript client. JSON results go to
 // stdout, human messages to stderr; exit 0 done/found, 2 wait timed out, 1 error.
 import { chmodSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';

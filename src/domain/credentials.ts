@@ -1,4 +1,4 @@
-// Identifiers and secrets (../shared/spec/decisions.md §1). Ids and slugs are random, never sequential (event ids
+// Identifiers and secrets (design.md, "Identifiers and secrets"). Ids and slugs are random, never sequential (event ids
 // carry their creation time inside, see newEventId); read tokens and inbox secrets are 32 random
 // bytes, handed out once and stored only as SHA-256 hashes, so a copy of the database lets nobody
 // read or write a queue.

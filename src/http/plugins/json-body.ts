@@ -7,7 +7,7 @@ import { ApiError } from '../../domain/errors.js';
 import { MAX_BODY_DEPTH, MAX_VALUE_DEPTH, nestsDeeperThan } from '../../domain/json-depth.js';
 
 /**
- * Unparseable text is invalid_json whatever else is wrong with it (decisions §3), so JSON.parse
+ * Unparseable text is invalid_json whatever else is wrong with it (design.md, "Errors"), so JSON.parse
  * runs first: V8's parser is iterative and takes any depth. The depth scan then refuses deep input
  * before the validator or a serializer, which are recursive, see it.
  */
