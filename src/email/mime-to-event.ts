@@ -145,7 +145,6 @@ export async function mimeToEvent(raw: Uint8Array, envelope: SmtpEnvelope): Prom
 }
 
 export function dedupeKeyFor(messageId: string): string {
-  // eslint-disable-next-line no-control-regex
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
   const usable = messageId.length <= MAX_DEDUPE_KEY_LENGTH && !/[\u0000-\u001f\u007f]/.test(messageId);
   return usable ? messageId : `sha256:${createHash('sha256').update(messageId, 'utf8').digest('hex')}`;

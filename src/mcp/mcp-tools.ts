@@ -28,13 +28,13 @@ function rangeOf(schema: object): Range {
   return { minimum, maximum: maximum ?? Number.MAX_SAFE_INTEGER, default: def };
 }
 
-/** The ranges of GET …/events, read from the HTTP schema so the tools cannot drift from it. */
 /**
  * A list_events result carries its page twice (structuredContent and text), and a batch may call it
  * many times: its pages stop at 1 MiB of stored JSON (still at least one event; has_more says so).
  */
 export const MCP_PAGE_BYTES = 1024 * 1024;
 
+/** The ranges of GET …/events, read from the HTTP schema so the tools cannot drift from it. */
 const AFTER = rangeOf(EventsQuery.properties.after);
 const LIMIT = rangeOf(EventsQuery.properties.limit);
 const WAIT = rangeOf(EventsQuery.properties.wait);
