@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { eventJson } from '../../domain/representation.js';
-import { utf8HeaderValue } from '../header-text.js';
+import { utf8HeaderValue } from '../../domain/header-text.js';
 import { authenticatedAddress, requireInboxSecret } from '../plugins/authentication.js';
 import { sendJsonText } from '../json-text.js';
 import type { AppDeps } from '../route-deps.js';
