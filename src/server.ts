@@ -42,7 +42,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   let app: FastifyInstance | undefined;
   let smtp: SmtpListener | undefined;
   try {
-    app = await buildApp({ config, store, hub, service }, { loggerInstance: log });
+    app = await buildApp({ config, store, service }, { loggerInstance: log });
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe((addressId) => hub.notify(addressId), () => hub.notifyAll());
     }
@@ -53,7 +53,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       tlsCertFile: config.smtpTlsCert, tlsKeyFile: config.smtpTlsKey, maxBufferedBytes: config.smtpMaxBufferedBytes, maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
       dnsResolver: opts.dnsResolver, dnsLookupTimeoutMs: opts.dnsLookupTimeoutMs, authenticationBudgetMs: opts.authenticationBudgetMs,
     }, app.log.child({ component: 'smtp' }));
-    const approvals = approvalServiceOf({ store, hub, config });
+    const approvals = approvalServiceOf({ store, service, config });
     const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, app.log, [{ name: 'approvals', run: () => approvals.sweepDue() }]);
     sweeper.start();
 

@@ -1,4 +1,4 @@
-// The records an approval is made of, as the stores keep them (decisions.md §15). Times are epoch ms.
+// The records an approval is made of, as the stores keep them (design.md, "Approvals"). Times are epoch ms.
 import { APPROVAL_KEY_PREFIX } from '../domain/dedupe-key.js';
 import type { AppendResult, NewEvent } from '../domain/model.js';
 

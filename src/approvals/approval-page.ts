@@ -1,4 +1,4 @@
-// The approval page (decisions.md §15): plain HTML and one inline style sheet, no script at all,
+// The approval page (design.md, "Approvals"): plain HTML and one inline style sheet, no script at all,
 // so it works without JavaScript and a strict CSP allows nothing else. GET only shows it; only its
 // form's POST records an answer. Every piece of text from the approval or the request is escaped
 // (text content and attribute values alike), so nothing from them can become markup.

@@ -1,4 +1,4 @@
-// What an approval and an answer may hold (decisions.md §15), checked the same way whichever way
+// What an approval and an answer may hold (design.md, "Approvals"), checked the same way whichever way
 // they came (JSON from a program, or the page's form). No I/O. Every refusal is a 400
 // invalid_request whose message names the field and what it must be.
 import { randomBytes } from 'node:crypto';

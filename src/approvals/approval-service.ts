@@ -1,4 +1,4 @@
-// Approvals over the queue (decisions.md §15): creating one, reading and cancelling it with the
+// Approvals over the queue (design.md, "Approvals"): creating one, reading and cancelling it with the
 // read token, the public page's answers, and expiry. Every change of state is one store step that
 // appends its event in the same transaction (approval-model.ts), through the same durable append
 // path as any delivery, and wakes the address's readers like any new event.
@@ -6,7 +6,8 @@ import { hashSecret, secretMatches } from '../domain/credentials.js';
 import { ApiError, notFound } from '../domain/errors.js';
 import type { AddressRecord, EventRecord } from '../domain/model.js';
 import { newEventId } from '../domain/credentials.js';
-import type { Store, StoreLimits, WakeupHub } from '../domain/ports.js';
+import type { Store, StoreLimits } from '../domain/ports.js';
+import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { ApprovalAnswerRecord, ApprovalField, ApprovalOption, ApprovalRecord, ApprovalStepKind } from './approval-model.js';
 import {
   APPROVAL_ID_RE, APPROVAL_SECRET_RE, DEFAULT_OPTIONS, LIMITS, approvalLifetime, checkAnswer, checkDefinition, newApprovalId,
@@ -50,7 +51,8 @@ export function effectiveStatus(a: ApprovalRecord, now: number): ApprovalRecord[
 export class ApprovalService {
   constructor(
     private readonly store: Store,
-    private readonly hub: WakeupHub,
+    /** Wakes the address's readers after a step appended an event (addressChanged). */
+    private readonly queue: ReturnAddressService,
     private readonly opts: ApprovalOptions,
     private readonly now: () => number = Date.now,
   ) {}
@@ -147,7 +149,7 @@ export class ApprovalService {
           event: this.event(a, 'expire', { approval_id: a.id, question: a.question, expired_at: iso(a.expiresAt) }, now),
         }, this.limits);
         if (r.kind === 'created') {
-          this.hub.notify(a.addressId);
+          this.queue.addressChanged(a.addressId);
           total++;
         }
       }
@@ -164,7 +166,7 @@ export class ApprovalService {
     const r = await this.store.approvalStep({ kind, approvalId: a.id, event: this.event(a, kind, data, now) }, this.limits);
     switch (r.kind) {
       case 'created':
-        this.hub.notify(a.addressId);
+        this.queue.addressChanged(a.addressId);
         return r.event;
       case 'queue_full':
         throw new ApiError('queue_full', 'The address\'s queue is full, so the answer cannot be recorded; its reader must acknowledge events first. Try again later.',

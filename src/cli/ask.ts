@@ -1,4 +1,4 @@
-// `return-address ask "question"`: asks a person through an approval page (decisions.md §15).
+// `return-address ask "question"`: asks a person through an approval page (design.md, "Approvals").
 // The page's URL goes to stderr (send it on through your own channel), the answer's event to
 // stdout. Exit 0 when the first option was chosen, 1 for another option (or an error), 2 when the
 // approval expired, was cancelled, or --timeout passed first.

@@ -1,4 +1,4 @@
-// MCP tools for approvals (decisions.md §15, §18): request_approval creates one and returns its
+// MCP tools for approvals (design.md, "Approvals"): request_approval creates one and returns its
 // page's URL (to send to the person through the agent's own channel); get_approval reads its
 // status and answers. The answer itself arrives as the event approval.decided: wait for it with
 // wait_for_event {match: {"data.approval_id": id}}. Registered with one line in mcp-tools.ts.

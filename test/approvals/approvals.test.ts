@@ -1,4 +1,4 @@
-// Approvals over real sockets on the configured store (decisions.md §15): link scanners answer
+// Approvals over real sockets on the configured store (design.md, "Approvals"): link scanners answer
 // nothing, the form and JSON record, max_responses holds under concurrent answers, expiry appends
 // approval.expired once (also with two instances on one PostgreSQL), cancel, bad input, a SIGKILL
 // right after the 200 loses nothing, and the secret never reaches the log.

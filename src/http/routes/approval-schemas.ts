@@ -1,4 +1,4 @@
-// The approvals' request and response schemas (decisions.md §15), beside their routes.
+// The approvals' request and response schemas (design.md, "Approvals"), beside their routes.
 import { Type } from 'typebox';
 import { FIELD_TYPES } from '../../approvals/approval-model.js';
 import { FIELD_NAME_PATTERN, LIMITS, OPTION_ID_PATTERN } from '../../approvals/approval-rules.js';

@@ -1,4 +1,4 @@
-// Approvals (decisions.md §15): the bearer routes that create, read and cancel one, and the public
+// Approvals (design.md, "Approvals"): the bearer routes that create, read and cancel one, and the public
 // page at {base_url}/approve/{id}/{secret}. GET and HEAD of the page only show it, so a link
 // scanner, a link preview or a prefetch can never answer; only a POST records (the page's form, or
 // JSON from a program). The secret in the path is checked before any body is read, and is
@@ -23,8 +23,8 @@ import { AnswerBody, ApprovalPageParams, ApprovalParams, ApprovalResponse, creat
 const ANSWER_BODY_LIMIT = 256 * 1024;
 const FORM_TYPE = 'application/x-www-form-urlencoded';
 
-export function approvalServiceOf({ store, hub, config }: Pick<AppDeps, 'store' | 'hub' | 'config'>): ApprovalService {
-  return new ApprovalService(store, hub, {
+export function approvalServiceOf({ store, service, config }: AppDeps): ApprovalService {
+  return new ApprovalService(store, service, {
     baseUrl: config.baseUrl, minApprovalSeconds: config.minApprovalSeconds,
     maxEventsPerAddress: config.maxEventsPerAddress, maxBytesPerAddress: config.maxBytesPerAddress,
   });

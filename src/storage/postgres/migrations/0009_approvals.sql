@@ -1,4 +1,4 @@
--- Approvals (decisions.md §15), as in the SQLite schema beside it. Every change of an approval's
+-- Approvals (design.md, "Approvals"), as in the SQLite schema beside it. Every change of an approval's
 -- state goes through ra_approval_step, which appends its event (ra_append_event) and changes the
 -- row in one transaction, under the address row's lock and then the approval row's (the order a
 -- cascade from deleting the address takes too, so the two cannot deadlock). Two instances racing

@@ -1,4 +1,4 @@
--- Approvals (decisions.md §15): a question for a person, answered on a page whose URL holds a
+-- Approvals (design.md, "Approvals"): a question for a person, answered on a page whose URL holds a
 -- secret. The secret is stored only as its SHA-256 hash. `responses` counts the answers recorded;
 -- an answer, an expiry and a cancellation each change this row in the same transaction as the
 -- event they append (approval.decided / .expired / .cancelled), so a count and its events never
