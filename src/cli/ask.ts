@@ -40,19 +40,21 @@ export function parseFieldSpec(spec: string): ApprovalFieldSpec {
   };
 }
 
-export async function ask(args: string[]): Promise<number> {
-  let parsed;
+const ASK_OPTIONS = {
+  url: { type: 'string' }, save: { type: 'string' }, details: { type: 'string' }, option: { type: 'string', multiple: true },
+  field: { type: 'string', multiple: true }, expires: { type: 'string' }, timeout: { type: 'string' },
+} as const;
+
+function parseAsk(args: string[]) {
   try {
-    parsed = parseArgs({
-      args, allowPositionals: true, strict: true,
-      options: {
-        url: { type: 'string' }, save: { type: 'string' }, details: { type: 'string' }, option: { type: 'string', multiple: true },
-        field: { type: 'string', multiple: true }, expires: { type: 'string' }, timeout: { type: 'string' },
-      },
-    });
+    return parseArgs({ args, allowPositionals: true, strict: true, options: ASK_OPTIONS });
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+}
+
+export async function ask(args: string[]): Promise<number> {
+  const parsed = parseAsk(args);
   const { values, positionals } = parsed;
   if (positionals.length !== 1 || positionals[0] === '') throw new UsageError('ask takes exactly one question (quote it)');
   const seconds = (v: string | undefined, name: string) => {
