@@ -7,7 +7,7 @@ import { ReturnAddressService } from './domain/return-address-service.js';
 import { startSmtpListener, type SmtpListener } from './email/smtp-listener.js';
 import type { DnsResolver } from './email/sender-authentication.js';
 import { ExpirySweeper } from './domain/expiry-sweeper.js';
-import { approvalServiceOf } from './http/routes/approvals.js';
+import { approvalServiceOf } from './approvals/approval-service.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { openStore } from './storage/open-store.js';
 import type { Store } from './domain/ports.js';

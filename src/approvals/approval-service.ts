@@ -2,6 +2,7 @@
 // read token, the public page's answers, and expiry. Every change of state is one store step that
 // appends its event in the same transaction (approval-model.ts), through the same durable append
 // path as any delivery, and wakes the address's readers like any new event.
+import type { Config } from '../config.js';
 import { hashSecret, secretMatches } from '../domain/credentials.js';
 import { ApiError, notFound } from '../domain/errors.js';
 import type { AddressRecord, EventRecord } from '../domain/model.js';
@@ -15,6 +16,14 @@ import {
 } from './approval-rules.js';
 
 export const APPROVAL_EVENT_SOURCE = 'approval';
+
+/** The approvals of a running service, over its store and queue service (routes, MCP and the sweeper each build one; it holds no state). */
+export function approvalServiceOf({ store, service, config }: { store: Store; service: ReturnAddressService; config: Config }): ApprovalService {
+  return new ApprovalService(store, service, {
+    baseUrl: config.baseUrl, minApprovalSeconds: config.minApprovalSeconds,
+    maxEventsPerAddress: config.maxEventsPerAddress, maxBytesPerAddress: config.maxBytesPerAddress,
+  });
+}
 const QUEUE_FULL_RETRY_AFTER_SECONDS = 30;
 /** One message for an unknown approval and a wrong secret, so neither can be probed. */
 export const APPROVAL_NOT_FOUND = 'No approval at this URL.';

@@ -9,7 +9,7 @@
 // batch, `id: null`) is answered as JSON-RPC says: 400 with an Invalid Request error (-32600, id null),
 // and a tools/call whose params the SDK would refuse with a raw validation dump (-32603) gets
 // Invalid params (-32602) naming the field.
-import { approvalServiceOf } from '../http/routes/approvals.js';
+import { approvalServiceOf } from '../approvals/approval-service.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ApiError, internalErrorBody } from '../domain/errors.js';

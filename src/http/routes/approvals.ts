@@ -10,7 +10,7 @@ import type { ApprovalRecord } from '../../approvals/approval-model.js';
 import { renderApprovalPage, renderNotFoundPage, APPROVAL_PAGE_CSP, APPROVAL_PAGE_HEADERS, type PageState } from '../../approvals/approval-page.js';
 import { approvalView } from '../../approvals/approval-representation.js';
 import { answerFromForm, type AnswerInput } from '../../approvals/approval-rules.js';
-import { ApprovalService, closedReason, effectiveStatus } from '../../approvals/approval-service.js';
+import { approvalServiceOf, closedReason, effectiveStatus } from '../../approvals/approval-service.js';
 import { ApiError } from '../../domain/errors.js';
 import { eventJson } from '../../domain/representation.js';
 import { sendJsonText } from '../json-text.js';
@@ -23,12 +23,6 @@ import { AnswerBody, ApprovalPageParams, ApprovalParams, ApprovalResponse, creat
 const ANSWER_BODY_LIMIT = 256 * 1024;
 const FORM_TYPE = 'application/x-www-form-urlencoded';
 
-export function approvalServiceOf({ store, service, config }: AppDeps): ApprovalService {
-  return new ApprovalService(store, service, {
-    baseUrl: config.baseUrl, minApprovalSeconds: config.minApprovalSeconds,
-    maxEventsPerAddress: config.maxEventsPerAddress, maxBytesPerAddress: config.maxBytesPerAddress,
-  });
-}
 
 const opened = new WeakMap<FastifyRequest, ApprovalRecord>();
 const isForm = (request: FastifyRequest) => (request.headers['content-type'] ?? '').toLowerCase().startsWith(FORM_TYPE);
