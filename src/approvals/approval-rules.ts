@@ -110,7 +110,8 @@ export function answerFromForm(form: URLSearchParams, approval: ApprovalRecord):
 
 const NUMBER_TEXT = /^\s*-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
 /** Text a store keeps as it was sent: no U+0000 and no lone surrogate (the rule of http/schemas.ts's STORABLE_TEXT). */
-const STORABLE = new RegExp('^[^\\u0000\\ud800-\\udfff]*$', 'u');
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is exactly what must be refused
+const STORABLE = /^[^\u0000\ud800-\udfff]*$/u;
 const isText = (v: unknown): v is string => typeof v === 'string' && STORABLE.test(v);
 
 /** Checks an answer against the approval's options and fields; `fromForm` lets numbers arrive as text. */
