@@ -4,6 +4,7 @@
 // right after the 200 loses nothing, and the secret never reaches the log.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { OpenApiValidator } from '../openapi-validator.js';
 import {
   api, createAddress, createTestStorage, listEvents, onlyPostgres, range, sleep, spawnService, startTestService, STORE, type Addr, type TestService,
 } from '../helpers.js';
@@ -235,6 +236,38 @@ describe(`approvals (${STORE})`, () => {
     assert.equal(second.json.error.code, 'approval_closed');
     assert.equal((await allEvents(svc.baseUrl, b)).length, 1);
     assert.equal((await api(svc.baseUrl, 'DELETE', `/api/v1/addresses/${b.id}/approvals/apr_00000000000000000000000000`, { token: b.token })).status, 404);
+  });
+
+  it('every answer of the approval routes and the page is what /openapi.json declares', async () => {
+    const v = new OpenApiValidator((await api(svc.baseUrl, 'GET', '/openapi.json')).json);
+    const b = await createAddress(svc.baseUrl);
+    const base = `/api/v1/addresses/${b.id}/approvals`;
+    const check = async (method: string, path: string, opts: Parameters<typeof api>[3] = {}) => {
+      const r = await api(svc.baseUrl, method, path, opts);
+      v.check(method, new URL(path, svc.baseUrl).pathname, r);
+      return r;
+    };
+    const created = await check('POST', base, { token: b.token, json: { question: 'q', fields: [{ name: 'n', label: 'N', type: 'number', required: true }], max_responses: 2 } });
+    assert.equal(created.status, 201);
+    const url: string = created.json.approval.url;
+    await check('POST', base, { token: b.token, json: { question: '' } });
+    await check('POST', base, { json: { question: 'q' } });
+    await check('GET', `${base}/${created.json.approval.id}`, { token: b.token });
+    await check('GET', `${base}/apr_00000000000000000000000000`, { token: b.token });
+    await check('GET', url);
+    assert.equal((await api(svc.baseUrl, 'HEAD', url)).status, 200);
+    await check('GET', `${url}x`);
+    assert.equal((await check('POST', url, { json: { option: 'approve' } })).status, 400);
+    assert.equal((await check('POST', url, { headers: FORM, body: 'option=approve' })).status, 400);
+    assert.equal((await check('POST', url, { headers: FORM, body: 'option=approve&field.n=3' })).status, 200);
+    assert.equal((await check('POST', url, { json: { option: 'deny', fields: { n: 4 } } })).status, 200);
+    assert.equal((await check('POST', url, { json: { option: 'deny', fields: { n: 4 } } })).status, 409);
+    assert.equal((await check('POST', url, { headers: FORM, body: 'option=deny&field.n=4' })).status, 409);
+    assert.equal((await check('POST', `${url}x`, { json: { option: 'deny' } })).status, 404);
+    assert.equal((await check('POST', url, { headers: { 'content-type': 'text/plain' }, body: 'x' })).status, 415);
+    await check('DELETE', `${base}/${created.json.approval.id}`, { token: b.token });
+    const other = await check('POST', base, { token: b.token, json: { question: 'q2' } });
+    assert.equal((await check('DELETE', `${base}/${other.json.approval.id}`, { token: b.token })).status, 200);
   });
 
   it('the largest definition and answer the limits allow, and over-long bodies, with a liveness probe', async () => {

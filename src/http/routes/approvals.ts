@@ -16,7 +16,7 @@ import { eventJson } from '../../domain/representation.js';
 import { sendJsonText } from '../json-text.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import type { AppDeps } from '../route-deps.js';
-import { AddressParams, BEARER, NO_AUTH, errorResponses } from '../schemas.js';
+import { AddressParams, BEARER, ErrorBody, NO_AUTH, errorResponses } from '../schemas.js';
 import { AnswerBody, ApprovalPageParams, ApprovalParams, ApprovalResponse, createApprovalBody } from './approval-schemas.js';
 
 /** A page's form and an answer's JSON are small: the largest valid answer is ~130 KB of text, escaped. */
@@ -117,6 +117,15 @@ export const approvalRoutes = (deps: AppDeps): FastifyPluginAsyncTypebox => asyn
       });
     };
 
+    /** An error the form gets as a page and a program as the error body (same status). */
+    const pageOrError = (status: number) => {
+      const { description, headers } = errorResponses(status)[status] as { description: string; headers?: Record<string, unknown> };
+      return {
+        description: `${description} The page's form gets the page again, saying what is wrong, with the same status.`,
+        ...(headers ? { headers } : {}),
+        content: { 'application/json': { schema: ErrorBody }, 'text/html': { schema: Type.String() } },
+      };
+    };
     const pageDoc = (description: string) => ({ description, headers: { 'Content-Security-Policy': Type.String({ description: APPROVAL_PAGE_CSP }) }, content: { 'text/html': { schema: Type.String() } } });
 
     page.get('/approve/:approvalId/:secret', {
@@ -162,7 +171,11 @@ export const approvalRoutes = (deps: AppDeps): FastifyPluginAsyncTypebox => asyn
               'text/html': { schema: Type.String() },
             },
           },
-          ...errorResponses(404, 409, 413, 415, 429),
+          ...errorResponses(413, 415),
+          400: pageOrError(400),
+          404: pageOrError(404),
+          409: pageOrError(409),
+          429: pageOrError(429),
         },
       },
       // The body is checked by the approval's own rules (approval-rules.ts), for the form and JSON alike.
