@@ -407,6 +407,8 @@ export class SqliteStore implements Store {
    * An approval's step inside a batch (the same rules as PostgreSQL's ra_approval_step): this
    * process is the only writer and the batch runs alone, so reading the row and changing it in the
    * same transaction decides every race. The approval changes only if the event was created.
+   * Unlike the event, the approval's row is readable as soon as the batch commits, a moment before
+   * it is durable: a page may say "answered" while the answerer's 200 still waits for the fsync.
    */
   private approvalItem(step: ApprovalStep, limits: StoreLimits, counters: Map<string, QueueCounters | null>): ApprovalStepResult {
     const e = step.event;
