@@ -341,6 +341,41 @@ describe(`approval expiry (${STORE})`, () => {
   });
 });
 
+describe(`a slow answer (${STORE})`, () => {
+  it('a form POST sent byte by byte is cut off after REQUEST_TIMEOUT_MS, records nothing, and others are served meanwhile', { timeout: 30_000 }, async () => {
+    const { connect } = await import('node:net');
+    const svc = await startTestService({ REQUEST_TIMEOUT_MS: '2000', HEADERS_TIMEOUT_MS: '1000' });
+    try {
+      const a = await createAddress(svc.baseUrl);
+      const slow = await createApproval(svc.baseUrl, a, { question: 'slow', max_responses: 5 });
+      const body = form({ option: 'approve', reason: 'x'.repeat(300) });
+      const u = new URL(slow.url);
+      const s = connect(Number(u.port), u.hostname);
+      await new Promise((r) => s.once('connect', r));
+      let reply = '';
+      s.on('data', (d: Buffer) => { reply += d.toString(); });
+      const t0 = performance.now();
+      const closed = new Promise<number>((r) => s.once('close', () => r(performance.now())));
+      s.on('error', () => {});
+      s.write(`POST ${u.pathname} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n`);
+      let i = 0;
+      const timer = setInterval(() => { if (!s.destroyed && i < body.length) s.write(body[i++]!); }, 50);
+      // Meanwhile another person answers another approval at once.
+      const other = await createApproval(svc.baseUrl, a, { question: 'fast' });
+      assert.equal((await api(svc.baseUrl, 'POST', other.url, { json: { option: 'deny' } })).status, 200);
+      const at = await closed;
+      clearInterval(timer);
+      assert.ok(at - t0 < 6000, `closed after ${(at - t0).toFixed(0)} ms`);
+      assert.ok(i < body.length, 'the body never completed');
+      assert.doesNotMatch(reply, /HTTP\/1\.1 20\d/);
+      const events = await allEvents(svc.baseUrl, a);
+      assert.deepEqual(events.map((e) => e.data.approval_id), [other.id], 'the slow answer recorded nothing');
+    } finally {
+      await svc.stop();
+    }
+  });
+});
+
 describe(`approvals on two instances (${STORE})`, () => {
   it('20 answers spread over two instances on one database record exactly max_responses', { skip: onlyPostgres, timeout: 60_000 }, async () => {
     const storage = await createTestStorage();
