@@ -9,6 +9,7 @@ import type { DnsResolver } from './email/sender-authentication.js';
 import { ExpirySweeper } from './domain/expiry-sweeper.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { openStore } from './storage/open-store.js';
+import { SchemaTooNewError } from './storage/migration-files.js';
 import type { Store } from './domain/ports.js';
 import { InProcessWakeupHub } from './wakeup/wakeup-hub.js';
 
@@ -89,7 +90,17 @@ export async function main(): Promise<void> {
     }
     throw err;
   }
-  const running = await startService(config);
+  let running: RunningService;
+  try {
+    running = await startService(config);
+  } catch (err) {
+    // A refusal is an operator's situation, not a crash: one line that says what to do.
+    if (err instanceof SchemaTooNewError) {
+      console.error(`return-address: refusing to start: ${err.message}`);
+      process.exit(1);
+    }
+    throw err;
+  }
   let signalled = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
