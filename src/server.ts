@@ -12,6 +12,7 @@ import { openStore } from './storage/open-store.js';
 import { SchemaTooNewError } from './storage/migration-files.js';
 import type { Store } from './domain/ports.js';
 import { InProcessWakeupHub } from './wakeup/wakeup-hub.js';
+import { logStartupSettings } from './startup-settings.js';
 
 export interface RunningService {
   config: Config;
@@ -36,6 +37,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   // One logger for the process, made before the store so that the store's background failures
   // (a lost connection, a reconnect) reach the same log as the requests.
   const log: FastifyBaseLogger = opts.logger ?? pino(loggerOptions(config.logLevel));
+  logStartupSettings(config, log);
   const store = await openStore(config, log.child({ component: 'store' }));
   const hub = new InProcessWakeupHub();
   const service = new ReturnAddressService(store, hub, config);
