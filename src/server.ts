@@ -22,6 +22,8 @@ export interface RunningService {
   hub: InProcessWakeupHub;
   service: ReturnAddressService;
   stop(): Promise<void>;
+  /** SIGHUP: reload SMTP_TLS_CERT/KEY (a renewed certificate) without dropping the SMTP listener. */
+  reloadTls(): void;
 }
 
 export interface StartOptions {
@@ -70,7 +72,14 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       await started.app.close();
       await store.close();
     })());
-    return { config, httpUrl, app, store, hub, service, stop };
+    const reloadTls = () => {
+      try {
+        started.smtp.reloadTls();
+      } catch (err) {
+        started.app.log.error({ err }, 'SMTP TLS certificate not reloaded; the one in use stays');
+      }
+    };
+    return { config, httpUrl, app, store, hub, service, stop, reloadTls };
   } catch (err) {
     // A failed start (port taken, bad TLS file) must not leave pools, listeners or files open.
     await smtp?.close().catch(() => {});
@@ -103,6 +112,8 @@ export async function main(): Promise<void> {
     }
     throw err;
   }
+  // A renewal hook (certbot --deploy-hook, systemd ExecReload) sends SIGHUP after replacing the files.
+  process.on('SIGHUP', () => running.reloadTls());
   let signalled = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
