@@ -112,8 +112,10 @@ export async function main(): Promise<void> {
     }
     throw err;
   }
-  // A renewal hook (certbot --deploy-hook, systemd ExecReload) sends SIGHUP after replacing the files.
-  process.on('SIGHUP', () => running.reloadTls());
+  // A renewal hook (certbot --deploy-hook, systemd ExecReload) sends SIGHUP after replacing the
+  // files. Only with STARTTLS on: otherwise SIGHUP keeps its default, so closing the terminal a
+  // foreground service runs in still ends it instead of leaving it holding the ports.
+  if (config.smtpTlsCert !== undefined && config.smtpTlsKey !== undefined) process.on('SIGHUP', () => running.reloadTls());
   let signalled = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {

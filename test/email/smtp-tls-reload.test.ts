@@ -155,3 +155,16 @@ it(`SIGHUP reloads the STARTTLS certificate without dropping the listener or ope
     assert.deepEqual(exit, { code: 0, signal: null });
   }
 });
+
+it(`without SMTP_TLS_* a SIGHUP keeps its default and ends the process (a closed terminal) (${STORE})`, { timeout: 60_000 }, async () => {
+  const storage = await createTestStorage();
+  const svc = await spawnService({}, storage);
+  try {
+    svc.proc.kill('SIGHUP');
+    assert.deepEqual(await svc.exited, { code: null, signal: 'SIGHUP' });
+    assert.equal(await fetch(`${svc.baseUrl}/healthz`).then(() => 'answered', () => 'gone'), 'gone');
+  } finally {
+    if (svc.proc.exitCode === null && svc.proc.signalCode === null) svc.proc.kill('SIGKILL');
+    await storage.drop();
+  }
+});
