@@ -80,7 +80,10 @@ function readMultipart(raw: Buffer, contentType: string, text: string | null): P
     let failed = false;
     parser.on('field', (name, value) => {
       const prev = fields[name];
-      fields[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
+      // Appended in place, never copied: a repeated field costs linear time.
+      if (prev === undefined) fields[name] = value;
+      else if (Array.isArray(prev)) prev.push(value);
+      else fields[name] = [prev, value];
     });
     parser.on('file', (_name, stream, info) => {
       const chunks: Buffer[] = [];
