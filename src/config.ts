@@ -52,6 +52,16 @@ export interface Config {
   readonly sseHeartbeatMs: number;
   /** An event stream whose client has not read its buffered events within this long is dropped (SSE_DRAIN_TIMEOUT_MS). */
   readonly sseDrainTimeoutMs: number;
+  /** Worker threads that parse, authenticate and extract received mail (MAIL_PARSE_WORKERS); none runs on the event loop. */
+  readonly mailParseWorkers: number;
+  /** Wall-clock budget of one mail's parse, and of its sender authentication beyond the DNS budget (MAIL_PARSE_TIMEOUT_MS). */
+  readonly mailParseTimeoutMs: number;
+  /** Heap of one mail-parsing worker (MAIL_PARSE_MAX_HEAP_MB); a worker past it is ended and the mail stored unparsed. */
+  readonly mailParseMaxHeapMb: number;
+  /** Capture body bytes being received by all requests together (MAX_INFLIGHT_CAPTURE_BYTES); past it, 503 with Retry-After. */
+  readonly maxInflightCaptureBytes: number;
+  /** Per-client limits key an IPv6 client on this many leading bits of its address (IPV6_PREFIX_BITS). */
+  readonly ipv6PrefixBits: number;
   /** RA_DEBUG_GROUP_COMMIT: log the SQLite group commit's counters every second while it works. */
   readonly logGroupCommitStats: boolean;
 }
@@ -153,6 +163,11 @@ export function loadConfig(env: Env = process.env): Config {
   const headersTimeoutMs = int(env, 'HEADERS_TIMEOUT_MS', Math.min(10_000, requestTimeoutMs), 1000);
   if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS', `must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
 
+  const maxCaptureBytes = int(env, 'MAX_CAPTURE_BYTES', 25 * 1024 * 1024, 1024, 256 * 1024 * 1024);
+  const maxInflightCaptureBytes = int(env, 'MAX_INFLIGHT_CAPTURE_BYTES', Math.max(128 * 1024 * 1024, maxCaptureBytes), 1024);
+  // Otherwise a capture of the largest allowed size could never be received.
+  if (maxInflightCaptureBytes < maxCaptureBytes) throw new ConfigError('MAX_INFLIGHT_CAPTURE_BYTES', `must be at least MAX_CAPTURE_BYTES (${maxCaptureBytes})`);
+
   return Object.freeze({
     port,
     host,
@@ -173,7 +188,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxEventsPerAddress: int(env, 'MAX_EVENTS_PER_ADDRESS', 10_000, 1),
     maxBytesPerAddress: int(env, 'MAX_BYTES_PER_ADDRESS', 512 * 1024 * 1024, 1024),
     maxPayloadBytes: int(env, 'MAX_PAYLOAD_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
-    maxCaptureBytes: int(env, 'MAX_CAPTURE_BYTES', 25 * 1024 * 1024, 1024, 256 * 1024 * 1024),
+    maxCaptureBytes,
     maxPageBytes: int(env, 'MAX_PAGE_BYTES', 8 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     maxDiscardBytes: int(env, 'MAX_DISCARD_BYTES', 8 * 1024 * 1024, 0, 1024 * 1024 * 1024),
     maxEmailBytes: int(env, 'MAX_EMAIL_BYTES', 10 * 1024 * 1024, 1024, 256 * 1024 * 1024),
@@ -188,6 +203,11 @@ export function loadConfig(env: Env = process.env): Config {
     // Below the 55 s idle-socket timeout, which a heartbeat resets.
     sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 50, 30_000),
     sseDrainTimeoutMs: int(env, 'SSE_DRAIN_TIMEOUT_MS', 10_000, 50, 300_000),
+    mailParseWorkers: int(env, 'MAIL_PARSE_WORKERS', 2, 1, 64),
+    mailParseTimeoutMs: int(env, 'MAIL_PARSE_TIMEOUT_MS', 10_000, 100, 300_000),
+    mailParseMaxHeapMb: int(env, 'MAIL_PARSE_MAX_HEAP_MB', 256, 16, 16_384),
+    maxInflightCaptureBytes,
+    ipv6PrefixBits: int(env, 'IPV6_PREFIX_BITS', 64, 1, 128),
     logGroupCommitStats: bool(env, 'RA_DEBUG_GROUP_COMMIT', false),
   });
 }

@@ -51,6 +51,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       port: config.smtpPort, host: config.smtpHost, emailDomain: config.emailDomain, maxEmailBytes: config.maxEmailBytes,
       tlsCertFile: config.smtpTlsCert, tlsKeyFile: config.smtpTlsKey, maxBufferedBytes: config.smtpMaxBufferedBytes, maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
       dnsResolver: opts.dnsResolver, dnsLookupTimeoutMs: opts.dnsLookupTimeoutMs, authenticationBudgetMs: opts.authenticationBudgetMs,
+      mailParseWorkers: config.mailParseWorkers, mailParseTimeoutMs: config.mailParseTimeoutMs, mailParseMaxHeapMb: config.mailParseMaxHeapMb, ipv6PrefixBits: config.ipv6PrefixBits,
     }, app.log.child({ component: 'smtp' }));
     const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, app.log);
     sweeper.start();

@@ -26,6 +26,7 @@ import { createHash } from 'node:crypto';
 import PostalMime, { addressParser, decodeWords, type Address, type Email } from 'postal-mime';
 import type { EventInput } from '../domain/model.js';
 import { type ExtractedContent, extractContent } from './extraction.js';
+import { MAX_ADDRESSES, MAX_MIME_DEPTH, messageShape, structureProblem } from './message-limits.js';
 import type { SenderAuthentication } from './sender-authentication.js';
 
 export const EMAIL_EVENT_TYPE = 'email.received';
@@ -96,10 +97,24 @@ export async function parseEmailMessage(raw: Uint8Array): Promise<EmailData> {
   return data;
 }
 
+/**
+ * What is known of a message that was not parsed (its structure passed a cap, or the parser passed
+ * its time or memory budget): the top-level headers, the undecoded body as `text`, and why. Bounded:
+ * one split and one header pass; address headers holding more than MAX_ADDRESSES mailboxes are not
+ * parsed (their raw values stay in `headers`), and no extraction runs.
+ */
+export function unparsedEmailData(raw: Uint8Array, parseError: string): EmailData {
+  return fromUnparsedMessage(raw, parseError, messageShape(raw).addresses <= MAX_ADDRESSES);
+}
+
 async function decodeMessage(raw: Uint8Array): Promise<EmailData> {
+  // Counted before any library sees the bytes (message-limits.ts): a structure past a cap is never decoded.
+  const shape = messageShape(raw);
+  const problem = structureProblem(shape);
+  if (problem !== null) return fromUnparsedMessage(raw, problem, shape.addresses <= MAX_ADDRESSES);
   let parsed: Email;
   try {
-    parsed = await PostalMime.parse(withUtf8HeaderBlock(raw), { attachmentEncoding: 'arraybuffer' });
+    parsed = await PostalMime.parse(withUtf8HeaderBlock(raw), { attachmentEncoding: 'arraybuffer', maxNestingDepth: MAX_MIME_DEPTH });
   } catch (err) {
     // postal-mime gives up on pathological structure (nesting, header size limits): keep what a
     // plain split of the header block and the body can read.
@@ -151,8 +166,9 @@ export function dedupeKeyFor(messageId: string): string {
   return usable ? messageId : `sha256:${createHash('sha256').update(messageId, 'utf8').digest('hex')}`;
 }
 
-/** The header-derived fields; body fields start empty. */
-function fromHeaders(fields: readonly HeaderField[], rawSize: number): EmailData {
+/** The header-derived fields; body fields start empty. Without `parseAddresses`, from/to/cc stay empty. */
+function fromHeaders(fields: readonly HeaderField[], rawSize: number, parseAddresses = true): EmailData {
+  const mailboxes = parseAddresses ? mailboxesOf : () => [];
   const first = (key: string) => fields.find((f) => f.key === key)?.value;
   const all = (key: string) => fields.filter((f) => f.key === key).map((f) => f.value);
   const subject = first('subject');
@@ -177,9 +193,9 @@ function fromHeaders(fields: readonly HeaderField[], rawSize: number): EmailData
   };
 }
 
-function fromUnparsedMessage(raw: Uint8Array, parseError: string): EmailData {
+function fromUnparsedMessage(raw: Uint8Array, parseError: string, parseAddresses = true): EmailData {
   const { head, body } = splitMessage(withUtf8HeaderBlock(raw));
-  const data = fromHeaders(parseHeaderBlock(head), raw.byteLength);
+  const data = fromHeaders(parseHeaderBlock(head), raw.byteLength, parseAddresses);
   data.text = /\S/.test(body) ? body : null;
   data.parse_error = parseError;
   return data;
@@ -233,7 +249,7 @@ function headerMap(fields: readonly HeaderField[]): Record<string, string> {
   return Object.fromEntries(joined);
 }
 
-function mailboxes(values: readonly string[]): EmailMailbox[] {
+function mailboxesOf(values: readonly string[]): EmailMailbox[] {
   const out: EmailMailbox[] = [];
   for (const value of values) {
     if (value.trim() === '') continue;

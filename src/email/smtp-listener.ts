@@ -24,7 +24,9 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerError, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
-import { inProcessMailReader, type MailReader } from './mail-reading.js';
+import { clientKey } from '../domain/client-key.js';
+import { MailParseLimitError, MailParsePool } from './mail-parse-pool.js';
+import { type MailReader, pooledMailReader } from './mail-reading.js';
 import type { DnsResolver } from './sender-authentication.js';
 import { DEFAULT_MAX_CONNECTIONS_PER_IP, SmtpConnectionLimits } from './smtp-connection-limits.js';
 import { distinctTargets, fanOut } from './smtp-fan-out.js';
@@ -59,6 +61,12 @@ export interface SmtpListenerOptions {
   dnsLookupTimeoutMs?: number | undefined;
   /** Longest time all the DNS lookups of one message may take together (default 8 s). */
   authenticationBudgetMs?: number | undefined;
+  /** Worker threads that parse mail (MAIL_PARSE_WORKERS), their time budget and heap (mail-parse-pool.ts). */
+  mailParseWorkers?: number | undefined;
+  mailParseTimeoutMs?: number | undefined;
+  mailParseMaxHeapMb?: number | undefined;
+  /** The per-IP connection cap counts an IPv6 client by this prefix (IPV6_PREFIX_BITS, default 64). */
+  ipv6PrefixBits?: number | undefined;
 }
 
 export interface SmtpListener {
@@ -85,13 +93,14 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
   const inFlight = new Set<Promise<unknown>>();
   let closing = false;
   const budget = new SmtpMemoryBudget(opts.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES);
-  const connections = new SmtpConnectionLimits(opts.maxConnectionsPerIp ?? DEFAULT_MAX_CONNECTIONS_PER_IP);
+  const connections = new SmtpConnectionLimits(opts.maxConnectionsPerIp ?? DEFAULT_MAX_CONNECTIONS_PER_IP, (ip) => clientKey(ip, opts.ipv6PrefixBits));
   const resolve = recipientResolver(service, opts.emailDomain, opts.now ?? Date.now);
-  const readMail: MailReader = inProcessMailReader({
-    resolver: opts.dnsResolver,
+  // Untrusted mail is read in worker threads with a heap and a time budget, never on this event loop.
+  const pool = new MailParsePool({ workers: opts.mailParseWorkers, timeoutMs: opts.mailParseTimeoutMs, maxHeapMb: opts.mailParseMaxHeapMb, dnsResolver: opts.dnsResolver }, log);
+  const readMail: MailReader = pooledMailReader(pool, {
     lookupTimeoutMs: opts.dnsLookupTimeoutMs,
-    budgetMs: opts.authenticationBudgetMs,
-    onError: (err) => log.warn({ err }, 'sender authentication failed'),
+    authenticationBudgetMs: opts.authenticationBudgetMs,
+    onProblem: (what, err) => log.warn({ err }, what === 'parse' ? 'email stored unparsed' : 'sender authentication failed'),
   });
 
   /** Delivers a complete message; resolves to the 250 text, or throws an SMTP error. */
@@ -207,7 +216,11 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
         const delivery = deliverMessage(raw, mailFrom, rcpts, remoteIp, helo, session.id).then(
           (reply) => callback(null, reply),
           (err: unknown) => {
-            if (typeof (err as SMTPServerError).responseCode === 'number') {
+            if (err instanceof MailParseLimitError) {
+              // Every parser stayed busy (or the service is stopping): the message is not the problem, the sender retries.
+              log.warn({ err, session: session.id }, 'email refused for now: no mail parser free');
+              callback(smtpError(451, 'Too much mail being processed, try again later'));
+            } else if (typeof (err as SMTPServerError).responseCode === 'number') {
               callback(err as SMTPServerError);
             } else {
               log.error({ err, session: session.id }, 'processing an email failed');
@@ -255,6 +268,7 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
         connection.close();
       }
       await stopped;
+      await pool.close();
     })()),
   };
 }
