@@ -4,6 +4,7 @@
 // `if (postgres)` scattered through the code. `WakeupHub` is implemented in process by
 // src/wakeup/wakeup-hub.ts. Dependencies point inward: those modules import this file, never the
 // other way round.
+import type { BlobName, StoredBlob } from '../blobs/event-blob.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from './model.js';
 
 export type WakeReason = 'changed' | 'timeout' | 'shutdown';
@@ -118,6 +119,11 @@ export interface Store {
    * Rows past the cut are never loaded into the process.
    */
   listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null>;
+  /**
+   * A blob stored beside an event of this address (blobs/event-blob.ts), opened for reading in
+   * chunks; null when the address, the event or the blob does not exist.
+   */
+  openBlob(addressId: string, eventId: string, name: BlobName): Promise<StoredBlob | null>;
   /** Sets acknowledged_at once (a second ack keeps the first time); null when no such event. */
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
 }

@@ -195,7 +195,7 @@ export class ReturnAddressService {
       throw new ApiError('address_expired', `This address expired at ${new Date(address.expiresAt).toISOString()} and accepts no more deliveries.`);
     }
     const event: NewEvent = {
-      id: newEventId(createdAt),
+      id: input.id ?? newEventId(createdAt),
       addressId: address.id,
       type: input.type ?? DEFAULT_EVENT_TYPE,
       source: input.source ?? defaultSource,
@@ -203,6 +203,7 @@ export class ReturnAddressService {
       metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
       dedupeKey: idempotencyKey ?? input.dedupe_key ?? null,
       createdAt,
+      ...(input.blobs !== undefined && input.blobs.length > 0 ? { blobs: input.blobs } : {}),
     };
     // An event that could never fit, even in an empty queue, is refused as too large, not as full.
     // UTF-8 takes at most 3 bytes per UTF-16 unit, so only an event near the quota is measured.

@@ -22,7 +22,9 @@ import { SLUG_RE } from '../domain/credentials.js';
 import { ApiError } from '../domain/errors.js';
 import type { AddressRecord, Delivery } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
-import { EMAIL_EVENT_SOURCE, emailEventInput, parseEmailMessage } from './mime-to-event.js';
+import { EMAIL_EVENT_SOURCE, emailDataJson, emailEventInput, parseEmail } from './mime-to-event.js';
+import { blobUrl } from '../blobs/event-blob.js';
+import { newEventId } from '../domain/credentials.js';
 import { authenticateSender, type DnsResolver } from './sender-authentication.js';
 
 export interface SmtpListenerOptions {
@@ -30,6 +32,10 @@ export interface SmtpListenerOptions {
   host: string;
   emailDomain: string;
   maxEmailBytes: number;
+  /** BASE_URL: the urls of bytes stored beside an event (decisions.md §20). */
+  baseUrl: string;
+  /** MAX_EVENT_BYTES: an event's stored JSON stays within it; larger attachments and bodies are stored beside it. */
+  maxEventBytes: number;
   /** Paths of a PEM certificate and key; with both, STARTTLS is offered, else plain SMTP only. */
   tlsCertFile?: string | undefined;
   tlsKeyFile?: string | undefined;
@@ -135,7 +141,10 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
       budgetMs: opts.authenticationBudgetMs,
       onError: (err) => log.warn({ err, session: sessionId }, 'sender authentication failed'),
     });
-    const data = await parseEmailMessage(raw);
+    // Attachments inline while the event fits in MAX_EVENT_BYTES; beyond, they (and if need be the
+    // whole message) are stored beside the event (mime-to-event.ts, blobs/event-blob.ts).
+    const parsed = await parseEmail(raw, { inlineAttachmentBytes: opts.maxEventBytes, maxEventBytes: opts.maxEventBytes });
+    const data = parsed.data;
     data.authentication = await authentication;
     // Recipients are re-checked: an address may have been deleted or expired since RCPT TO.
     const targets = new Map<string, { recipient: Recipient; rcpt: string }>();
@@ -159,7 +168,12 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
     buffered += dataJson.length;
     const deliverTo = ({ recipient, rcpt }: { recipient: Recipient; rcpt: string }) => {
       const input = emailEventInput(data, { mailFrom, rcptTo: rcpt, remoteIp, tag: recipient.tag });
-      return service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE);
+      if (parsed.blobs.length === 0) return service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE);
+      // Blobs are named by url, which holds the address and the event id: one JSON per recipient
+      // (bounded by MAX_EVENT_BYTES), the bytes shared.
+      const id = newEventId(now());
+      const own = emailDataJson(parsed, (name) => blobUrl(opts.baseUrl, recipient.address.id, id, name));
+      return service.deliver(recipient.address, { ...input, data: undefined, dataJson: own, id, blobs: parsed.blobs }, undefined, EMAIL_EVENT_SOURCE);
     };
     let results: PromiseSettledResult<Delivery>[];
     try {
