@@ -16,6 +16,7 @@ import { addressRoutes } from './http/routes/addresses.js';
 import { documentRoutes } from './http/routes/documents.js';
 import { eventStreamRoutes } from './http/routes/event-stream.js';
 import { eventRoutes } from './http/routes/events.js';
+import { eventBlobRoutes } from './http/routes/event-blobs.js';
 import { healthRoutes } from './http/routes/health.js';
 import { hookRoutes } from './http/routes/hooks.js';
 import { inboxRoutes } from './http/routes/inbox.js';
@@ -102,6 +103,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   await app.register(addressRoutes(deps));
   await app.register(eventRoutes(deps));
   await app.register(eventStreamRoutes(deps));
+  await app.register(eventBlobRoutes(deps));
   await app.register(inboxRoutes(deps));
   await app.register(hookRoutes(deps));
   await app.register(signingSecretRoutes(deps));

@@ -114,8 +114,8 @@ export interface Store {
    * Events with sequence > after, ascending, at most `limit`; null when the address does not exist.
    * `after` is a safe integer >= 0 (the callers validate it), so no store clamps it.
    * The page also stops before the event whose stored JSON (`data` and `metadata`, in UTF-8 bytes)
-   * would take the page's total past `maxBytes`, but always holds the first event, however large:
-   * a page is bounded in memory and in the size of its rendering, and a cursor still moves on.
+   * would take the page's total past `maxBytes`, which callers keep at least MAX_EVENT_BYTES (so
+   * the first event always fits): a page is bounded in memory and in the size of its rendering.
    * Rows past the cut are never loaded into the process.
    */
   listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null>;

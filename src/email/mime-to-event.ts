@@ -156,7 +156,7 @@ export async function parseEmail(raw: Uint8Array, limits: EmailLimits): Promise<
     if (a.size > limits.inlineAttachmentBytes) aside(i);
   });
   // Metadata (envelope) and the urls still to be filled in take a little room of their own.
-  const budget = limits.maxEventBytes - EVENT_ROOM_BYTES;
+  const budget = limits.maxEventBytes - Math.min(EVENT_ROOM_BYTES, limits.maxEventBytes / 8) - 256 * data.attachments.length;
   if (Number.isFinite(budget) && jsonBytes(data) > budget) {
     const inline = data.attachments.map((a, i) => ({ a, i })).filter(({ a }) => a.content_base64 !== undefined).sort((x, y) => y.a.size - x.a.size);
     for (const { i } of inline) {
@@ -190,7 +190,7 @@ export function emailDataJson(parsed: ParsedEmail, urlFor: (name: BlobName) => s
 }
 
 /** Room kept in MAX_EVENT_BYTES for the metadata and the urls filled in per recipient. */
-const EVENT_ROOM_BYTES = 64 * 1024;
+const EVENT_ROOM_BYTES = 16 * 1024;
 const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
 const sha256Hex = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 

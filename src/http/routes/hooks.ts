@@ -54,7 +54,7 @@ function takeAnyContentType(request: FastifyRequest, _reply: FastifyReply, done:
 const acceptsHtml = (accept: string | undefined) => accept !== undefined && /\btext\/html\b/i.test(accept);
 
 export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
-  const capture = new Capture(service, new SigningSecrets(store));
+  const capture = new Capture(service, new SigningSecrets(store), { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes });
   const bodyLimit = config.maxCaptureBytes;
 
   app.removeAllContentTypeParsers();
