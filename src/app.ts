@@ -12,6 +12,7 @@ import { loggerOptions } from './http/plugins/request-logging.js';
 import { escapeUndecodableSegments, parseQuery } from './http/plugins/request-url.js';
 import { closeQueryStrings } from './http/plugins/strict-query.js';
 import type { AppDeps } from './http/route-deps.js';
+import { WriteHealth } from './storage/store-unavailable.js';
 import { addressRoutes } from './http/routes/addresses.js';
 import { documentRoutes } from './http/routes/documents.js';
 import { eventStreamRoutes } from './http/routes/event-stream.js';
@@ -64,6 +65,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
     frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  app.decorate('writeHealth', new WriteHealth());
   registerErrorHandling(app, { maxPayloadBytes: config.maxPayloadBytes, maxDiscardBytes: config.maxDiscardBytes });
   registerJsonBody(app);
   closeQueryStrings(app);

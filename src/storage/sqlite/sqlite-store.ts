@@ -21,7 +21,7 @@
 // are cached per address and dropped on any change to that address's events (an append, a batch
 // becoming durable, an ack, a deletion). Both are bounded.
 import Database from 'better-sqlite3';
-import { chmodSync, closeSync, existsSync, fdatasync, mkdirSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fdatasync, mkdirSync, openSync, statfsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
@@ -69,6 +69,8 @@ export interface SqliteStoreOptions {
   log?: Log;
   /** Log the group commit's and checkpointer's counters every second while they change. */
   logGroupCommitStats?: boolean;
+  /** Free bytes the database's disk must keep for the store to report ready (default 32 MiB). */
+  minFreeBytes?: number;
 }
 
 /**
@@ -102,6 +104,7 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   readonly capabilities = { crossInstanceWakeups: false };
   readonly path: string;
+  private readonly minFreeBytes: number;
   private readonly db: Database.Database;
   private readonly appends: GroupCommit<AppendInput, AppendResult>;
   /** Kept only with RA_DEBUG_GROUP_COMMIT: timing every commit and sync is not free on the hot path. */
@@ -126,6 +129,7 @@ export class SqliteStore implements Store {
 
   constructor(path: string, opts: SqliteStoreOptions = {}) {
     this.path = path;
+    this.minFreeBytes = opts.minFreeBytes ?? 32 * 1024 * 1024;
     if (path !== ':memory:') keepPrivate(path);
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
@@ -284,6 +288,14 @@ export class SqliteStore implements Store {
   async ping(): Promise<void> {
     if (this.appends.failure) throw this.appends.failure;
     this.db.prepare('SELECT 1').get();
+    // A full disk still answers SELECT 1: readiness also asks for room to write (decisions.md §20).
+    if (this.path !== ':memory:') {
+      const fs = statfsSync(dirname(this.path));
+      const free = fs.bavail * fs.bsize;
+      if (free < this.minFreeBytes) {
+        throw Object.assign(new Error(`the disk holding the database has ${free} bytes free, below the ${this.minFreeBytes} a write may need`), { name: 'StoreNotWritable' });
+      }
+    }
   }
 
   async close(): Promise<void> {
