@@ -12,10 +12,12 @@ import { loggerOptions } from './http/plugins/request-logging.js';
 import { escapeUndecodableSegments, parseQuery } from './http/plugins/request-url.js';
 import { closeQueryStrings } from './http/plugins/strict-query.js';
 import type { AppDeps } from './http/route-deps.js';
+import { WriteHealth } from './storage/store-unavailable.js';
 import { addressRoutes } from './http/routes/addresses.js';
 import { documentRoutes } from './http/routes/documents.js';
 import { eventStreamRoutes } from './http/routes/event-stream.js';
 import { eventRoutes } from './http/routes/events.js';
+import { eventBlobRoutes } from './http/routes/event-blobs.js';
 import { healthRoutes } from './http/routes/health.js';
 import { hookRoutes } from './http/routes/hooks.js';
 import { inboxRoutes } from './http/routes/inbox.js';
@@ -63,6 +65,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
     frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  app.decorate('writeHealth', new WriteHealth());
   registerErrorHandling(app, { maxPayloadBytes: config.maxPayloadBytes, maxDiscardBytes: config.maxDiscardBytes });
   registerJsonBody(app);
   closeQueryStrings(app);
@@ -102,6 +105,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   await app.register(addressRoutes(deps));
   await app.register(eventRoutes(deps));
   await app.register(eventStreamRoutes(deps));
+  await app.register(eventBlobRoutes(deps));
   await app.register(inboxRoutes(deps));
   await app.register(hookRoutes(deps));
   await app.register(signingSecretRoutes(deps));

@@ -28,8 +28,17 @@ export interface Config {
   readonly maxPayloadBytes: number;
   /** Largest body the capture URL takes (decisions.md §11). */
   readonly maxCaptureBytes: number;
-  /** Stored JSON bytes one page of events may hold (always at least one event). */
+  /** Stored JSON bytes one page of events may hold; at least MAX_EVENT_BYTES, so every event fits a page. */
   readonly maxPageBytes: number;
+  /**
+   * MAX_EVENT_BYTES: an event's stored JSON (data and metadata) is at most this (decisions.md §20);
+   * a body or attachment that does not fit is stored beside the event (src/blobs/event-blob.ts).
+   */
+  readonly maxEventBytes: number;
+  /** Event streams one address may have open at once (MAX_STREAMS_PER_ADDRESS); more get 429. */
+  readonly maxStreamsPerAddress: number;
+  /** Event streams one client (IP) may have open at once, all addresses together (MAX_STREAMS_PER_CLIENT); more get 429. */
+  readonly maxStreamsPerClient: number;
   readonly maxEmailBytes: number;
   /** Body bytes read and dropped after an early error answer (413, 404, 401...) before the socket is closed. */
   readonly maxDiscardBytes: number;
@@ -167,6 +176,10 @@ export function loadConfig(env: Env = process.env): Config {
   const maxInflightCaptureBytes = int(env, 'MAX_INFLIGHT_CAPTURE_BYTES', Math.max(128 * 1024 * 1024, maxCaptureBytes), 1024);
   // Otherwise a capture of the largest allowed size could never be received.
   if (maxInflightCaptureBytes < maxCaptureBytes) throw new ConfigError('MAX_INFLIGHT_CAPTURE_BYTES', `must be at least MAX_CAPTURE_BYTES (${maxCaptureBytes})`);
+  const maxPageBytes = int(env, 'MAX_PAGE_BYTES', 8 * 1024 * 1024, 1024, 256 * 1024 * 1024);
+  // Every event fits in a page, so no read path needs an "at least one event" exception.
+  const maxEventBytes = int(env, 'MAX_EVENT_BYTES', Math.min(4 * 1024 * 1024, maxPageBytes), 1024, 64 * 1024 * 1024);
+  if (maxEventBytes > maxPageBytes) throw new ConfigError('MAX_EVENT_BYTES', `must not exceed MAX_PAGE_BYTES (${maxPageBytes}): every event must fit in a page`);
 
   return Object.freeze({
     port,
@@ -189,7 +202,10 @@ export function loadConfig(env: Env = process.env): Config {
     maxBytesPerAddress: int(env, 'MAX_BYTES_PER_ADDRESS', 512 * 1024 * 1024, 1024),
     maxPayloadBytes: int(env, 'MAX_PAYLOAD_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     maxCaptureBytes,
-    maxPageBytes: int(env, 'MAX_PAGE_BYTES', 8 * 1024 * 1024, 1024, 256 * 1024 * 1024),
+    maxPageBytes,
+    maxEventBytes,
+    maxStreamsPerAddress: int(env, 'MAX_STREAMS_PER_ADDRESS', 100, 1, 1_000_000),
+    maxStreamsPerClient: int(env, 'MAX_STREAMS_PER_CLIENT', 200, 1, 1_000_000),
     maxDiscardBytes: int(env, 'MAX_DISCARD_BYTES', 8 * 1024 * 1024, 0, 1024 * 1024 * 1024),
     maxEmailBytes: int(env, 'MAX_EMAIL_BYTES', 10 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     smtpMaxBufferedBytes: int(env, 'SMTP_MAX_BUFFERED_BYTES', 256 * 1024 * 1024, 1024),

@@ -4,7 +4,7 @@
 // DNS questions go to the main thread, which owns the resolver (tests inject one there).
 import { parentPort } from 'node:worker_threads';
 import type { FromWorker, MailTaskResult, ToWorker } from './mail-parse-protocol.js';
-import { parseEmailMessage } from './mime-to-event.js';
+import { parseEmail } from './mime-to-event.js';
 import { authenticateSender } from './sender-authentication.js';
 
 const port = parentPort;
@@ -25,7 +25,7 @@ function resolveOnMainThread(name: string, rrtype: string): Promise<unknown> {
 async function run(message: Extract<ToWorker, { type: 'task' }>): Promise<MailTaskResult> {
   const raw = Buffer.from(message.raw.buffer, message.raw.byteOffset, message.raw.byteLength);
   const { task } = message;
-  if (task.kind === 'parse') return { kind: 'parse', data: await parseEmailMessage(raw) };
+  if (task.kind === 'parse') return { kind: 'parse', parsed: await parseEmail(raw, task.limits) };
   let error: string | null = null;
   const authentication = await authenticateSender(raw, task.facts, {
     resolver: resolveOnMainThread,

@@ -8,26 +8,28 @@
 // an authentication that did not finish reports temperror, as a DNS outage does.
 import type { MailParsePool } from './mail-parse-pool.js';
 import { MailParseLimitError } from './mail-parse-pool.js';
-import type { EmailData } from './mime-to-event.js';
-import { parseEmailMessage, unparsedEmailData } from './mime-to-event.js';
+import { type EmailLimits, type ParsedEmail, parseEmail, unparsedEmail } from './mime-to-event.js';
 import { DEFAULT_AUTHENTICATION_BUDGET_MS, type SenderAuthentication, type SenderAuthenticationOptions, type SmtpFacts, authenticateSender } from './sender-authentication.js';
 import { messageShape, withBoundedDkimSignatures } from './message-limits.js';
 
-export type MailReader = (raw: Buffer, facts: SmtpFacts) => Promise<EmailData>;
+/** The message as data within the event limits, the bytes to store beside it, and its authentication in `data`. */
+export type MailReader = (raw: Buffer, facts: SmtpFacts) => Promise<ParsedEmail>;
 
 const ALL_TEMPERROR: SenderAuthentication = { spf: 'temperror', dkim: 'temperror', dmarc: 'temperror', summary: 'temperror' };
 
 /** On the calling thread, without budgets: for tests of the pure steps and tools, never for the listener. */
-export function inProcessMailReader(auth: SenderAuthenticationOptions): MailReader {
+export function inProcessMailReader(auth: SenderAuthenticationOptions, limits: EmailLimits): MailReader {
   return async (raw, facts) => {
     const authentication = authenticateSender(withBoundedDkimSignatures(raw, messageShape(raw)), facts, auth);
-    const data = await parseEmailMessage(raw);
-    data.authentication = await authentication;
-    return data;
+    const parsed = await parseEmail(raw, limits);
+    parsed.data.authentication = await authentication;
+    return parsed;
   };
 }
 
 export interface PooledMailReaderOptions {
+  /** What an event may hold inline (MAX_EVENT_BYTES); the rest is stored beside it. */
+  limits: EmailLimits;
   lookupTimeoutMs?: number | undefined;
   /** The DNS budget of one message's authentication; the worker gets the pool's timeout on top for its CPU. */
   authenticationBudgetMs?: number | undefined;
@@ -35,7 +37,7 @@ export interface PooledMailReaderOptions {
   onProblem?: ((what: 'parse' | 'authenticate', err: unknown) => void) | undefined;
 }
 
-export function pooledMailReader(pool: MailParsePool, opts: PooledMailReaderOptions = {}): MailReader {
+export function pooledMailReader(pool: MailParsePool, opts: PooledMailReaderOptions): MailReader {
   const authBudgetMs = opts.authenticationBudgetMs ?? DEFAULT_AUTHENTICATION_BUDGET_MS;
   return async (raw, facts) => {
     // mailauth hashes the body once per distinct DKIM-Signature: it sees the first MAX_DKIM_SIGNATURES only.
@@ -54,11 +56,11 @@ export function pooledMailReader(pool: MailParsePool, opts: PooledMailReaderOpti
           return ALL_TEMPERROR;
         },
       );
-    let data: EmailData;
+    let parsed: ParsedEmail;
     try {
-      const result = await pool.run({ kind: 'parse' }, raw);
+      const result = await pool.run({ kind: 'parse', limits: opts.limits }, raw);
       if (result.kind !== 'parse') throw new Error('the mail parser answered another task');
-      data = result.data;
+      parsed = result.parsed;
     } catch (err) {
       // A busy pool is not the message's fault: the sender is asked to retry (451), which keeps the mail whole.
       if (err instanceof MailParseLimitError && (err.limit === 'busy' || err.limit === 'closed')) {
@@ -66,9 +68,9 @@ export function pooledMailReader(pool: MailParsePool, opts: PooledMailReaderOpti
         throw err;
       }
       opts.onProblem?.('parse', err);
-      data = unparsedEmailData(raw, `the message was not decoded: ${err instanceof Error ? err.message : String(err)}; text holds the undecoded body`);
+      parsed = unparsedEmail(raw, `the message was not decoded: ${err instanceof Error ? err.message : String(err)}; text (or raw.url) holds the undecoded message`, opts.limits);
     }
-    data.authentication = await authentication;
-    return data;
+    parsed.data.authentication = await authentication;
+    return parsed;
   };
 }

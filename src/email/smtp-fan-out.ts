@@ -3,7 +3,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Delivery } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
-import { EMAIL_EVENT_SOURCE, type EmailData, emailEventInput } from './mime-to-event.js';
+import { blobUrl } from '../blobs/event-blob.js';
+import { newEventId } from '../domain/credentials.js';
+import { EMAIL_EVENT_SOURCE, emailDataJson, emailEventInput, type ParsedEmail } from './mime-to-event.js';
 import type { SmtpMemoryBudget } from './smtp-memory-budget.js';
 import type { Recipient } from './smtp-recipients.js';
 import { smtpError } from './smtp-replies.js';
@@ -20,6 +22,9 @@ export interface FanOutContext {
   remoteIp: string;
   /** Bytes of the raw message this session already holds against the budget. */
   rawBytes: number;
+  /** BASE_URL: the urls of bytes stored beside an event (decisions.md §20). */
+  baseUrl: string;
+  now: () => number;
 }
 
 /** The recipients' distinct addresses: two recipients naming one address (slug+a, slug+b) give it one event, as a Message-ID would. */
@@ -33,11 +38,12 @@ export async function distinctTargets(rcpts: readonly string[], resolve: (rcpt: 
   return [...targets.values()];
 }
 
-export async function fanOut(data: EmailData, targets: readonly { recipient: Recipient; rcpt: string }[], ctx: FanOutContext): Promise<PromiseSettledResult<Delivery>[]> {
+export async function fanOut(parsed: ParsedEmail, targets: readonly { recipient: Recipient; rcpt: string }[], ctx: FanOutContext): Promise<PromiseSettledResult<Delivery>[]> {
   // The event's JSON is built once and shared by every recipient's event: a mail to 100 addresses
   // holds one copy, not 100. That text (up to ~6x the message, for escaped control bytes) counts
   // against SMTP_MAX_BUFFERED_BYTES with the raw bytes while it is held, and a large one is stored
   // one recipient at a time, so the stores' own copies of it are never more than one either.
+  const { data } = parsed;
   const dataJson = JSON.stringify(data);
   // Refused only while other messages hold bytes too: alone, a message always gets through, so an
   // MTA's retry cannot be refused forever by a budget smaller than one message's JSON.
@@ -49,7 +55,12 @@ export async function fanOut(data: EmailData, targets: readonly { recipient: Rec
   if (!othersHold) ctx.budget.take(dataJson.length);
   const deliverTo = ({ recipient, rcpt }: { recipient: Recipient; rcpt: string }) => {
     const input = emailEventInput(data, { mailFrom: ctx.mailFrom, rcptTo: rcpt, remoteIp: ctx.remoteIp, tag: recipient.tag });
-    return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE);
+    if (parsed.blobs.length === 0) return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE);
+    // Blobs are named by url, which holds the address and the event id: one JSON per recipient
+    // (bounded by MAX_EVENT_BYTES), the bytes shared.
+    const id = newEventId(ctx.now());
+    const own = emailDataJson(parsed, (name) => blobUrl(ctx.baseUrl, recipient.address.id, id, name));
+    return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson: own, id, blobs: parsed.blobs }, undefined, EMAIL_EVENT_SOURCE);
   };
   try {
     if (dataJson.length <= LARGE_EVENT_CHARS) return await Promise.allSettled(targets.map(deliverTo));

@@ -42,6 +42,10 @@ export interface SmtpListenerOptions {
   host: string;
   emailDomain: string;
   maxEmailBytes: number;
+  /** BASE_URL: the urls of bytes stored beside an event (decisions.md §20). */
+  baseUrl: string;
+  /** MAX_EVENT_BYTES: an event's stored JSON stays within it; larger attachments and bodies are stored beside it. */
+  maxEventBytes: number;
   /** Paths of a PEM certificate and key; with both, STARTTLS is offered, else plain SMTP only. */
   tlsCertFile?: string | undefined;
   tlsKeyFile?: string | undefined;
@@ -97,7 +101,11 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
   const resolve = recipientResolver(service, opts.emailDomain, opts.now ?? Date.now);
   // Untrusted mail is read in worker threads with a heap and a time budget, never on this event loop.
   const pool = new MailParsePool({ workers: opts.mailParseWorkers, timeoutMs: opts.mailParseTimeoutMs, maxHeapMb: opts.mailParseMaxHeapMb, dnsResolver: opts.dnsResolver }, log);
+  const now = opts.now ?? Date.now;
   const readMail: MailReader = pooledMailReader(pool, {
+    // Attachments inline while the event fits in MAX_EVENT_BYTES; beyond, they (and if need be the
+    // whole message) are stored beside the event (mime-to-event.ts, blobs/event-blob.ts).
+    limits: { inlineAttachmentBytes: opts.maxEventBytes, maxEventBytes: opts.maxEventBytes },
     lookupTimeoutMs: opts.dnsLookupTimeoutMs,
     authenticationBudgetMs: opts.authenticationBudgetMs,
     onProblem: (what, err) => log.warn({ err }, what === 'parse' ? 'email stored unparsed' : 'sender authentication failed'),
@@ -105,9 +113,10 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
 
   /** Delivers a complete message; resolves to the 250 text, or throws an SMTP error. */
   async function deliverMessage(raw: Buffer, mailFrom: string, rcpts: readonly string[], remoteIp: string, helo: string, sessionId: string): Promise<string> {
-    const data = await readMail(raw, { ip: remoteIp.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, ''), helo: helo === '' ? undefined : helo, sender: mailFrom, mta: opts.emailDomain });
+    const parsed = await readMail(raw, { ip: remoteIp.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, ''), helo: helo === '' ? undefined : helo, sender: mailFrom, mta: opts.emailDomain });
     const targets = await distinctTargets(rcpts, resolve);
-    const results = await fanOut(data, targets, { service, budget, log, sessionId, mailFrom, remoteIp, rawBytes: raw.byteLength });
+    const results = await fanOut(parsed, targets, { service, budget, log, sessionId, mailFrom, remoteIp, rawBytes: raw.byteLength, baseUrl: opts.baseUrl, now });
+    const { data } = parsed;
     const outcome = deliveryOutcome(results);
     for (const err of outcome.transientErrors) log.error({ err, session: sessionId }, 'storing an email event failed');
     log.info({ session: sessionId, remote_ip: remoteIp, bytes: raw.byteLength, events: outcome.stored, duplicates: outcome.duplicates, parse_error: data.parse_error ?? undefined,

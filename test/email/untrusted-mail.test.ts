@@ -147,6 +147,11 @@ describe('untrusted mail over real SMTP, with a liveness probe', () => {
     const ev = await onlyEvent(small, a);
     assert.match(ev.data.parse_error, /heap limit of 48 MB|time budget of 1500 ms/);
     assert.equal(ev.data.subject, 'attack', 'the top-level headers are still read');
+    // The exact message is kept beside the event (decisions.md §20) and downloadable.
+    assert.equal(ev.data.raw.size, raw.byteLength + 2);
+    const download = await fetch(ev.data.raw.url, { headers: { authorization: `Bearer ${a.token}` } });
+    assert.equal(download.status, 200);
+    assert.equal((await download.arrayBuffer()).byteLength, raw.byteLength + 2);
     assert.equal(ev.data.raw_size, raw.byteLength + 2, 'the bytes as received (sendExact ends the data with CRLF)');
   });
 

@@ -1,6 +1,7 @@
 // One place that turns every failure into the documented error body (../shared/spec/decisions.md §3):
 // thrown ApiErrors, Fastify's own errors (validation, body parsing, limits), unknown routes and
 // wrong methods, undecodable URLs and broken HTTP. 5xx details go to the log, never to the client.
+import { isStoreUnavailable, unavailableError, type WriteHealth } from '../../storage/store-unavailable.js';
 import { HTTP_DEDUPE_KEY_PATTERN } from '../../domain/dedupe-key.js';
 import { STORABLE_TEXT } from '../schemas.js';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -66,6 +67,8 @@ function describeValidation(issue: AjvIssue | undefined, context: string | undef
 /** Maps any error reaching Fastify's handler to an ApiError; null means "internal". */
 export function toApiError(err: FastifyError | ApiError | Error, payloadLimit?: number, limitName = 'MAX_PAYLOAD_BYTES'): ApiError | null {
   if (err instanceof ApiError) return err;
+  // A store that cannot be reached or written: 503 with Retry-After, never 500 (decisions.md §20).
+  if (isStoreUnavailable(err)) return unavailableError(err);
   const fe = err as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
   if (fe.validation) return new ApiError('invalid_request', describeValidation(fe.validation[0], fe.validationContext), {}, { cause: err });
   switch (fe.code) {
@@ -231,6 +234,11 @@ function closeAfterDrainingBody(request: FastifyRequest, reply: FastifyReply, ma
   };
 }
 
+/** The app's record of store failures (decorated in app.ts), read by /readyz. */
+export function writeHealthOf(app: FastifyInstance): WriteHealth | undefined {
+  return (app as unknown as { writeHealth?: WriteHealth }).writeHealth;
+}
+
 /** Answers any error in the documented shape (a plugin with its own body limit sets its own, naming it). */
 export function errorHandler(opts: ErrorHandlingOptions) {
   return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -238,6 +246,8 @@ export function errorHandler(opts: ErrorHandlingOptions) {
     closeAfterDrainingBody(request, reply, opts.maxDiscardBytes);
     if (e) {
       if (e.status >= 500) request.log.error({ err }, 'request failed');
+      // /readyz stays not ok for a while after the store failed to write (health.ts).
+      if (e.code === 'unavailable') writeHealthOf(request.server)?.failed();
       return sendApiError(reply, e);
     }
     request.log.error({ err }, 'unhandled error');

@@ -58,7 +58,7 @@ const budgets = new WeakMap<AppDeps['config'], InflightCaptureBudget>();
 const acceptsHtml = (accept: string | undefined) => accept !== undefined && /\btext\/html\b/i.test(accept);
 
 export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
-  const capture = new Capture(service, new SigningSecrets(store));
+  const capture = new Capture(service, new SigningSecrets(store), { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes });
   const bodyLimit = config.maxCaptureBytes;
   let inflight = budgets.get(config);
   if (!inflight) budgets.set(config, (inflight = new InflightCaptureBudget(config.maxInflightCaptureBytes)));
