@@ -3,7 +3,6 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { FastifyBaseLogger } from 'fastify';
-import { MAX_WAIT_SECONDS } from './config.js';
 import { ERROR_CATALOGUE } from './domain/errors.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling, requireHostHeader } from './http/plugins/error-handling.js';
 import { finishDocument } from './http/openapi-document.js';
@@ -11,6 +10,7 @@ import { registerJsonBody } from './http/plugins/json-body.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { escapeUndecodableSegments, parseQuery } from './http/plugins/request-url.js';
 import { closeQueryStrings } from './http/plugins/strict-query.js';
+import { suspendSocketTimeoutWhileHandling } from './http/plugins/in-flight-socket-timeout.js';
 import type { AppDeps } from './http/route-deps.js';
 import { WriteHealth } from './storage/store-unavailable.js';
 import { addressRoutes } from './http/routes/addresses.js';
@@ -46,7 +46,8 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
     // an idle socket is dropped only after the longest long-poll plus a margin.
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
-    connectionTimeout: (MAX_WAIT_SECONDS + 30) * 1000,
+    // Between requests only: in-flight-socket-timeout.ts.
+    connectionTimeout: config.socketTimeoutMs,
     // requireHostHeader: Node would answer an HTTP/1.1 request without Host with a bare 400 and no
     // body; requireHostHeader answers it in the documented error shape instead.
     http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000, requireHostHeader: false },
@@ -69,6 +70,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   registerErrorHandling(app, { maxPayloadBytes: config.maxPayloadBytes, maxDiscardBytes: config.maxDiscardBytes });
   registerJsonBody(app);
   closeQueryStrings(app);
+  suspendSocketTimeoutWhileHandling(app, config.socketTimeoutMs);
   app.addHook('onRequest', requireHostHeader);
 
   await app.register(swagger, {

@@ -57,6 +57,8 @@ export interface Config {
   readonly requestTimeoutMs: number;
   readonly headersTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
+  /** A connection idle this long between requests is dropped (SOCKET_TIMEOUT_MS); never while a request is handled. */
+  readonly socketTimeoutMs: number;
   /** An event stream sends a comment line after this long without an event (SSE_HEARTBEAT_MS). */
   readonly sseHeartbeatMs: number;
   /** An event stream whose client has not read its buffered events within this long is dropped (SSE_DRAIN_TIMEOUT_MS). */
@@ -216,6 +218,7 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs,
     headersTimeoutMs,
     keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 100),
+    socketTimeoutMs: int(env, 'SOCKET_TIMEOUT_MS', (MAX_WAIT_SECONDS + 30) * 1000, 1000),
     // Below the 55 s idle-socket timeout, which a heartbeat resets.
     sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 50, 30_000),
     sseDrainTimeoutMs: int(env, 'SSE_DRAIN_TIMEOUT_MS', 10_000, 50, 300_000),
