@@ -1,4 +1,4 @@
-// A small pool of worker threads for untrusted mail (issue 27, decisions.md §20). MIME parsing,
+// A small pool of worker threads for untrusted mail (docs/design.md, "Untrusted parsing"). MIME parsing,
 // sender authentication and extraction cost what a sender makes them cost: postal-mime's work grows
 // faster than the bytes for some shapes (a 1.9 MB mail of bare line feeds: 61 s and +2.2 GB), and
 // mailauth hashes the body once per signature in synchronous code no timer can interrupt. On the

@@ -3,7 +3,7 @@
 //
 // Both run in the mail-parsing pool (mail-parse-pool.ts), as two tasks with budgets of their own, so
 // a message that makes one of them pass a limit keeps the other's result. Past a limit the message
-// is still stored (decisions.md §20): a parse that did not finish gives what a bounded split of the
+// is still stored (docs/design.md, "Bounded work"): a parse that did not finish gives what a bounded split of the
 // bytes can tell (top-level headers, the undecoded body) with `parse_error` saying which limit, and
 // an authentication that did not finish reports temperror, as a DNS outage does.
 import type { MailParsePool } from './mail-parse-pool.js';

@@ -1,4 +1,4 @@
-// What a received message may hold before any library reads it (issue 27, decisions.md §20).
+// What a received message may hold before any library reads it (docs/design.md, "Untrusted parsing").
 //
 // The libraries that read mail do work per structure, not per byte: mailauth hashes the body once
 // per distinct DKIM-Signature (200 signatures over 2 MB: 34 s), postal-mime walks every part and

@@ -1,4 +1,4 @@
-// One received message -> one event per distinct live recipient (decisions.md §7), each through
+// One received message -> one event per distinct live recipient (docs/design.md, "Inbound email"), each through
 // ReturnAddressService.deliver like any HTTP delivery (same sequences, dedupe and wake-ups).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Delivery } from '../domain/model.js';
@@ -22,7 +22,7 @@ export interface FanOutContext {
   remoteIp: string;
   /** Bytes of the raw message this session already holds against the budget. */
   rawBytes: number;
-  /** BASE_URL: the urls of bytes stored beside an event (decisions.md §20). */
+  /** BASE_URL: the urls of bytes stored beside an event (docs/design.md, "Bounded work"). */
   baseUrl: string;
   now: () => number;
 }

@@ -1,4 +1,4 @@
-// RCPT TO -> a live address (decisions.md §7): `<slug>@<EMAIL_DOMAIN>` or `<slug>+<tag>@<EMAIL_DOMAIN>`.
+// RCPT TO -> a live address (docs/design.md, "Inbound email"): `<slug>@<EMAIL_DOMAIN>` or `<slug>+<tag>@<EMAIL_DOMAIN>`.
 import { SLUG_RE } from '../domain/credentials.js';
 import type { AddressRecord } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';

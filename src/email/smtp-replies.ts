@@ -1,4 +1,4 @@
-// The SMTP answer to a message, from what storing each recipient's event did (decisions.md §7).
+// The SMTP answer to a message, from what storing each recipient's event did (docs/design.md, "Inbound email").
 // A retry re-delivers to every recipient; those already stored are deduplicated by Message-ID, so
 // a transient failure of one recipient may ask the sender to retry the whole message.
 import type { SMTPServerError } from 'smtp-server';
