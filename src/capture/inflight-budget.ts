@@ -9,6 +9,12 @@ import { ApiError } from '../domain/errors.js';
 /** How long a client refused for lack of room is told to wait. */
 export const INFLIGHT_RETRY_AFTER_SECONDS = 5;
 
+/**
+ * The 503 of a full budget: not a store failure (so /readyz is not turned off by it), and answered
+ * without draining the refused body (reading it is what the budget refuses).
+ */
+export class CaptureBudgetExceeded extends ApiError {}
+
 export class InflightCaptureBudget {
   #held = 0;
 
@@ -29,7 +35,7 @@ export class InflightCaptureBudget {
   }
 
   refusal(): ApiError {
-    return new ApiError(
+    return new CaptureBudgetExceeded(
       'unavailable',
       `Too many capture bytes are being received right now (MAX_INFLIGHT_CAPTURE_BYTES, ${this.max} bytes across all requests); retry in ${INFLIGHT_RETRY_AFTER_SECONDS} s.`,
       { 'retry-after': String(INFLIGHT_RETRY_AFTER_SECONDS) },

@@ -108,6 +108,8 @@ describe('in-flight capture bytes share one budget (MAX_INFLIGHT_CAPTURE_BYTES)'
       assert.equal(refused.json.error.code, 'unavailable');
       assert.match(refused.json.error.message, /MAX_INFLIGHT_CAPTURE_BYTES/);
       assert.equal(refused.headers.get('retry-after'), '5');
+      // A full capture budget is not a store failure: the service stays ready.
+      assert.equal((await api(svc.baseUrl, 'GET', '/readyz')).status, 200);
       // A small capture still fits beside them.
       const small = await api(svc.baseUrl, 'POST', hookUrl(a), { body: 'small', headers: { 'content-type': 'text/plain' } });
       assert.equal(small.status, 202, small.text);

@@ -1,6 +1,7 @@
 // One place that turns every failure into the documented error body (design.md, "Errors"):
 // thrown ApiErrors, Fastify's own errors (validation, body parsing, limits), unknown routes and
 // wrong methods, undecodable URLs and broken HTTP. 5xx details go to the log, never to the client.
+import { CaptureBudgetExceeded } from '../../capture/inflight-budget.js';
 import { isStoreUnavailable, unavailableError, type WriteHealth } from '../../storage/store-unavailable.js';
 import { HTTP_DEDUPE_KEY_PATTERN } from '../../domain/dedupe-key.js';
 import { STORABLE_TEXT } from '../schemas.js';
@@ -243,11 +244,13 @@ export function writeHealthOf(app: FastifyInstance): WriteHealth | undefined {
 export function errorHandler(opts: ErrorHandlingOptions) {
   return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const e = toApiError(err, opts.maxPayloadBytes, opts.payloadLimitName);
-    closeAfterDrainingBody(request, reply, opts.maxDiscardBytes);
+    // A capture refused for the in-flight budget is closed after its answer: draining its body would read what the budget refuses.
+    const overBudget = err instanceof CaptureBudgetExceeded;
+    closeAfterDrainingBody(request, reply, overBudget ? 0 : opts.maxDiscardBytes);
     if (e) {
-      if (e.status >= 500) request.log.error({ err }, 'request failed');
-      // /readyz stays not ok for a while after the store failed to write (health.ts).
-      if (e.code === 'unavailable') writeHealthOf(request.server)?.failed();
+      if (e.status >= 500 && !overBudget) request.log.error({ err }, 'request failed');
+      // /readyz stays not ok for a while after the store failed to write (health.ts); a full capture budget is not that.
+      if (e.code === 'unavailable' && !overBudget) writeHealthOf(request.server)?.failed();
       return sendApiError(reply, e);
     }
     request.log.error({ err }, 'unhandled error');
