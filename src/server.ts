@@ -55,8 +55,10 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     const httpUrl = await app.listen({ port: config.port, host: config.host, backlog: 4096 });
     smtp = await startSmtpListener(service, {
       port: config.smtpPort, host: config.smtpHost, emailDomain: config.emailDomain, maxEmailBytes: config.maxEmailBytes,
+      baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes,
       tlsCertFile: config.smtpTlsCert, tlsKeyFile: config.smtpTlsKey, maxBufferedBytes: config.smtpMaxBufferedBytes, maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
       dnsResolver: opts.dnsResolver, dnsLookupTimeoutMs: opts.dnsLookupTimeoutMs, authenticationBudgetMs: opts.authenticationBudgetMs,
+      mailParseWorkers: config.mailParseWorkers, mailParseTimeoutMs: config.mailParseTimeoutMs, mailParseMaxHeapMb: config.mailParseMaxHeapMb, ipv6PrefixBits: config.ipv6PrefixBits,
     }, app.log.child({ component: 'smtp' }));
     const approvals = approvalServiceOf({ store, service, config });
     const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, app.log, [{ name: 'approvals', run: () => approvals.sweepDue() }]);

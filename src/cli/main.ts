@@ -1,6 +1,7 @@
 // `return-address` CLI (design.md, "Agent toolkit and live view"): a thin shell over the TypeScript client. JSON results go to
 // stdout, human messages to stderr; exit 0 done/found, 2 wait timed out, 1 error.
-import { chmodSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, fchmodSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ask, ASK_HELP } from './ask.js';
 import { parseMatch, ReturnAddress, ReturnAddressError, resolveUrl, type CreateAddressResponse, type CreateEventBody, type WaitResult } from '../client/index.js';
@@ -67,11 +68,23 @@ export function loadSaved(file: string | undefined): Saved {
   return saved;
 }
 
-/** Write-then-rename, so a crash never leaves a half-written file with the only copy of the token. */
+/**
+ * Write-then-rename, so a crash never leaves a half-written file with the only copy of the token.
+ * The temporary name is unpredictable and created exclusively (O_EXCL, mode 0600): with a name
+ * derived from the pid, another local user could plant a symlink or a readable file there first.
+ */
 function writeSaved(file: string, saved: Saved): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(saved, null, 2)}\n`, { mode: 0o600 });
-  chmodSync(tmp, 0o600);
+  const tmp = `${file}.${randomBytes(12).toString('hex')}.tmp`;
+  const fd = openSync(tmp, 'wx', 0o600);
+  try {
+    writeFileSync(fd, `${JSON.stringify(saved, null, 2)}\n`);
+    fchmodSync(fd, 0o600);
+  } catch (err) {
+    closeSync(fd);
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+  closeSync(fd);
   renameSync(tmp, file);
 }
 

@@ -38,6 +38,18 @@ CREATE TABLE approvals (
   closed_at     INTEGER
 ) STRICT;
 
+CREATE TABLE event_blobs (
+  address_id   TEXT    NOT NULL,
+  sequence     INTEGER NOT NULL,
+  name         TEXT    NOT NULL,   -- 'raw' or 'attachments/<n>'
+  content_type TEXT    NOT NULL,
+  sha256       TEXT    NOT NULL,   -- lower-case hex, the download's ETag
+  size         INTEGER NOT NULL,
+  bytes        BLOB    NOT NULL,
+  PRIMARY KEY (address_id, sequence, name),
+  FOREIGN KEY (address_id, sequence) REFERENCES events (address_id, sequence) ON DELETE CASCADE
+) STRICT;
+
 CREATE TABLE events (
   address_id      TEXT    NOT NULL REFERENCES addresses (id) ON DELETE CASCADE,
   sequence        INTEGER NOT NULL,
@@ -48,7 +60,7 @@ CREATE TABLE events (
   metadata        TEXT,               -- JSON text of an object of strings
   dedupe_key      TEXT,
   created_at      INTEGER NOT NULL,
-  acknowledged_at INTEGER,
+  acknowledged_at INTEGER, blob_bytes INTEGER NOT NULL DEFAULT 0,
   -- A bug that reused a sequence must fail loudly instead of reordering a queue.
   UNIQUE (address_id, sequence)
 ) STRICT;
