@@ -11,6 +11,8 @@ import { loggerOptions } from './http/plugins/request-logging.js';
 import { openStore } from './storage/open-store.js';
 import type { Store } from './domain/ports.js';
 import { InProcessWakeupHub } from './wakeup/wakeup-hub.js';
+import { ServiceMetrics, countingStoreErrors } from './metrics/service-metrics.js';
+import { startMetricsListener, type MetricsListener } from './metrics/metrics-listener.js';
 
 export interface RunningService {
   config: Config;
@@ -19,6 +21,8 @@ export interface RunningService {
   store: Store;
   hub: InProcessWakeupHub;
   service: ReturnAddressService;
+  /** The Prometheus series and their listener's URL, when METRICS_PORT is set. */
+  metrics?: { series: ServiceMetrics; url: string };
   stop(): Promise<void>;
 }
 
@@ -35,13 +39,19 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   // One logger for the process, made before the store so that the store's background failures
   // (a lost connection, a reconnect) reach the same log as the requests.
   const log: FastifyBaseLogger = opts.logger ?? pino(loggerOptions(config.logLevel));
-  const store = await openStore(config, log.child({ component: 'store' }));
+  const openedStore = await openStore(config, log.child({ component: 'store' }));
   const hub = new InProcessWakeupHub();
+  const metrics = config.metricsPort === undefined ? undefined : new ServiceMetrics(openedStore, hub);
+  const store = metrics ? countingStoreErrors(openedStore, metrics) : openedStore;
   const service = new ReturnAddressService(store, hub, config);
+  if (metrics) service.observer = metrics;
+  // An operator's `admin delete` on the SQLite file while this runs: caches drop it, waiters re-read.
+  store.watchExternalChanges?.(() => hub.notifyAll());
   let app: FastifyInstance | undefined;
   let smtp: SmtpListener | undefined;
+  let metricsListener: MetricsListener | undefined;
   try {
-    app = await buildApp({ config, store, hub, service }, { loggerInstance: log });
+    app = await buildApp({ config, store, hub, service, metrics }, { loggerInstance: log });
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe((addressId) => hub.notify(addressId), () => hub.notifyAll());
     }
@@ -52,6 +62,10 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       tlsCertFile: config.smtpTlsCert, tlsKeyFile: config.smtpTlsKey, maxBufferedBytes: config.smtpMaxBufferedBytes, maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
       dnsResolver: opts.dnsResolver, dnsLookupTimeoutMs: opts.dnsLookupTimeoutMs, authenticationBudgetMs: opts.authenticationBudgetMs,
     }, app.log.child({ component: 'smtp' }));
+    if (metrics && config.metricsPort !== undefined) {
+      metricsListener = await startMetricsListener(metrics, config.metricsPort, config.metricsHost, app.log.child({ component: 'metrics' }));
+      app.log.info({ url: metricsListener.url }, 'metrics listening');
+    }
     const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, app.log);
     sweeper.start();
 
@@ -65,12 +79,14 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       // Before the store closes: messages being stored get their 250, then SMTP clients get 421.
       await started.smtp.close();
       await started.app.close();
+      await metricsListener?.close();
       await store.close();
     })());
-    return { config, httpUrl, app, store, hub, service, stop };
+    return { config, httpUrl, app, store, hub, service, metrics: metrics && metricsListener && { series: metrics, url: metricsListener.url }, stop };
   } catch (err) {
     // A failed start (port taken, bad TLS file) must not leave pools, listeners or files open.
     await smtp?.close().catch(() => {});
+    await metricsListener?.close().catch(() => {});
     await app?.close().catch(() => {});
     await store.close().catch(() => {});
     throw err;

@@ -32,7 +32,8 @@ export class Capture {
     const secrets = signatureScheme(request.headers) === null ? {} : await this.signingSecrets.open(address, inboxSecret);
     const signature = checkSignature(request.headers, request.body, secrets, this.now());
     const input: EventInput = { type, source, dataJson: captureDataJson(request, body, signature) };
-    const delivery = await this.service.deliver(address, input, dedupeKey, source);
+    this.service.observer.signature(signature.scheme === null ? 'unsigned' : signature.verified === null ? 'unverified' : signature.verified ? 'verified' : 'failed');
+    const delivery = await this.service.deliver(address, input, dedupeKey, source, 'capture');
     return { delivery, body };
   }
 }

@@ -159,7 +159,7 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
     buffered += dataJson.length;
     const deliverTo = ({ recipient, rcpt }: { recipient: Recipient; rcpt: string }) => {
       const input = emailEventInput(data, { mailFrom, rcptTo: rcpt, remoteIp, tag: recipient.tag });
-      return service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE);
+      return service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE, 'email');
     };
     let results: PromiseSettledResult<Delivery>[];
     try {
@@ -176,6 +176,7 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
     const stored: string[] = [];
     let duplicates = 0;
     let queueFull = false;
+    let rateLimited: string | undefined;
     let tooLarge = false;
     let transient = false;
     for (const r of results) {
@@ -184,6 +185,9 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
         if (r.value.duplicate) duplicates++;
       } else if (r.reason instanceof ApiError && r.reason.code === 'queue_full') {
         queueFull = true;
+      } else if (r.reason instanceof ApiError && r.reason.code === 'rate_limited') {
+        // DELIVERY_RATE_LIMIT: a temporary refusal; the MTA retries later, and those stored dedupe.
+        rateLimited = r.reason.headers['retry-after'];
       } else if (r.reason instanceof ApiError && r.reason.code === 'payload_too_large') {
         // Larger than a whole address may hold (MAX_BYTES_PER_ADDRESS): no retry can fit it.
         tooLarge = true;
@@ -200,6 +204,7 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
     // A retry re-delivers to every recipient; those already stored are deduplicated by Message-ID.
     if (queueFull) throw smtpError(452, 'Mailbox full: the address holds too many unacknowledged events, try again later');
     if (transient) throw smtpError(451, 'Temporary failure storing the message, try again later');
+    if (rateLimited !== undefined) throw smtpError(451, `Too many deliveries to this mailbox, try again in ${rateLimited} seconds`);
     if (tooLarge && stored.length === 0) throw smtpError(552, 'Message too large for this mailbox');
     if (stored.length === 0) throw smtpError(550, 'No such mailbox here (deleted or expired)');
     return stored.length === 1 ? `OK: stored as ${stored[0]}` : `OK: stored as ${stored.length} events`;
@@ -248,9 +253,13 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
 
     onRcptTo(address, _session, callback) {
       resolve(address.address).then(
-        (recipient) => callback(recipient ? null : smtpError(550, `No such mailbox here: <${address.address}>`)),
+        (recipient) => {
+          service.observer.smtp('rcpt', recipient ? 250 : 550);
+          callback(recipient ? null : smtpError(550, `No such mailbox here: <${address.address}>`));
+        },
         (err: unknown) => {
           log.error({ err }, 'looking up an email recipient failed');
+          service.observer.smtp('rcpt', 451);
           callback(smtpError(451, 'Temporary failure looking up the recipient, try again later'));
         },
       );
@@ -295,11 +304,15 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
         stream.off('close', release);
         if (stream.sizeExceeded || bytes > opts.maxEmailBytes) {
           release();
+          // Refused before any recipient's delivery began: counted here, once per message.
+          service.observer.smtp('data', 552);
+          service.observer.delivery('email', 'too_large');
           callback(smtpError(552, `Message exceeds the maximum size of ${opts.maxEmailBytes} bytes`));
           return;
         }
         if (overBudget) {
           log.warn({ session: session.id, buffered }, 'email refused for now: too many message bytes in memory');
+          service.observer.smtp('data', 452);
           callback(smtpError(452, 'Insufficient system storage, try again later'));
           return;
         }
@@ -311,12 +324,17 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
         const raw = Buffer.concat(chunks, bytes);
         chunks.length = 0; // `raw` holds the bytes now; they count against the budget until stored
         const delivery = deliverMessage(raw, mailFrom, rcpts, remoteIp, helo, session.id).then(
-          (reply) => callback(null, reply),
+          (reply) => {
+            service.observer.smtp('data', 250);
+            callback(null, reply);
+          },
           (err: unknown) => {
             if (typeof (err as SMTPServerError).responseCode === 'number') {
+              service.observer.smtp('data', (err as SMTPServerError).responseCode as number);
               callback(err as SMTPServerError);
             } else {
               log.error({ err, session: session.id }, 'processing an email failed');
+              service.observer.smtp('data', 451);
               callback(smtpError(451, 'Temporary failure processing the message, try again later'));
             }
           },
