@@ -23,6 +23,8 @@ Commands:
   ack        acknowledge an event
   deliver    deliver an event to the address's inbox URL
   delete     delete the address and its events
+  admin      operator commands on the store itself: list, show, delete, stats
+  backup     copy the SQLite store to a file while the service runs
 
 Run \`return-address <command> --help\` for a command's options. JSON goes to stdout, messages to
 stderr. Exit codes: 0 success, 2 wait timed out, 1 error.
@@ -97,6 +99,9 @@ async function run(argv: string[]): Promise<number> {
     process.stdout.write(HELP.main!);
     return command === undefined ? 1 : 0;
   }
+  // The operator's commands open the store itself (SQLite, pg): loaded only when asked for.
+  if (command === 'admin') return (await import('./admin.js')).adminCommand(rest);
+  if (command === 'backup') return (await import('./backup.js')).backupCommand(rest);
   if (!(command in HELP) || command === 'main') throw new UsageError(`unknown command "${command}"\n\n${HELP.main}`);
   if (rest.includes('--help') || rest.includes('-h')) {
     process.stdout.write(HELP[command]!);
@@ -206,7 +211,7 @@ export async function cli(argv: string[]): Promise<void> {
     const code = await run(argv);
     if (code >= 0) process.exitCode = code;
   } catch (err) {
-    if (err instanceof UsageError) process.stderr.write(`return-address: ${err.message}\n`);
+    if (err instanceof UsageError || (err as Error).name === 'AdminError') process.stderr.write(`return-address: ${(err as Error).message}\n`);
     else if (err instanceof ReturnAddressError) process.stderr.write(`return-address: ${err.code} (HTTP ${err.status}): ${err.message}\n`);
     else process.stderr.write(`return-address: ${(err as Error).stack ?? String(err)}\n`);
     process.exitCode = 1;
