@@ -1,0 +1,72 @@
+// Retention by age (RETAIN_ACKED_SECONDS): exactly the events acknowledged before the cutoff go, in
+// batches, with event_count and event_bytes still exact; deliveries and acks go on meanwhile.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { api, createAddress, deliver, sleep, startTestService, type Addr, type TestService } from '../helpers.js';
+import { countersAgainstRows } from './helpers.js';
+
+async function deliverN(svc: TestService, a: Addr, n: number, tag: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = await deliver(svc.baseUrl, a, { data: { tag, i, pad: 'é'.repeat(i) } });
+    assert.equal(r.status, 202, r.text);
+    ids.push(r.json.event.id);
+  }
+  return ids;
+}
+
+const ack = (svc: TestService, a: Addr, id: string) => api(svc.baseUrl, 'POST', `/api/v1/addresses/${a.id}/events/${id}/ack`, { token: a.token });
+
+describe('retention of acknowledged events', () => {
+  let svc: TestService;
+  before(async () => {
+    // The timer sweeps rarely; the test calls the sweep itself to watch its batches.
+    svc = await startTestService({ RETAIN_ACKED_SECONDS: '1', SWEEP_INTERVAL_SECONDS: '3600' });
+  });
+  after(() => svc.stop());
+
+  it('deletes exactly the events acknowledged longer ago than the retention, in batches, keeping the quotas exact', async () => {
+    const a = await createAddress(svc.baseUrl);
+    const b = await createAddress(svc.baseUrl);
+    const oldA = await deliverN(svc, a, 12, 'a');
+    const oldB = await deliverN(svc, b, 7, 'b');
+    for (const id of oldA.slice(0, 9)) assert.equal((await ack(svc, a, id)).status, 200);
+    for (const id of oldB.slice(0, 4)) assert.equal((await ack(svc, b, id)).status, 200);
+    await sleep(1100);
+    // Acknowledged after the cutoff: kept. Never acknowledged: kept.
+    assert.equal((await ack(svc, a, oldA[9]!)).status, 200);
+    const newA = await deliverN(svc, a, 2, 'a2');
+
+    // Batches of 4 while deliveries and acks run: 13 old acknowledged events = 4 + 4 + 4 + 1.
+    const concurrent = Promise.all([deliverN(svc, b, 5, 'b2'), ack(svc, a, newA[0]!)]);
+    const deleted = await svc.running.service.sweepAcknowledged(4);
+    await concurrent;
+    assert.equal(deleted, 13);
+
+    const left = async (x: Addr) => (await api(svc.baseUrl, 'GET', `/api/v1/addresses/${x.id}/events?limit=100`, { token: x.token })).json.events.map((e: { id: string }) => e.id);
+    assert.deepEqual(await left(a), [...oldA.slice(9), ...newA]);
+    assert.deepEqual((await left(b)).slice(0, 3), oldB.slice(4));
+    assert.equal((await left(b)).length, 3 + 5);
+    for (const c of await countersAgainstRows(svc.storage)) {
+      assert.equal(c.event_count, c.rows, `event_count of ${c.id}`);
+      assert.equal(c.event_bytes, c.row_bytes, `event_bytes of ${c.id}`);
+    }
+    // Sequences go on after the deleted ones; a second sweep finds nothing.
+    const next = await deliver(svc.baseUrl, a, { data: 'after' });
+    assert.equal(next.json.event.sequence, 15);
+    assert.equal(await svc.running.service.sweepAcknowledged(4), 0);
+  });
+
+  it('is off by default', async () => {
+    const off = await startTestService({ SWEEP_INTERVAL_SECONDS: '3600' });
+    try {
+      const a = await createAddress(off.baseUrl);
+      const [id] = await deliverN(off, a, 1, 'x');
+      await ack(off, a, id!);
+      assert.equal(await off.running.service.sweepAcknowledged(10), 0);
+      assert.equal((await api(off.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events`, { token: a.token })).json.events.length, 1);
+    } finally {
+      await off.stop();
+    }
+  });
+});
