@@ -82,8 +82,8 @@ interface QueueCounters {
   changed: boolean;
 }
 
-/** Pages an incremental vacuum gives back per step (4 MiB of 4 KiB pages): a few ms of write lock each. */
-const VACUUM_STEP_PAGES = 1024;
+/** Pages an incremental vacuum gives back per step (1 MiB of 4 KiB pages): a few ms of write lock each. */
+const VACUUM_STEP_PAGES = 256;
 /** How often a running service looks for writes made by another process (`admin delete`), besides every cache hit. */
 const EXTERNAL_CHANGE_POLL_MS = 500;
 
@@ -411,18 +411,21 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Gives free pages back to the file system in steps of VACUUM_STEP_PAGES, yielding between steps
-   * (incremental vacuum: each step is one short write transaction, where a full VACUUM would lock
-   * the database for as long as it copies it). A no-op on a file made before auto_vacuum was set.
+   * Gives free pages back to the file system in steps of VACUUM_STEP_PAGES, pausing after each step
+   * as long as it took (incremental vacuum: each step is one short write transaction on the event
+   * loop, where a full VACUUM would lock the database for as long as it copies it, and need as much
+   * free disk again). A no-op on a file made before auto_vacuum was set.
    */
   async reclaimSpace(): Promise<void> {
     if (this.path === ':memory:') return;
     for (let free = this.q.freePages.get() as number; free > 0 && !this.closed; free = this.q.freePages.get() as number) {
       const before = free;
+      const started = performance.now();
       this.db.pragma(`incremental_vacuum(${VACUUM_STEP_PAGES})`);
+      const took = performance.now() - started;
       await this.durable();
       if ((this.q.freePages.get() as number) >= before) return; // auto_vacuum is off on this file
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await new Promise<void>((resolve) => setTimeout(resolve, Math.max(1, took)));
     }
   }
 
