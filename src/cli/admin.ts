@@ -2,7 +2,7 @@
 // (DATA_DIR or DATABASE_URL, as the service reads them), with no network surface. Tables for
 // people, --json for scripts. Exit 0 done, 1 error (no store, no such address, bad usage).
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../config.js';
+import { type Config, ConfigError, loadConfig } from '../config.js';
 import { AdminError, type AddressSummary, type AdminStore, openAdminStore } from '../admin/admin-store.js';
 
 export const ADMIN_HELP = `Usage: return-address admin <list|show|delete|stats> [options]
@@ -44,15 +44,18 @@ function summaryText(a: AddressSummary): string {
   return Object.entries(a).map(([k, v]) => `${k.padEnd(width)}  ${v ?? '-'}`).join('\n') + '\n';
 }
 
-async function withStore<T>(fn: (store: AdminStore) => Promise<T>): Promise<T> {
-  let config;
+/** The service's configuration from the environment (DATA_DIR, DATABASE_URL), a bad value an AdminError. */
+export function adminConfig(): Config {
   try {
-    config = loadConfig();
+    return loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) throw new AdminError(`invalid configuration: ${err.message}`);
     throw err;
   }
-  const store = await openAdminStore(config);
+}
+
+async function withStore<T>(fn: (store: AdminStore) => Promise<T>): Promise<T> {
+  const store = await openAdminStore(adminConfig());
   try {
     return await fn(store);
   } finally {
@@ -68,15 +71,15 @@ function positiveInt(v: string | undefined, name: string, dflt: number): number 
 
 /** Runs `admin …`; resolves to the exit code. */
 export async function adminCommand(args: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, allowPositionals: true, strict: true, options: {
-      json: { type: 'boolean' }, limit: { type: 'string' }, ip: { type: 'string' }, help: { type: 'boolean', short: 'h' },
-    } });
-  } catch (err) {
-    throw new AdminError((err as Error).message);
-  }
-  const { values, positionals } = parsed;
+  const options = { json: { type: 'boolean' }, limit: { type: 'string' }, ip: { type: 'string' }, help: { type: 'boolean', short: 'h' } } as const;
+  const parse = () => {
+    try {
+      return parseArgs({ args, allowPositionals: true, strict: true, options });
+    } catch (err) {
+      throw new AdminError((err as Error).message);
+    }
+  };
+  const { values, positionals } = parse();
   const [verb, ...operands] = positionals;
   if (values.help || verb === undefined) {
     process.stdout.write(ADMIN_HELP);
