@@ -30,3 +30,11 @@ export const NO_OBSERVER: ServiceObserver = {
   approval() {},
   smtp() {},
 };
+
+/**
+ * For the approvals (issue 15): count an approval reaching `status` (pending, approved, rejected,
+ * expired, cancelled; anything else is counted as other) in return_address_approvals_total.
+ */
+export function countApproval(service: { observer: ServiceObserver }, status: string): void {
+  service.observer.approval(status);
+}
