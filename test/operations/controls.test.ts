@@ -2,12 +2,25 @@
 // MAX_TTL_SECONDS and DELIVERY_RATE_LIMIT over inbox, capture and SMTP together; on PostgreSQL the
 // delivery limit is shared by two instances on one database.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { api, createAddress, deliver, onlyPostgres, startTestService, type TestService } from '../helpers.js';
 import { sendRaw, simpleMessage } from '../email/smtp-client.js';
 
 const TOKEN = 'ct_0123456789abcdefXYZ';
+
+/** A child process (not spawnSync: the service answering it runs in this process's event loop). */
+function run(cmd: string, args: string[], opts: { env: Record<string, string>; encoding: 'utf8' }): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(cmd, args, { env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+    p.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    p.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
 
 describe('controls', () => {
   let svc: TestService;
@@ -34,6 +47,20 @@ describe('controls', () => {
     assert.ok(op.responses['401']);
     assert.deepEqual(op.security, [{ createToken: [] }]);
     assert.equal(doc.components.securitySchemes.createToken.scheme, 'bearer');
+  });
+
+  it('the CLI and the Python client send a create token from $RETURN_ADDRESS_CREATE_TOKEN', async () => {
+    const env = { PATH: process.env.PATH ?? '', RETURN_ADDRESS_URL: svc.baseUrl };
+    const without = await run(process.execPath, ['bin/return-address.js', 'create'], { env, encoding: 'utf8' });
+    assert.equal(without.status, 1);
+    assert.match(without.stderr, /unauthorized \(HTTP 401\).*CREATE_TOKENS/);
+    const withToken = await run(process.execPath, ['bin/return-address.js', 'create'], { env: { ...env, RETURN_ADDRESS_CREATE_TOKEN: TOKEN }, encoding: 'utf8' });
+    assert.equal(withToken.status, 0, withToken.stderr);
+    assert.match(JSON.parse(withToken.stdout).address.id, /^addr_/);
+    const py = await run('python3', ['-c', 'import sys, return_address as r; print(r.ReturnAddress.create(url=sys.argv[1], create_token=sys.argv[2]).id)', svc.baseUrl, TOKEN],
+      { env: { ...env, PYTHONPATH: 'clients/python' }, encoding: 'utf8' });
+    assert.equal(py.status, 0, py.stderr);
+    assert.match(py.stdout, /^addr_/);
   });
 
   it('MAX_TTL_SECONDS: a longer expires_in_seconds is 400 naming the cap; the default follows the cap', async () => {
