@@ -90,6 +90,19 @@ describe('GET /metrics', () => {
     for (const secret of [a.id, b.id, a.slug, b.slug, '127.0.0.1']) assert.ok(!text.includes(secret), `${secret} must not appear in /metrics`);
   });
 
+  it('a flood of scrapes costs the store little and deliveries stay live', async () => {
+    const a = await createAddress(svc.baseUrl);
+    const scrapes = Promise.all(Array.from({ length: 300 }, () => fetch(svc.running.metrics!.url).then(async (r) => ({ status: r.status, text: await r.text() }))));
+    // Liveness beside the flood: deliveries are answered while 300 scrapes are in flight.
+    const t0 = Date.now();
+    for (let i = 0; i < 5; i++) assert.equal((await deliver(svc.baseUrl, a, { data: i })).status, 202);
+    const liveMs = Date.now() - t0;
+    const results = await scrapes;
+    assert.deepEqual([...new Set(results.map((r) => r.status))], [200]);
+    assert.ok(results.every((r) => r.text.includes('return_address_events_stored')));
+    assert.ok(liveMs < 10_000, `5 deliveries took ${liveMs} ms beside the scrapes`);
+  });
+
   it('answers only GET/HEAD /metrics on its listener', async () => {
     const base = svc.running.metrics!.url.replace(/\/metrics$/, '');
     assert.equal((await fetch(`${base}/`)).status, 404);

@@ -57,6 +57,35 @@ describe('retention of acknowledged events', () => {
     assert.equal(await svc.running.service.sweepAcknowledged(4), 0);
   });
 
+  it('races pruning appends on the same events without counting one twice (quotas exact, no error)', async () => {
+    const racing = await startTestService({ RETAIN_ACKED_SECONDS: '1', SWEEP_INTERVAL_SECONDS: '3600', MAX_EVENTS_PER_ADDRESS: '30' });
+    try {
+      const addrs = [await createAddress(racing.baseUrl), await createAddress(racing.baseUrl)];
+      for (const a of addrs) {
+        const ids = await deliverN(racing, a, 30, 'full');
+        await Promise.all(ids.map((id) => ack(racing, a, id)));
+      }
+      await sleep(1100);
+      // Every delivery now must prune an acknowledged event, while the sweep deletes the same ones.
+      const [results, deleted] = await Promise.all([
+        Promise.all(Array.from({ length: 60 }, (_, i) => deliver(racing.baseUrl, addrs[i % 2]!, { data: { i } }))),
+        racing.running.service.sweepAcknowledged(3),
+      ]);
+      assert.deepEqual([...new Set(results.map((r) => r.status))], [202]);
+      assert.ok(deleted <= 60, `${deleted} deleted by the sweep`);
+      for (const a of addrs) {
+        const events = (await api(racing.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events?limit=100`, { token: a.token })).json.events as { sequence: number }[];
+        assert.deepEqual(events.map((e) => e.sequence), Array.from({ length: 30 }, (_, i) => 31 + i), 'only the 30 new events remain, in order');
+      }
+      for (const c of await countersAgainstRows(racing.storage)) {
+        assert.equal(c.event_count, c.rows, `event_count of ${c.id}`);
+        assert.equal(c.event_bytes, c.row_bytes, `event_bytes of ${c.id}`);
+      }
+    } finally {
+      await racing.stop();
+    }
+  });
+
   it('is off by default', async () => {
     const off = await startTestService({ SWEEP_INTERVAL_SECONDS: '3600' });
     try {
