@@ -16,7 +16,9 @@
 // reused). Per address, `undurable` holds the first sequence of each committed, not yet durable
 // batch, in order; reads stop below the oldest, so what a reader sees is always a durable prefix.
 // Dedupe: looked up inside that transaction, with a partial unique index as the backstop.
-// Caches: this process is the only writer, so it knows every change. Address rows (immutable
+// Caches: this process is the only service writing, so it knows every change it makes; the one other
+// writer, an operator's `admin delete`, is seen through PRAGMA data_version on every cache lookup
+// (and twice a second), which then drops all caches and wakes the waiters. Address rows (immutable
 // once created) are cached by id and dropped when the address is deleted or swept; pages of events
 // are cached per address and dropped on any change to that address's events (an append, a batch
 // becoming durable, an ack, a deletion). Both are bounded.
@@ -349,7 +351,7 @@ export class SqliteStore implements Store {
     return a;
   }
 
-  /** This process is the only writer, so a cached address is exact (dropped on delete and sweep). */
+  /** A cached address is exact: dropped on delete and sweep, and on any other process's commit (checkExternalChanges). */
   heldAddress(id: string): AddressRecord | undefined {
     this.checkExternalChanges();
     return this.addresses.get(id);
