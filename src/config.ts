@@ -52,6 +52,8 @@ export interface Config {
   readonly sseHeartbeatMs: number;
   /** An event stream whose client has not read its buffered events within this long is dropped (SSE_DRAIN_TIMEOUT_MS). */
   readonly sseDrainTimeoutMs: number;
+  /** The shortest approval a client may ask for (MIN_APPROVAL_SECONDS, default 60; an operator may lower it to 1 for tests). */
+  readonly minApprovalSeconds: number;
   /** RA_DEBUG_GROUP_COMMIT: log the SQLite group commit's counters every second while it works. */
   readonly logGroupCommitStats: boolean;
   /** METRICS_PORT: Prometheus /metrics on its own listener (never the public port); undefined = off. */
@@ -241,5 +243,6 @@ export function loadConfig(env: Env = process.env): Config {
     maxTtlSeconds,
     deliveryRateLimit: optionalInt(env, 'DELIVERY_RATE_LIMIT', 1, 1_000_000_000),
     deliveryRateWindowSeconds: int(env, 'DELIVERY_RATE_WINDOW_SECONDS', 60, 1, MAX_RATE_WINDOW_MS / 1000),
+    minApprovalSeconds: int(env, 'MIN_APPROVAL_SECONDS', 60, 1, 86_400),
   });
 }

@@ -32,8 +32,8 @@ export const NO_OBSERVER: ServiceObserver = {
 };
 
 /**
- * For the approvals (issue 15): count an approval reaching `status` (pending, approved, rejected,
- * expired, cancelled; anything else is counted as other) in return_address_approvals_total.
+ * For the approvals: count an approval step by status (pending when created, decided for each answer
+ * recorded, cancelled, expired; anything else is counted as other) in return_address_approvals_total.
  */
 export function countApproval(service: { observer: ServiceObserver }, status: string): void {
   service.observer.approval(status);

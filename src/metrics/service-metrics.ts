@@ -24,7 +24,8 @@ const STORE_GAUGE_MIN_INTERVAL_MS = 5_000;
 export const ROUTES: readonly DeliveryRoute[] = ['inbox', 'capture', 'email', 'other'];
 const REFUSALS = ['queue_full', 'expired', 'too_large', 'rate_limited'] as const;
 export const WAITER_KINDS = ['long_poll', 'stream', 'claim'] as const;
-const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;
+/** The approvals' statuses (approvals/approval-model.ts): created pending, then an answer (decided), cancelled or expired. */
+const APPROVAL_STATUSES = ['pending', 'decided', 'expired', 'cancelled'] as const;
 const SIGNATURE_RESULTS = ['verified', 'failed', 'unverified', 'unsigned'] as const;
 
 /** The kind of a registered waiter: a long-poll, an event stream, or a listener that says it is a claim. */
@@ -82,7 +83,7 @@ export class ServiceMetrics implements ServiceObserver {
       labelNames: ['result'], registers,
     });
     this.approvals = new Counter({
-      name: 'return_address_approvals_total', help: 'Approvals reaching a status.', labelNames: ['status'], registers,
+      name: 'return_address_approvals_total', help: 'Approval steps by status: pending (created), decided (each answer recorded), cancelled, expired.', labelNames: ['status'], registers,
     });
     this.storeErrors = new Counter({
       name: 'return_address_store_errors_total', help: 'Store operations that failed, by operation.', labelNames: ['operation'], registers,

@@ -83,7 +83,7 @@ describe('GET /metrics', () => {
     assert.equal(sample(text, 'return_address_smtp_replies_total', { stage: 'data', code: '452' }), 1);
     assert.equal(sample(text, 'return_address_smtp_replies_total', { stage: 'rcpt', code: '550' }), 1);
     assert.equal(sample(text, 'return_address_signatures_total', { result: 'unsigned' }), 2);
-    assert.equal(sample(text, 'return_address_approvals_total', { status: 'approved' }), 0);
+    assert.equal(sample(text, 'return_address_approvals_total', { status: 'decided' }), 0);
     assert.match(text, /^return_address_build_info\{version="[^"]+",node_version="v\d+[^"]*",store="(sqlite|postgres)"\} 1$/m);
     assert.match(text, /^# TYPE return_address_store_errors_total counter$/m);
     // Bounded labels: no address id, slug or IP anywhere.
@@ -101,6 +101,21 @@ describe('GET /metrics', () => {
     assert.deepEqual([...new Set(results.map((r) => r.status))], [200]);
     assert.ok(results.every((r) => r.text.includes('return_address_events_stored')));
     assert.ok(liveMs < 10_000, `5 deliveries took ${liveMs} ms beside the scrapes`);
+  });
+
+  it('counts approval steps by status', async () => {
+    const a = await createAddress(svc.baseUrl);
+    const created = await api(svc.baseUrl, 'POST', `/api/v1/addresses/${a.id}/approvals`, { token: a.token, json: { question: 'Ship it?' } });
+    assert.equal(created.status, 201, created.text);
+    const second = await api(svc.baseUrl, 'POST', `/api/v1/addresses/${a.id}/approvals`, { token: a.token, json: { question: 'And this?' } });
+    const answered = await api(svc.baseUrl, 'POST', created.json.approval.url, { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'option=approve' });
+    assert.equal(answered.status, 200, answered.text);
+    assert.equal((await api(svc.baseUrl, 'DELETE', `/api/v1/addresses/${a.id}/approvals/${second.json.approval.id}`, { token: a.token })).status, 200);
+    const text = await (await fetch(svc.running.metrics!.url)).text();
+    assert.equal(sample(text, 'return_address_approvals_total', { status: 'pending' }), 2);
+    assert.equal(sample(text, 'return_address_approvals_total', { status: 'decided' }), 1);
+    assert.equal(sample(text, 'return_address_approvals_total', { status: 'cancelled' }), 1);
+    assert.equal(sample(text, 'return_address_approvals_total', { status: 'expired' }), 0);
   });
 
   it('answers only GET/HEAD /metrics on its listener', async () => {
