@@ -34,14 +34,14 @@ function table(rows: Record<string, unknown>[], columns: string[]): string {
   const cells = rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c]))));
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
   const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
-  return [line(columns.map((c) => c.toUpperCase())), ...cells.map(line)].join('\n') + '\n';
+  return `${[line(columns.map((c) => c.toUpperCase())), ...cells.map(line)].join('\n')}\n`;
 }
 
 const LIST_COLUMNS = ['id', 'name', 'created_at', 'expires_at', 'created_ip', 'events', 'unacknowledged', 'bytes'];
 
 function summaryText(a: AddressSummary): string {
   const width = Math.max(...Object.keys(a).map((k) => k.length));
-  return Object.entries(a).map(([k, v]) => `${k.padEnd(width)}  ${v ?? '-'}`).join('\n') + '\n';
+  return `${Object.entries(a).map(([k, v]) => `${k.padEnd(width)}  ${v ?? '-'}`).join('\n')}\n`;
 }
 
 /** The service's configuration from the environment (DATA_DIR, DATABASE_URL), a bad value an AdminError. */
