@@ -50,7 +50,8 @@ export class Capture {
       urlFor: (name) => blobUrl(this.limits.baseUrl, address.id, id, name),
     });
     const input: EventInput = { type, source, dataJson: built.dataJson, id, blobs: built.blobs };
-    const delivery = await this.service.deliver(address, input, dedupeKey, source);
+    this.service.observer.signature(signature.scheme === null ? 'unsigned' : signature.verified === null ? 'unverified' : signature.verified ? 'verified' : 'failed');
+    const delivery = await this.service.deliver(address, input, dedupeKey, source, 'capture');
     return { delivery, body };
   }
 }

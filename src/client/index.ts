@@ -88,6 +88,8 @@ export interface CreateOptions extends ClientOptions {
   taskId?: string;
   /** Lifetime in seconds (expires_in_seconds). */
   ttl?: number;
+  /** A create token, for a service whose operator set CREATE_TOKENS (default $RETURN_ADDRESS_CREATE_TOKEN). */
+  createToken?: string;
 }
 
 export interface WaitOptions {
@@ -188,7 +190,8 @@ export class ReturnAddress {
     if (opts.name !== undefined) body.name = opts.name;
     if (opts.taskId !== undefined) body.task_id = opts.taskId;
     if (opts.ttl !== undefined) body.expires_in_seconds = opts.ttl;
-    const created = await request<CreateAddressResponse>(opts.fetch ?? globalThis.fetch, 'POST', `${resolveUrl(opts.url)}/api/v1/addresses`, { json: body });
+    const createToken = opts.createToken ?? (typeof process === 'undefined' ? undefined : process.env.RETURN_ADDRESS_CREATE_TOKEN);
+    const created = await request<CreateAddressResponse>(opts.fetch ?? globalThis.fetch, 'POST', `${resolveUrl(opts.url)}/api/v1/addresses`, { json: body, token: createToken });
     return ReturnAddress.fromCreated(created, opts);
   }
 
