@@ -14,6 +14,7 @@ export const ERROR_CATALOGUE = {
   rate_limited: { status: 429, description: 'Too many addresses created from this client IP; retry after Retry-After seconds.' },
   queue_full: { status: 429, description: 'The address is full: MAX_EVENTS_PER_ADDRESS events or MAX_BYTES_PER_ADDRESS bytes, and pruning its acknowledged events cannot make room; acknowledge some, then retry after Retry-After seconds.' },
   unavailable: { status: 503, description: 'Storage cannot be reached or written right now (a database outage, a full disk); nothing was stored. Retry after Retry-After seconds. Never sent for something the client did.' },
+  too_many_streams: { status: 429, description: 'The address already has MAX_STREAMS_PER_ADDRESS open event streams, or this client MAX_STREAMS_PER_CLIENT; close one, then retry after Retry-After seconds.' },
   internal: { status: 500, description: 'An unexpected server error. Nothing about it is revealed; it is logged.' },
 } as const;
 

@@ -29,13 +29,55 @@ const StreamHeaders = Type.Object({
   })),
 });
 
-/** One SSE message per event: `id` is the sequence, `data` the Event as GET …/events returns it. */
+/**
+ * One SSE message per event: `id` is the sequence, `data` the Event as GET …/events returns it, byte
+ * for byte. JSON text holds a raw line break only as whitespace between tokens (captures store none
+ * since issue 27; older events may): such a break becomes a space, which keeps every other byte,
+ * digits included, where re-serialising would round a large integer.
+ */
 function eventFrame(e: EventRecord): string {
   let json = eventJson(e);
-  // JSON text holds a raw line break only as whitespace between tokens; SSE data may hold none.
-  if (json.includes('\n') || json.includes('\r')) json = JSON.stringify(JSON.parse(json));
+  if (json.includes('\n') || json.includes('\r')) json = json.replace(/[\r\n]/g, ' ');
   return `id: ${e.sequence}\nevent: event\ndata: ${json}\n\n`;
 }
+
+/**
+ * The frames of a page, rendered once: streams of one address that read the same cursor share one
+ * read (ReturnAddressService.streamRead), hence one `events` array, and so one Buffer, which every
+ * socket's write queue references instead of holding a copy of its own. (2,000 streams of a 1 MiB
+ * event held +932 MB when each rendered its own.)
+ */
+const renderedFrames = new WeakMap<readonly EventRecord[], Buffer>();
+function pageFrames(events: readonly EventRecord[]): Buffer {
+  let frames = renderedFrames.get(events);
+  if (frames === undefined) {
+    let text = '';
+    for (const e of events) text += eventFrame(e);
+    frames = Buffer.from(text);
+    renderedFrames.set(events, frames);
+  }
+  return frames;
+}
+
+/** Open streams counted per key (address, client), each under its cap. */
+class StreamCounts {
+  private readonly counts = new Map<string, number>();
+  constructor(private readonly cap: number) {}
+  full(key: string): boolean {
+    return (this.counts.get(key) ?? 0) >= this.cap;
+  }
+  add(key: string): void {
+    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+  }
+  remove(key: string): void {
+    const n = (this.counts.get(key) ?? 1) - 1;
+    if (n <= 0) this.counts.delete(key);
+    else this.counts.set(key, n);
+  }
+}
+
+/** What a client told it has too many streams waits before retrying. */
+const TOO_MANY_STREAMS_RETRY_AFTER_SECONDS = 10;
 
 const errorFrame = (code: Parameters<typeof errorBody>[0], message: string) => `event: error\ndata: ${JSON.stringify(errorBody(code, message))}\n\n`;
 
@@ -47,6 +89,8 @@ interface OpenStream {
 export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
   const auth = requireReadToken(service);
   const open = new Set<OpenStream>();
+  const perAddress = new StreamCounts(config.maxStreamsPerAddress);
+  const perClient = new StreamCounts(config.maxStreamsPerClient);
 
   // Streams are not idle connections, so closing the server would wait for them: end them first.
   // (The hub's shutdown has ended every stream that was waiting; this catches one blocked on a
@@ -72,8 +116,9 @@ export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAs
         `Last-Event-ID wins when both are given. A comment line \`: ping\` is sent after every ${config.sseHeartbeatMs / 1000} s without an event ` +
         '(SSE_HEARTBEAT_MS). Deleting the address ends the stream with `event: error` and `data: {"error":{"code":"not_found",…}}`; ' +
         'a server shutdown ends it with a comment; reconnect and resume either way. A client that leaves its buffered events unread for ' +
-        `${config.sseDrainTimeoutMs / 1000} s (SSE_DRAIN_TIMEOUT_MS) is disconnected. Credential and query errors are answered before ` +
-        'the stream starts, as JSON, in the same order as GET …/events.',
+        `${config.sseDrainTimeoutMs / 1000} s (SSE_DRAIN_TIMEOUT_MS) is disconnected. An address has at most ${config.maxStreamsPerAddress} open streams ` +
+        `(MAX_STREAMS_PER_ADDRESS) and a client at most ${config.maxStreamsPerClient} (MAX_STREAMS_PER_CLIENT); one more is 429 too_many_streams with Retry-After. ` +
+        'Credential and query errors are answered before the stream starts, as JSON, in the same order as GET …/events.',
       tags: ['events'],
       security: BEARER,
       params: AddressParams,
@@ -81,7 +126,7 @@ export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAs
       headers: StreamHeaders,
       response: {
         200: { description: 'The event stream.', content: { 'text/event-stream': { schema: Type.String({ description: 'Server-Sent Events: messages of `id`, `event: event` and `data` lines; `: ping` comments.' }) } } },
-        ...errorResponses(400, 401, 404),
+        ...errorResponses(400, 401, 404, 429),
       },
     },
   }, (request, reply) => {
@@ -90,6 +135,24 @@ export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAs
     const after = lastEventId !== undefined ? Number(lastEventId) : (request.query.after ?? 0);
     if (after > MAX_CURSOR) {
       throw new ApiError('invalid_request', `Invalid header 'Last-Event-ID': must be an integer from 0 to ${MAX_CURSOR}, written in plain decimal digits.`);
+    }
+    // Every open stream costs a socket, a waiter and its buffered frames: bounded per address and per client.
+    const client = request.ip;
+    const retry = { 'retry-after': String(TOO_MANY_STREAMS_RETRY_AFTER_SECONDS) };
+    if (perAddress.full(address.id)) {
+      throw new ApiError('too_many_streams', `This address already has ${config.maxStreamsPerAddress} open event streams (MAX_STREAMS_PER_ADDRESS): ` +
+        'close one, or share one stream among your readers.', retry);
+    }
+    if (perClient.full(client)) {
+      throw new ApiError('too_many_streams', `This client already holds ${config.maxStreamsPerClient} open event streams (MAX_STREAMS_PER_CLIENT): close some first.`, retry);
+    }
+    if (request.raw.method !== 'HEAD') {
+      perAddress.add(address.id);
+      perClient.add(client);
+      reply.raw.once('close', () => {
+        perAddress.remove(address.id);
+        perClient.remove(client);
+      });
     }
     reply.hijack();
     const res = reply.raw;
@@ -111,9 +174,7 @@ export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAs
       res,
       stream: service.streamEvents(address, after, config.sseHeartbeatMs, {
         send(events, resume) {
-          let text = '';
-          for (const e of events) text += eventFrame(e);
-          if (res.write(text)) return true;
+          if (res.write(pageFrames(events))) return true;
           // Nothing more is read for this client until it has taken what it was given.
           drainTimer = setTimeout(() => {
             request.log.info({ addressId: address.id, buffered: res.writableLength }, 'event stream dropped: the client did not read');
