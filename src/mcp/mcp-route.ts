@@ -177,7 +177,7 @@ export const mcpRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypeb
 
     // Ends long waits when the client goes away; the response finishing fires it too, harmlessly.
     const gone = new AbortController();
-    const server = buildMcpServer({ service, address, emailDomain: config.emailDomain, signal: gone.signal, log: request.log });
+    const server = buildMcpServer({ service, address, emailDomain: config.emailDomain, signal: gone.signal, log: request.log, maxEventBytes: config.maxEventBytes });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.raw.once('close', () => {
       gone.abort();
