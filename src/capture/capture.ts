@@ -1,5 +1,5 @@
-// The capture URL's rule (decisions.md §11): any request to it becomes one event, stored by the same
-// ReturnAddressService.deliver as endpoint 6 (same durability, group commit, sequence, dedupe, expiry
+// The capture URL's rule (design.md, "Capture URL"): any request to it becomes one event, stored by the same
+// ReturnAddressService.deliver as the inbox (same durability, group commit, sequence, dedupe, expiry
 // and queue limit), with `data` describing the request exactly enough for an agent to act on it or
 // to check a signature itself.
 import { createHash } from 'node:crypto';
@@ -56,7 +56,7 @@ export class Capture {
 }
 
 /**
- * `data` within MAX_EVENT_BYTES (decisions.md §20): as today while it fits; else the largest
+ * `data` within MAX_EVENT_BYTES (design.md, "Bounded work"; keys in the order of "Capture URL"): as today while it fits; else the largest
  * of the attachments and the raw bytes are stored beside the event (their entry gets `sha256` and
  * `url`, raw gets `content_type` and `url`, and no content), then `body` becomes null (its bytes are
  * at raw.url). What still does not fit (headers, query) is 413 naming MAX_EVENT_BYTES. Sizes are
