@@ -42,21 +42,31 @@ function eventFrame(e: EventRecord): string {
 }
 
 /**
- * The frames of a page, rendered once: streams of one address that read the same cursor share one
- * read (ReturnAddressService.streamRead), hence one `events` array, and so one Buffer, which every
- * socket's write queue references instead of holding a copy of its own. (2,000 streams of a 1 MiB
- * event held +932 MB when each rendered its own.)
+ * Frames rendered once and shared by every stream that sends the same event: each socket's write
+ * queue then references one Buffer instead of holding a copy of its own (2,000 streams of a 1 MiB
+ * event held +932 MB when each rendered its own). Keyed by event id and acknowledgement (the only
+ * part of an event that changes), so streams at different cursors, or on a store that builds new
+ * records per read (PostgreSQL), still share. Least recently used out past FRAME_CACHE_BYTES.
  */
-const renderedFrames = new WeakMap<readonly EventRecord[], Buffer>();
-function pageFrames(events: readonly EventRecord[]): Buffer {
-  let frames = renderedFrames.get(events);
-  if (frames === undefined) {
-    let text = '';
-    for (const e of events) text += eventFrame(e);
-    frames = Buffer.from(text);
-    renderedFrames.set(events, frames);
+const FRAME_CACHE_BYTES = 64 * 1024 * 1024;
+const frameCache = new Map<string, Buffer>();
+let frameCacheBytes = 0;
+function frameOf(e: EventRecord): Buffer {
+  const key = `${e.id} ${e.acknowledgedAt ?? ''}`;
+  let frame = frameCache.get(key);
+  if (frame !== undefined) {
+    frameCache.delete(key);
+  } else {
+    frame = Buffer.from(eventFrame(e));
+    frameCacheBytes += frame.length;
   }
-  return frames;
+  frameCache.set(key, frame);
+  for (const [oldest, f] of frameCache) {
+    if (frameCacheBytes <= FRAME_CACHE_BYTES || oldest === key) break;
+    frameCache.delete(oldest);
+    frameCacheBytes -= f.length;
+  }
+  return frame;
 }
 
 /** Open streams counted per key (address, client), each under its cap. */
@@ -170,7 +180,11 @@ export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAs
       res,
       stream: service.streamEvents(address, after, config.sseHeartbeatMs, {
         send(events, resume) {
-          if (res.write(pageFrames(events))) return true;
+          let writable = true;
+          res.cork();
+          for (const e of events) writable = res.write(frameOf(e));
+          res.uncork();
+          if (writable) return true;
           // Nothing more is read for this client until it has taken what it was given.
           drainTimer = setTimeout(() => {
             request.log.info({ addressId: address.id, buffered: res.writableLength }, 'event stream dropped: the client did not read');
