@@ -20,6 +20,8 @@ import type { AddressRecord } from '../domain/model.js';
 import { addressView, eventJson, eventPageJson } from '../domain/representation.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { EventsQuery } from '../http/schemas.js';
+import type { ApprovalService } from '../approvals/approval-service.js';
+import { registerApprovalTools } from './approval-tools.js';
 
 interface Range { minimum: number; maximum: number; default: number }
 
@@ -127,6 +129,8 @@ export interface ToolContext {
   log: FastifyBaseLogger;
   /** MAX_EVENT_BYTES: a page is never smaller, so any event fits one. */
   maxEventBytes: number;
+  /** request_approval and get_approval (approval-tools.ts). */
+  approvals?: ApprovalService;
 }
 
 /**
@@ -215,6 +219,8 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     budget.give(granted - (r.event ? storedBytes([r.event]) : 0));
     return `{"event":${r.event ? eventJson(r.event) : 'null'},"next_cursor":${r.nextCursor}}`;
   }));
+
+  registerApprovalTools(server, address, ctx.approvals, run);
 
   // registerTool advertises tools.listChanged: true; this server is stateless (one per request) and
   // its tools never change, so it never sends notifications/tools/list_changed.
