@@ -133,6 +133,14 @@ function transient(err: unknown): boolean {
   return err instanceof ReturnAddressError && (err.status === 0 || err.status === 429 || err.status >= 500);
 }
 
+/**
+ * A 5xx that does not say "try later" (500 internal, not 502/503/504): the same request will most
+ * likely fail again, so it is retried only this many times in all, not until the deadline (a page
+ * that failed on the server every time was retried forever, issue 27).
+ */
+const INTERNAL_ERROR_ATTEMPTS = 3;
+const tryLater = (err: unknown) => err instanceof ReturnAddressError && (err.status === 0 || err.status === 429 || err.status === 502 || err.status === 503 || err.status === 504);
+
 async function request<T>(doFetch: typeof fetch, method: string, url: string, opts: { token?: string; json?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<T> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
@@ -320,13 +328,18 @@ export class ReturnAddress {
     return { approval, event };
   }
 
-  /** Runs a read, retrying transient failures with capped exponential backoff (and jitter) until `deadline`. */
+  /**
+   * Runs a read, retrying transient failures with capped exponential backoff (and jitter) until
+   * `deadline`; a 500 only INTERNAL_ERROR_ATTEMPTS times in all.
+   */
   private async retrying<T>(read: () => Promise<T>, deadline: number, signal?: AbortSignal): Promise<T> {
+    let internalErrors = 0;
     for (let attempt = 0; ; attempt++) {
       try {
         return await read();
       } catch (err) {
         const delay = Math.min(5000, 200 * 2 ** attempt) * (0.5 + Math.random() / 2);
+        if (transient(err) && !tryLater(err) && ++internalErrors >= INTERNAL_ERROR_ATTEMPTS) throw err;
         if (!transient(err) || Date.now() + delay > deadline) throw err;
         await sleep(delay, signal);
       }

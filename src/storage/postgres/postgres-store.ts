@@ -331,8 +331,6 @@ export class PostgresStore implements Store {
     return toAppendResult(row);
   }
 
-
-
   /**
    * An event and its blobs in one transaction (migration 0006): the append function counts the
    * blobs' bytes toward the quota, and the blobs are inserted only when the event is new. COMMIT
