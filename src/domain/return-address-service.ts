@@ -254,7 +254,7 @@ export class ReturnAddressService {
    */
   pollEvents(address: AddressRecord, q: ListQuery, callback: PollCallback): LongPoll {
     const deadline = q.wait > 0 ? this.now() + q.wait * 1000 : undefined;
-    const poll = new LongPoll(this.hub, address.id, () => this.readPage(address.id, q.after, q.limit, q.maxBytes), q.after, deadline, this.now, callback);
+    const poll = new LongPoll(this.hub, address.id, (cursor) => this.readPage(address.id, cursor, q.limit, q.maxBytes), q.after, deadline, this.now, callback);
     poll.start();
     return poll;
   }
