@@ -47,6 +47,15 @@ export interface EventPageRecord {
   hasMore: boolean;
 }
 
+/** A filtered read's page (Store.scanEvents): the matching events, and where the scan got to. */
+export interface ScanPageRecord {
+  events: EventRecord[];
+  /** The sequence of the last event examined (the cursor it was given when there was none). */
+  nextCursor: number;
+  /** Events after nextCursor exist (the page or the scan reached its bound). */
+  hasMore: boolean;
+}
+
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
 /** What a sender asks to be stored: endpoint 6's body, or what another way in builds from its request. */
