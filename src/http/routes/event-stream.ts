@@ -14,7 +14,7 @@ import { authenticatedAddress, requireReadToken } from '../plugins/authenticatio
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, BEARER, errorResponses } from '../schemas.js';
 import { Consumers } from '../../consumers/consumers.js';
-import { READ_OPTION_PROPERTIES, readOptions, SCAN_BOUND_TEXT } from '../read-options.js';
+import { READ_OPTION_PROPERTIES, readOptions } from '../read-options.js';
 
 const MAX_CURSOR = Number.MAX_SAFE_INTEGER;
 
