@@ -25,7 +25,7 @@ import { type EventFilter, SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-fi
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
 import type { ConsumerPositions } from '../../consumers/consumer-positions.js';
 import { PostgresConsumerPositions } from './postgres-consumers.js';
-import { filterSql, needsDataJson, postgresJsonb, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
+import { filterSql, filterSqlParts, needsDataJson, postgresJsonb, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from '../../approvals/approval-model.js';
@@ -306,13 +306,15 @@ export class PostgresStore implements Store {
     return { events: rows.map(toEvent), hasMore };
   }
 
-  /** A filtered read in one statement (event-filter-sql.ts); `data` is cast to jsonb once per examined row, only when the filter reads it. */
+  /** A filtered read in one statement (event-filter-sql.ts); `data` is cast to jsonb once per event that passes the rest of the filter, only when the filter reads it. */
   async scanEvents(addressId: string, after: number, filter: EventFilter, limit: number, maxBytes: number): Promise<ScanPageRecord | null> {
     const p = new SqlParams('postgres');
     const sql = scanSql({
       address: p.add(addressId), after: p.add(after), below: null, scanEvents: SCAN_EVENTS, scanBytes: SCAN_BYTES,
       limit: `${p.add(limit + 1)}::bigint`, budget: p.add(maxBytes), bytes: 'octet_length(data) + coalesce(octet_length(metadata), 0)',
-      filter: filterSql(filter, p), dataJson: needsDataJson(filter) ? postgresJsonb('data') : null,
+      ...(needsDataJson(filter)
+        ? (({ plain, json }) => ({ filter: plain, dataJson: { expr: postgresJsonb('data'), filter: json } }))(filterSqlParts(filter, p))
+        : { filter: filterSql(filter, p), dataJson: null }),
     });
     const r = await this.pool.query<ScanRow>(sql, p.bound());
     return scanPage(r.rows, after, limit);
