@@ -8,7 +8,6 @@ import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
 import { type EventFilter, filterKey, isEmptyFilter } from './event-filter.js';
 import { newSigningKeys } from './signing-keys.js';
 import { blobBytes, type BlobName, type StoredBlob } from '../blobs/event-blob.js';
-import { eventObject } from './representation.js';
 import { EventStream, type StreamSink } from './event-stream.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
 import type { AddressRecord, Delivery, EventInput, EventRecord, ListQuery, NewEvent, Page } from './model.js';
