@@ -406,6 +406,9 @@ def save_file(path: str, saved: Dict[str, Any]) -> None:
         raise
 
 
+_save = save_file  # the name earlier versions used
+
+
 def _out(v: Any) -> None:
     print(json.dumps(v, indent=2, ensure_ascii=False))
 
