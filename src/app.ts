@@ -16,6 +16,7 @@ import { WriteHealth } from './storage/store-unavailable.js';
 import { addressRoutes } from './http/routes/addresses.js';
 import { approvalRoutes } from './http/routes/approvals.js';
 import { documentRoutes } from './http/routes/documents.js';
+import { consumerRoutes } from './consumers/consumer-routes.js';
 import { eventStreamRoutes } from './http/routes/event-stream.js';
 import { eventRoutes } from './http/routes/events.js';
 import { eventBlobRoutes } from './http/routes/event-blobs.js';
@@ -119,6 +120,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   await app.register(signingSecretRoutes(deps));
   await app.register(mcpRoutes(deps));
   await app.register(inspectRoutes(deps));
+  await app.register(consumerRoutes(deps));
   await app.register(approvalRoutes(deps));
   return app;
 }

@@ -3,7 +3,8 @@
 // stdout. Exit 0 when the first option was chosen, 1 for another option (or an error), 2 when the
 // approval expired, was cancelled, or --timeout passed first.
 import { parseArgs } from 'node:util';
-import { ReturnAddress, resolveUrl, type ApprovalFieldSpec } from '../client/index.js';
+import { ReturnAddress, type ApprovalFieldSpec } from '../client/index.js';
+import { savedUrl } from './saved-file.js';
 import { loadSaved, out, UsageError } from './main.js';
 
 export const ASK_HELP = `Usage: return-address ask --save FILE "question" [--details TEXT] [--option id=label]...
@@ -68,7 +69,7 @@ export async function ask(args: string[]): Promise<number> {
     return { id: o.slice(0, eq), label: o.slice(eq + 1) || o.slice(0, eq) };
   });
   const saved = loadSaved(values.save);
-  const ra = ReturnAddress.fromCreated(saved, { url: resolveUrl(values.url) });
+  const ra = ReturnAddress.fromCreated(saved, { url: savedUrl(values.url, saved) });
   const { approval, event } = await ra.ask(positionals[0]!, {
     ...(values.details !== undefined ? { details: values.details } : {}),
     ...(options ? { options } : {}),

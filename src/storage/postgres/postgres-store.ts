@@ -21,7 +21,11 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
+import { type EventFilter, SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-filter.js';
+import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
+import type { ConsumerPositions } from '../../consumers/consumer-positions.js';
+import { PostgresConsumerPositions } from './postgres-consumers.js';
+import { filterSql, filterSqlParts, needsDataJson, postgresJsonb, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from '../../approvals/approval-model.js';
@@ -86,6 +90,7 @@ const compareIds = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   readonly capabilities = { crossInstanceWakeups: true };
+  readonly consumers: ConsumerPositions;
   private readonly clientConfig: pg.ClientConfig;
   private readonly pool: pg.Pool;
   private listener: ChangeListener | undefined;
@@ -119,6 +124,7 @@ export class PostgresStore implements Store {
       // A transaction left open by a stuck caller would hold its address lock: end it.
       idle_in_transaction_session_timeout: 60_000,
     });
+    this.consumers = new PostgresConsumerPositions(this.pool);
     this.log = opts.log ?? SILENT_LOG;
     let idleConnectionsLost = 0;
     // An idle pooled connection died (server restart, terminated backend): the pool drops it and
@@ -406,6 +412,20 @@ export class PostgresStore implements Store {
     if (r.rows.length === 0) return null;
     const { rows, hasMore } = cutPage(r.rows.filter((row): row is EventRow & { fetched: string } => row.id !== null), limit);
     return { events: rows.map(toEvent), hasMore };
+  }
+
+  /** A filtered read in one statement (event-filter-sql.ts); `data` is cast to jsonb once per event that passes the rest of the filter, only when the filter reads it. */
+  async scanEvents(addressId: string, after: number, filter: EventFilter, limit: number, maxBytes: number): Promise<ScanPageRecord | null> {
+    const p = new SqlParams('postgres');
+    const sql = scanSql({
+      address: p.add(addressId), after: p.add(after), below: null, scanEvents: SCAN_EVENTS, scanBytes: SCAN_BYTES,
+      limit: `${p.add(limit + 1)}::bigint`, budget: p.add(maxBytes), bytes: 'octet_length(data) + coalesce(octet_length(metadata), 0)',
+      ...(needsDataJson(filter)
+        ? (({ plain, json }) => ({ filter: plain, dataJson: { expr: postgresJsonb('data'), filter: json } }))(filterSqlParts(filter, p))
+        : { filter: filterSql(filter, p), dataJson: null }),
+    });
+    const r = await this.pool.query<ScanRow>(sql, p.bound());
+    return scanPage(r.rows, after, limit);
   }
 
   async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {

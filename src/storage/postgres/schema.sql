@@ -196,6 +196,13 @@ CREATE TABLE public.approvals (
     closed_at bigint
 );
 
+CREATE TABLE public.consumers (
+    address_id text NOT NULL,
+    name text NOT NULL,
+    cursor bigint NOT NULL,
+    updated_at bigint NOT NULL
+);
+
 CREATE TABLE public.event_blobs (
     address_id text NOT NULL,
     sequence bigint NOT NULL,
@@ -245,6 +252,9 @@ ALTER TABLE ONLY public.approval_answers
 ALTER TABLE ONLY public.approvals
     ADD CONSTRAINT approvals_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.consumers
+    ADD CONSTRAINT consumers_pkey PRIMARY KEY (address_id, name);
+
 ALTER TABLE ONLY public.event_blobs
     ADD CONSTRAINT event_blobs_pkey PRIMARY KEY (address_id, sequence, name);
 
@@ -280,6 +290,9 @@ ALTER TABLE ONLY public.approval_answers
 
 ALTER TABLE ONLY public.approvals
     ADD CONSTRAINT approvals_address_id_fkey FOREIGN KEY (address_id) REFERENCES public.addresses(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.consumers
+    ADD CONSTRAINT consumers_address_id_fkey FOREIGN KEY (address_id) REFERENCES public.addresses(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.event_blobs
     ADD CONSTRAINT event_blobs_address_id_sequence_fkey FOREIGN KEY (address_id, sequence) REFERENCES public.events(address_id, sequence) ON DELETE CASCADE;

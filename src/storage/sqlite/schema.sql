@@ -38,6 +38,14 @@ CREATE TABLE approvals (
   closed_at     INTEGER
 ) STRICT;
 
+CREATE TABLE consumers (
+  address_id TEXT    NOT NULL REFERENCES addresses (id) ON DELETE CASCADE,
+  name       TEXT    NOT NULL,   -- [a-z0-9_.:-]{1,64}
+  cursor     INTEGER NOT NULL,   -- the sequence the consumer has confirmed; it reads after it
+  updated_at INTEGER NOT NULL,   -- epoch ms
+  PRIMARY KEY (address_id, name)
+) STRICT, WITHOUT ROWID;
+
 CREATE TABLE event_blobs (
   address_id   TEXT    NOT NULL,
   sequence     INTEGER NOT NULL,
