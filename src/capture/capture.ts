@@ -7,6 +7,7 @@ import type { AddressRecord, Delivery, EventInput } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { SigningSecrets } from '../domain/signing-secrets.js';
 import { type CapturedRequest, queryObject } from './captured-request.js';
+import { unwrapGithubFormPayload } from './form-payload.js';
 import { type ReadBody, readBody } from './request-body.js';
 import { recognise } from './sender-recognition.js';
 import { type SignatureCheck, checkSignature, signatureScheme } from './signature-verification.js';
@@ -26,7 +27,7 @@ export class Capture {
 
   /** Stores `request` as an event of `address`, whose inbox secret it came with. */
   async capture(address: AddressRecord, inboxSecret: string, request: CapturedRequest): Promise<Captured> {
-    const body = await readBody(request.body, request.headers['content-type']);
+    const body = unwrapGithubFormPayload(request.headers, await readBody(request.body, request.headers['content-type']));
     const { type, source, dedupeKey } = recognise(request.headers, body.value);
     // The sealed secrets are read only for a signed request: an unsigned one costs no extra query.
     const secrets = signatureScheme(request.headers) === null ? {} : await this.signingSecrets.open(address, inboxSecret);

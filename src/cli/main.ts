@@ -2,7 +2,7 @@
 // stdout, human messages to stderr; exit 0 done/found, 2 wait timed out, 1 error.
 import { chmodSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { parseMatch, ReturnAddress, ReturnAddressError, resolveUrl, type CreateAddressResponse, type CreateEventBody, type WaitResult } from '../client/index.js';
+import { indentJson, parseMatch, ReturnAddress, sourceOf, ReturnAddressError, resolveUrl, type CreateAddressResponse, type CreateEventBody, type WaitResult } from '../client/index.js';
 
 type Saved = CreateAddressResponse & { cursor: number };
 
@@ -47,8 +47,10 @@ function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[]
   }
 }
 
+/** Prints `value` as JSON: the service's own text when it came from the service, so every number keeps its digits. */
 function out(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  const text = sourceOf(value);
+  process.stdout.write(`${text === undefined ? JSON.stringify(value, null, 2) : indentJson(text)}\n`);
 }
 
 function loadSaved(file: string | undefined): Saved {

@@ -4,8 +4,10 @@
 import type { Static } from 'typebox';
 import type * as S from '../http/schemas.js';
 import { eventMatches, type EventMatch } from '../domain/event-match.js';
+import { elementTexts, memberTexts, rememberSource, sourceOf } from './json-source.js';
 
 export { eventMatches, parseMatch, valueAt, type EventFilter, type EventMatch } from '../domain/event-match.js';
+export { indentJson, sourceOf } from './json-source.js';
 
 export type Address = Static<typeof S.Address>;
 export type CreateAddressBody = Static<typeof S.CreateAddressBody>;
@@ -106,12 +108,21 @@ async function request<T>(doFetch: typeof fetch, method: string, url: string, op
     } catch {
       throw new ReturnAddressError(res.status, 'bad_response', `${method} ${url}: HTTP ${res.status}, not JSON: ${text.slice(0, 200)}`);
     }
+    rememberSource(body, text);
   }
   if (!res.ok) {
     const e = (body as Partial<ErrorBody> | null)?.error;
     throw new ReturnAddressError(res.status, e?.code ?? 'bad_response', e?.message ?? `${method} ${url}: HTTP ${res.status}`);
   }
   return body as T;
+}
+
+/** Each event of a page remembers its own JSON text, so the CLI prints its numbers as the service sent them. */
+function rememberEventSources(page: EventPage): EventPage {
+  const text = sourceOf(page);
+  const events = text === undefined ? undefined : memberTexts(text).get('events');
+  if (events !== undefined) elementTexts(events).forEach((t, i) => rememberSource(page.events[i], t));
+  return page;
 }
 
 /** One address: its read token, its inbox URL when known, and a cursor that waitFor advances. */
@@ -181,7 +192,7 @@ export class ReturnAddress {
     // A connection that silently dies mid long-poll must not hang the caller: give up a while after
     // the server would have answered, and let the retry loop reconnect.
     const signal = AbortSignal.any([AbortSignal.timeout(((q.wait ?? 0) + 15) * 1000), ...(q.signal ? [q.signal] : [])]);
-    return request<EventPage>(this.fetch, 'GET', `${this.base}/events?${params}`, { token: this.token, signal });
+    return request<EventPage>(this.fetch, 'GET', `${this.base}/events?${params}`, { token: this.token, signal }).then(rememberEventSources);
   }
 
   /**
@@ -227,7 +238,10 @@ export class ReturnAddress {
 
   /** Acknowledges an event; idempotent. */
   async ack(eventId: string): Promise<Event> {
-    return (await request<{ event: Event }>(this.fetch, 'POST', `${this.base}/events/${encodeURIComponent(eventId)}/ack`, { token: this.token })).event;
+    const body = await request<{ event: Event }>(this.fetch, 'POST', `${this.base}/events/${encodeURIComponent(eventId)}/ack`, { token: this.token });
+    const text = sourceOf(body);
+    if (text !== undefined) rememberSource(body.event, memberTexts(text).get('event')!);
+    return body.event;
   }
 
   /** Deletes the address and all its events. */

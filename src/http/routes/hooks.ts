@@ -3,6 +3,7 @@
 // MAX_CAPTURE_BYTES; the rest of the API keeps its JSON-only parser and MAX_PAYLOAD_BYTES.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isBrowserNavigation } from '../../capture/browser-navigation.js';
 import { Capture } from '../../capture/capture.js';
 import { type CapturedRequest, headersFromRaw } from '../../capture/captured-request.js';
 import { handshakeAnswer } from '../../capture/handshake.js';
@@ -51,8 +52,6 @@ function takeAnyContentType(request: FastifyRequest, _reply: FastifyReply, done:
   done();
 }
 
-const acceptsHtml = (accept: string | undefined) => accept !== undefined && /\btext\/html\b/i.test(accept);
-
 export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
   const capture = new Capture(service, new SigningSecrets(store));
   const bodyLimit = config.maxCaptureBytes;
@@ -77,7 +76,7 @@ export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAs
     const { delivery, body } = await capture.capture(authenticatedAddress(request), secret, captured);
     const handshake = handshakeAnswer(request.method, captured.query, body);
     if (handshake) return reply.code(200).header('x-content-type-options', 'nosniff').type(handshake.contentType).send(handshake.body);
-    if (request.method === 'GET' && acceptsHtml(request.headers.accept)) {
+    if (isBrowserNavigation(request.method, captured.headers)) {
       return reply.code(200).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(RECEIVED_PAGE);
     }
     const { event, duplicate } = delivery;
@@ -88,10 +87,11 @@ export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAs
     `Any of GET, POST, PUT, PATCH, DELETE, on this path or any sub-path below it; any content type; a body of at most ${bodyLimit} bytes (MAX_CAPTURE_BYTES), else 413. ` +
     'The event: type/source name a recognised sender (github.<X-GitHub-Event>/github, stripe.<body.type>/stripe, slack.<event.type or type>/slack, ' +
     '<body.type>/webhook for Standard Webhooks and Svix), else http.request/https; data = {method, path, query, headers, content_type, body, raw, attachments, remote_ip, signature}. ' +
+    'GitHub\'s application/x-www-form-urlencoded deliveries (payload=<json>) get body = the payload\'s JSON (raw keeps the bytes, the signature is checked over them). ' +
     'A malformed body (broken JSON, broken multipart, bytes that are not UTF-8) is still stored, with body null and the bytes in raw. ' +
     'Dedupe key: Idempotency-Key, else webhook:<webhook-id or svix-id>, github:<X-GitHub-Delivery>, stripe:<body.id of a Stripe event>, shopify:<X-Shopify-Webhook-Id>, slack:<event_id of a Slack Events API delivery>. ' +
     'Answers: Slack url_verification → 200 {"challenge"}; GET ?hub.mode=subscribe&hub.challenge=X (Meta) → 200 text/plain X; ?validationToken=X (Microsoft Graph) → 200 text/plain X; ' +
-    'a GET whose Accept includes text/html (an OAuth redirect in a browser) → 200 static HTML page that echoes nothing; anything else → 202 {"event":{"id","sequence"},"duplicate":false}, ' +
+    'a browser\'s navigation (Accept includes text/html): a GET (an OAuth redirect with code/state or error) or a form POST (OAuth response_mode=form_post, an HTML form) → 200 static HTML page that echoes nothing; anything else → 202 {"event":{"id","sequence"},"duplicate":false}, ' +
     'or 200 with duplicate: true for a repeated key. A 2xx means the event is durably stored. Unknown address or wrong secret: 404 (checked before the body is read); expired: 410; queue full: 429.';
   const responses = {
     200: {
