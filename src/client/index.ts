@@ -121,7 +121,10 @@ async function request<T>(doFetch: typeof fetch, method: string, url: string, op
 function rememberEventSources(page: EventPage): EventPage {
   const text = sourceOf(page);
   const events = text === undefined ? undefined : memberTexts(text).get('events');
-  if (events !== undefined) elementTexts(events).forEach((t, i) => rememberSource(page.events[i], t));
+  if (events !== undefined) {
+    const texts = elementTexts(events);
+    for (let i = 0; i < texts.length; i++) rememberSource(page.events[i], texts[i]!);
+  }
   return page;
 }
 
