@@ -225,6 +225,14 @@ class ReturnAddress:
     def ack(self, event_id: str) -> Dict[str, Any]:
         return _request("POST", "%s/events/%s/ack" % (self._base(), urllib.parse.quote(event_id)), self.token)["event"]
 
+    def set_signing_secrets(self, github: Optional[str] = None, stripe: Optional[str] = None,
+                            slack: Optional[str] = None, standard_webhooks: Optional[str] = None) -> Dict[str, Any]:
+        """Sets the secrets that verify signed requests to hook_url (PUT .../signing-secrets).
+        Replaces the whole set: a scheme not given is removed; no argument removes all."""
+        body = {k: v for k, v in (("github", github), ("stripe", stripe), ("slack", slack),
+                                  ("standard_webhooks", standard_webhooks)) if v is not None}
+        return _request("PUT", self._base() + "/signing-secrets", self.token, body=body)
+
     def delete(self) -> None:
         _request("DELETE", self._base(), self.token)
 
@@ -284,6 +292,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     d.add_argument("--data", help="any JSON value")
     d.add_argument("--key", help="idempotency key")
     cmd("delete", "delete the address and its events")
+    ss = cmd("signing-secrets", "set the secrets that verify signed requests to hook_url (replaces the whole set)")
+    for scheme in ("github", "stripe", "slack", "standard-webhooks"):
+        ss.add_argument("--" + scheme, help="the %s secret" % scheme)
+        ss.add_argument("--%s-env" % scheme, metavar="VAR", help="read the %s secret from the environment variable VAR" % scheme)
+    ss.add_argument("--clear", action="store_true", help="remove every secret")
     args = p.parse_args(argv)
 
     try:
@@ -315,6 +328,23 @@ def main(argv: Optional[List[str]] = None) -> int:
             _out({"event": ra.ack(args.event_id)})
         elif args.command == "deliver":
             _out(ra.deliver(args.type, None if args.data is None else json.loads(args.data), args.source, idempotency_key=args.key))
+        elif args.command == "signing-secrets":
+            secrets = {}
+            for scheme in ("github", "stripe", "slack", "standard_webhooks"):
+                literal, env = getattr(args, scheme), getattr(args, scheme + "_env")
+                if literal is not None and env is not None:
+                    raise ValueError("give --%s or --%s-env, not both" % (scheme, scheme))
+                if env is not None:
+                    if not os.environ.get(env):
+                        raise ValueError("the environment variable %s is not set" % env)
+                    secrets[scheme] = os.environ[env]
+                elif literal is not None:
+                    secrets[scheme] = literal
+            if not secrets and not args.clear:
+                raise ValueError("give at least one secret, or --clear to remove them all")
+            if secrets and args.clear:
+                raise ValueError("--clear removes every secret: give it alone")
+            _out(ra.set_signing_secrets(**secrets))
         elif args.command == "delete":
             ra.delete()
             _out({"deleted": ra.id})

@@ -2,9 +2,16 @@
 // stdout, human messages to stderr; exit 0 done/found, 2 wait timed out, 1 error.
 import { chmodSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { signingSecretsVerb } from './signing-secrets.js';
+import type { CliVerb, VerbKit } from './verb.js';
 import { indentJson, parseMatch, ReturnAddress, sourceOf, ReturnAddressError, resolveUrl, type CreateAddressResponse, type CreateEventBody, type WaitResult } from '../client/index.js';
 
 type Saved = CreateAddressResponse & { cursor: number };
+
+/** Verbs in files of their own: one registration line each. */
+const VERBS: Record<string, CliVerb> = {
+  'signing-secrets': signingSecretsVerb,
+};
 
 class UsageError extends Error {}
 
@@ -23,6 +30,7 @@ Commands:
   ack        acknowledge an event
   deliver    deliver an event to the address's inbox URL
   delete     delete the address and its events
+${Object.entries(VERBS).map(([name, v]) => `  ${name.padEnd(10)} ${v.summary}`).join('\n')}
 
 Run \`return-address <command> --help\` for a command's options. JSON goes to stdout, messages to
 stderr. Exit codes: 0 success, 2 wait timed out, 1 error.
@@ -98,6 +106,14 @@ async function run(argv: string[]): Promise<number> {
   if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
     process.stdout.write(HELP.main!);
     return command === undefined ? 1 : 0;
+  }
+  const verb = Object.hasOwn(VERBS, command) ? VERBS[command] : undefined;
+  if (verb !== undefined) {
+    if (rest.includes('--help') || rest.includes('-h')) {
+      process.stdout.write(verb.help);
+      return 0;
+    }
+    return verb.run(rest, KIT);
   }
   if (!(command in HELP) || command === 'main') throw new UsageError(`unknown command "${command}"\n\n${HELP.main}`);
   if (rest.includes('--help') || rest.includes('-h')) {
@@ -194,6 +210,13 @@ async function run(argv: string[]): Promise<number> {
   }
   return 1;
 }
+
+const KIT: VerbKit = {
+  parse: ((args: string[], options: NonNullable<ParseArgsConfig['options']>, positionals?: boolean) => parse(args, options, positionals)) as VerbKit['parse'],
+  loadSaved,
+  out,
+  usage: (message) => new UsageError(message),
+};
 
 function parseMatchOption(pairs: string[]) {
   try {

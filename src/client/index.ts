@@ -17,6 +17,8 @@ export type Event = Static<typeof S.Event>;
 export type EventPage = Static<typeof S.EventPage>;
 export type EventDeliveryResponse = Static<typeof S.EventDeliveryResponse>;
 export type ErrorBody = Static<typeof S.ErrorBody>;
+export type SigningSecretsBody = Static<typeof S.SigningSecretsBody>;
+export type SigningSecretsResponse = Static<typeof S.SigningSecretsResponse>;
 
 export const DEFAULT_URL = 'http://localhost:3000';
 /** The server holds a long-poll at most this long (EventsQuery.wait maximum). */
@@ -245,6 +247,14 @@ export class ReturnAddress {
     const text = sourceOf(body);
     if (text !== undefined) rememberSource(body.event, memberTexts(text).get('event')!);
     return body.event;
+  }
+
+  /**
+   * Sets the secrets that verify signed requests to the capture URL (PUT …/signing-secrets). It
+   * replaces the whole set: a scheme left out is removed, {} removes all. Secrets are never returned.
+   */
+  setSigningSecrets(secrets: SigningSecretsBody): Promise<SigningSecretsResponse> {
+    return request<SigningSecretsResponse>(this.fetch, 'PUT', `${this.base}/signing-secrets`, { token: this.token, json: secrets });
   }
 
   /** Deletes the address and all its events. */
