@@ -2,6 +2,7 @@
 // stdout, human messages to stderr; exit 0 done/found, 2 wait timed out, 1 error.
 import { chmodSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { forwardVerb } from './forward.js';
 import { signingSecretsVerb } from './signing-secrets.js';
 import type { CliVerb, VerbKit } from './verb.js';
 import { indentJson, parseMatch, ReturnAddress, sourceOf, ReturnAddressError, resolveUrl, type CreateAddressResponse, type CreateEventBody, type WaitResult } from '../client/index.js';
@@ -11,6 +12,7 @@ type Saved = CreateAddressResponse & { cursor: number };
 /** Verbs in files of their own: one registration line each. */
 const VERBS: Record<string, CliVerb> = {
   'signing-secrets': signingSecretsVerb,
+  forward: forwardVerb,
 };
 
 class UsageError extends Error {}

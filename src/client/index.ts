@@ -8,6 +8,7 @@ import { elementTexts, memberTexts, rememberSource, sourceOf } from './json-sour
 
 export { eventMatches, parseMatch, valueAt, type EventFilter, type EventMatch } from '../domain/event-match.js';
 export { indentJson, sourceOf } from './json-source.js';
+export { forward, type ForwardAttempt, type ForwardOptions, type ForwardTarget } from '../forward/forwarder.js';
 
 export type Address = Static<typeof S.Address>;
 export type CreateAddressBody = Static<typeof S.CreateAddressBody>;
@@ -190,8 +191,12 @@ export class ReturnAddress {
   }
 
   /** One page of events after `after` (GET …/events), holding up to `wait` seconds when there is none. */
-  page(q: { after?: number; limit?: number; wait?: number; signal?: AbortSignal } = {}): Promise<EventPage> {
-    const params = new URLSearchParams({ after: String(q.after ?? this.cursor) });
+  page(q: { after?: number; limit?: number; wait?: number; consumer?: string; signal?: AbortSignal } = {}): Promise<EventPage> {
+    // A named consumer (decisions.md §14) reads after its stored position when no `after` is given,
+    // and stores `after` as its position when one is.
+    const params = new URLSearchParams();
+    if (q.consumer !== undefined) params.set('consumer', q.consumer);
+    if (q.consumer === undefined || q.after !== undefined) params.set('after', String(q.after ?? this.cursor));
     if (q.limit !== undefined) params.set('limit', String(q.limit));
     if (q.wait !== undefined) params.set('wait', String(q.wait));
     // A connection that silently dies mid long-poll must not hang the caller: give up a while after
@@ -255,6 +260,18 @@ export class ReturnAddress {
    */
   setSigningSecrets(secrets: SigningSecretsBody): Promise<SigningSecretsResponse> {
     return request<SigningSecretsResponse>(this.fetch, 'PUT', `${this.base}/signing-secrets`, { token: this.token, json: secrets });
+  }
+
+  /** The exact bytes behind an event's `data.raw.url` (a large captured body kept outside the event). */
+  async rawBytes(url: string, opts: { signal?: AbortSignal } = {}): Promise<Buffer> {
+    let res: Response;
+    try {
+      res = await this.fetch(url, { headers: { authorization: `Bearer ${this.token}` }, signal: opts.signal });
+    } catch (err) {
+      throw new ReturnAddressError(0, 'network_error', `GET ${url}: ${(err as Error).message}`, { cause: err });
+    }
+    if (!res.ok) throw new ReturnAddressError(res.status, 'bad_response', `GET ${url}: HTTP ${res.status}`);
+    return Buffer.from(await res.arrayBuffer());
   }
 
   /** Deletes the address and all its events. */
