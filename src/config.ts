@@ -26,7 +26,7 @@ export interface Config {
   /** Bytes of stored data and metadata one address may hold; the oldest acknowledged events make room. */
   readonly maxBytesPerAddress: number;
   readonly maxPayloadBytes: number;
-  /** Largest body the capture URL takes (decisions.md §11). */
+  /** Largest body the capture URL takes (design.md, "Capture URL"). */
   readonly maxCaptureBytes: number;
   /** Stored JSON bytes one page of events may hold (always at least one event). */
   readonly maxPageBytes: number;
@@ -109,7 +109,7 @@ function trustProxy(env: Env): false | number | string[] {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-/** The longest long-poll a client may ask for (spec §4.1). The HTTP request timeout must exceed it. */
+/** The longest long-poll a client may ask for (the `wait` of GET …/events). The HTTP request timeout must exceed it. */
 export const MAX_WAIT_SECONDS = 25;
 
 export function loadConfig(env: Env = process.env): Config {

@@ -41,7 +41,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   let app: FastifyInstance | undefined;
   let smtp: SmtpListener | undefined;
   try {
-    app = await buildApp({ config, store, hub, service }, { loggerInstance: log });
+    app = await buildApp({ config, store, service }, { loggerInstance: log });
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe((addressId) => hub.notify(addressId), () => hub.notifyAll());
     }

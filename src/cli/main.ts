@@ -1,4 +1,4 @@
-// `return-address` CLI (decisions §12): a thin shell over the TypeScript client. JSON results go to
+// `return-address` CLI (design.md, "Agent toolkit and live view"): a thin shell over the TypeScript client. JSON results go to
 // stdout, human messages to stderr; exit 0 done/found, 2 wait timed out, 1 error.
 import { chmodSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
@@ -37,7 +37,7 @@ ${Object.entries(VERBS).map(([name, v]) => `  ${name.padEnd(10)} ${v.summary}`).
 Run \`return-address <command> --help\` for a command's options. JSON goes to stdout, messages to
 stderr. Exit codes: 0 success, 2 wait timed out, 1 error.
 `,
-  serve: `Usage: return-address serve\n\nRuns the service in the foreground, exactly like \`npm start\`. Configure it with the\nenvironment variables of the README (PORT, SMTP_PORT, BASE_URL, STORE, DATA_DIR, ...).\n`,
+  serve: `Usage: return-address serve\n\nRuns the service in the foreground, exactly like \`npm start\`. Configure it with the\nenvironment variables of the README (PORT, SMTP_PORT, BASE_URL, DATA_DIR or DATABASE_URL, ...).\n`,
   create: `Usage: return-address create [--name N] [--task-id T] [--ttl SECONDS] [--save FILE]\n\nCreates an address and prints the create response. With --save, writes that response plus\n"cursor": 0 to FILE with mode 0600 (it holds the read token and the inbox secret).\n\n${COMMON}`,
   wait: `Usage: return-address wait --save FILE [--type T] [--match path=value]... [--timeout S] [--ack]\n\nWaits (long-polling, reconnecting after network errors) for the first event after the saved\ncursor with type T and every path=value (dotted into the event: data.from.address=x), prints it\nas JSON and exits 0; exits 2 when --timeout seconds (default 300) pass without one.\n--ack acknowledges the event and advances the saved cursor to it, so the next wait starts\nafter it; without --ack the cursor stays and the same event is found again.\n\n${SAVE}${COMMON}`,
   events: `Usage: return-address events --save FILE [--after N] [--limit N] [--wait S]\n\nPrints one page {events, next_cursor, has_more} after the saved cursor (or --after) and saves\nnext_cursor as the cursor. --wait long-polls up to S seconds (max 25) when there is none.\n\n${SAVE}${COMMON}`,

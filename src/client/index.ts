@@ -1,4 +1,4 @@
-// The TypeScript client (decisions §12). Its types are the routes' own TypeBox schemas
+// The TypeScript client (design.md, "Agent toolkit and live view"). Its types are the routes' own TypeBox schemas
 // (`Static<typeof …>`), imported as types only, so the client carries no server code at run time
 // and cannot drift from what the routes validate and /openapi.json documents.
 import type { Static } from 'typebox';

@@ -3,7 +3,7 @@
 // must never match a key an HTTP sender with the inbox secret uses, or a mail could pre-empt (and
 // so suppress) a real delivery. Email keys are stored behind a prefix that no HTTP key can carry
 // (HTTP keys may hold no control character), and shown without it: an email event's dedupe_key
-// still reads as its Message-ID (../shared/spec/decisions.md §7).
+// still reads as its Message-ID (design.md, "Inbound email").
 
 const EMAIL_NAMESPACE = '\u0001email:';
 

@@ -1,4 +1,4 @@
-// The error catalogue (../shared/spec/decisions.md §3): every error the API can answer, with its stable code and
+// The error catalogue (design.md, "Errors"): every error the API can answer, with its stable code and
 // HTTP status. Everything else that goes wrong is `internal` and its details stay in the log.
 
 export const ERROR_CATALOGUE = {

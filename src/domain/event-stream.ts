@@ -2,7 +2,7 @@
 // sequence order and without a gap, for as long as the client stays, also when other instances
 // append (their notifications reach the same hub).
 //
-// It follows the long-poll's order (long-poll.ts, decisions.md §5), in a loop: register a waiter,
+// It follows the long-poll's order (long-poll.ts, design.md, "The wakeup hub and followers"), in a loop: register a waiter,
 // then read after the cursor; events read are handed to the sink and the cursor moves to the last
 // one, then it registers and reads again; an empty read waits for the waiter. An event committed
 // between a read and the wait has already signalled the registered waiter, so none slips through.

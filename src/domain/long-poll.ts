@@ -1,7 +1,7 @@
 // One read of the queue that may be held: endpoint 4 with wait > 0, and MCP's list_events and
 // wait_for_event through ReturnAddressService.listEvents.
 //
-// The order that makes it correct (../shared/spec/decisions.md §5): read; if nothing is after the cursor, register
+// The order that makes it correct (design.md, "The wakeup hub and followers"): read; if nothing is after the cursor, register
 // a waiter, then re-read, then wait; after every 'changed', register again and re-read. An event
 // committed between a read and the wait has already signalled the registered waiter.
 //

@@ -1,4 +1,4 @@
-// TypeBox schemas of the API (spec §2). The routes validate with exactly these, and /openapi.json
+// TypeBox schemas of the API. The routes validate with exactly these, and /openapi.json
 // is generated from them, so the document and the behaviour cannot drift apart.
 import { HTTP_DEDUPE_KEY_PATTERN } from '../domain/dedupe-key.js';
 import { Type, type TSchema } from 'typebox';
@@ -40,7 +40,7 @@ export const CreateAddressResponse = Type.Object(
     address: Address,
     credentials: Type.Object(
       {
-        read_token: Type.String({ pattern: '^aa_read_[A-Za-z0-9_-]{43}$', description: 'Bearer token for endpoints 2-5 and MCP. Returned only here, once; it cannot be recovered. Store it.' }),
+        read_token: Type.String({ pattern: '^aa_read_[A-Za-z0-9_-]{43}$', description: 'Bearer token for reading this address (get, events, ack, delete, stream, signing secrets) and its MCP URL. Returned only here, once; it cannot be recovered. Store it.' }),
         note: Type.String(),
       },
       { additionalProperties: false },

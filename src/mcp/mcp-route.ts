@@ -13,10 +13,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ApiError, internalErrorBody } from '../domain/errors.js';
 import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
-import { sendApiError } from '../http/plugins/error-handling.js';
+import { sendApiError, toApiError } from '../http/plugins/error-handling.js';
 import type { AppDeps } from '../http/route-deps.js';
 import { METHOD_NOT_ALLOWED_REF } from '../http/openapi-document.js';
-import { toApiError } from '../http/plugins/error-handling.js';
 import { AddressParams, BEARER, ErrorBody, errorResponses } from '../http/schemas.js';
 
 // The SDK (with zod, express and hono under it) adds ~30 MB to the process: it is loaded on the

@@ -1,4 +1,4 @@
-// The MCP tools of one address (../shared/spec/decisions.md §8): a thin adapter over ReturnAddressService, built
+// The MCP tools of one address (design.md, "MCP"): a thin adapter over ReturnAddressService, built
 // fresh for every HTTP request (stateless Streamable HTTP), so nothing is shared between requests
 // and any instance behind a load balancer can answer any call.
 //
@@ -28,13 +28,13 @@ function rangeOf(schema: object): Range {
   return { minimum, maximum: maximum ?? Number.MAX_SAFE_INTEGER, default: def };
 }
 
-/** The ranges of endpoint 4 (spec §4.1), read from the HTTP schema so the tools cannot drift from it. */
 /**
  * A list_events result carries its page twice (structuredContent and text), and a batch may call it
  * many times: its pages stop at 1 MiB of stored JSON (still at least one event; has_more says so).
  */
 export const MCP_PAGE_BYTES = 1024 * 1024;
 
+/** The ranges of GET …/events, read from the HTTP schema so the tools cannot drift from it. */
 const AFTER = rangeOf(EventsQuery.properties.after);
 const LIMIT = rangeOf(EventsQuery.properties.limit);
 const WAIT = rangeOf(EventsQuery.properties.wait);
@@ -74,7 +74,7 @@ const WaitForEventInput = z.strictObject({
       'Strings compare exactly; numbers, booleans and null as their JSON text; a path into an array matches any member; a missing path never matches.'),
 });
 
-// ---- output schemas: the API's shapes (spec §2), loose on formats so any deployment's values pass ----
+// ---- output schemas: the API's shapes, loose on formats so any deployment's values pass ----
 
 const Address = z.object({
   id: z.string().describe('addr_…'),

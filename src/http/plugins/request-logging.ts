@@ -1,5 +1,5 @@
 // What the request log may contain: never the Authorization header, never the secret path segment
-// of an inbox or capture URL (../shared/spec/decisions.md §1).
+// of an inbox or capture URL (design.md, "Identifiers and secrets").
 import type { LoggerOptions } from 'pino';
 
 /**

@@ -1,4 +1,4 @@
-// GET /api/v1/addresses/{id}/events/stream: the queue as Server-Sent Events (decisions.md §13).
+// GET /api/v1/addresses/{id}/events/stream: the queue as Server-Sent Events (design.md, "Agent toolkit and live view").
 // The domain's EventStream decides what to send and when; this file only frames it as SSE and
 // bounds what one client may cost: a page is written only once the previous one has drained, and
 // a client that has not drained its buffer within SSE_DRAIN_TIMEOUT_MS is dropped.
@@ -67,13 +67,8 @@ export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAs
       operationId: 'streamEvents',
       summary: 'Stream the event queue live (Server-Sent Events)',
       description: 'A text/event-stream of every event with sequence > after, in order and without a gap, then each new one as it is ' +
-        'committed (also by another instance). Each event is one message: `id: <sequence>`, `event: event`, `data: <the Event JSON, as in ' +
-        'GET …/events>`. To resume after a dropped connection send `Last-Event-ID: <last id received>` (EventSource does) or `?after=`; ' +
-        `Last-Event-ID wins when both are given. A comment line \`: ping\` is sent after every ${config.sseHeartbeatMs / 1000} s without an event ` +
-        '(SSE_HEARTBEAT_MS). Deleting the address ends the stream with `event: error` and `data: {"error":{"code":"not_found",…}}`; ' +
-        'a server shutdown ends it with a comment; reconnect and resume either way. A client that leaves its buffered events unread for ' +
-        `${config.sseDrainTimeoutMs / 1000} s (SSE_DRAIN_TIMEOUT_MS) is disconnected. Credential and query errors are answered before ` +
-        'the stream starts, as JSON, in the same order as GET …/events.',
+        'committed; resume with `Last-Event-ID` (or `?after=`). Message format, heartbeats (SSE_HEARTBEAT_MS) and disconnects: ' +
+        '/llms-full.txt, section "Live event stream".',
       tags: ['events'],
       security: BEARER,
       params: AddressParams,

@@ -115,11 +115,11 @@ export class PostgresStore implements Store {
       // A transaction left open by a stuck caller would hold its address lock: end it.
       idle_in_transaction_session_timeout: 60_000,
     });
+    this.log = opts.log ?? SILENT_LOG;
+    let idleConnectionsLost = 0;
     // An idle pooled connection died (server restart, terminated backend): the pool drops it and
     // opens a new one on demand. Without this handler the 'error' event would crash the process;
     // with it, the loss is still seen in the log.
-    this.log = opts.log ?? SILENT_LOG;
-    let idleConnectionsLost = 0;
     this.pool.on('error', (err) => {
       idleConnectionsLost++;
       this.log.warn({ err, idleConnectionsLost }, 'an idle PostgreSQL connection failed; the pool opens a new one when needed');
@@ -283,8 +283,6 @@ export class PostgresStore implements Store {
     if (!row) throw new Error('ra_append_event answered no row');
     return toAppendResult(row);
   }
-
-
 
   async listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null> {
     // One statement: no row when the address does not exist, one row of NULLs when its page is empty.

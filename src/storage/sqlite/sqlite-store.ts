@@ -252,7 +252,7 @@ export class SqliteStore implements Store {
       ackedSizes: db.prepare<[string], { sequence: number; bytes: number }>(ACKED_SIZES_SQL),
       pruneAckedUpTo: db.prepare<[string, number]>('DELETE FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL AND sequence <= ?'),
       setCounters: db.prepare<[number, number, number, string]>('UPDATE addresses SET last_sequence = ?, event_count = ?, event_bytes = ? WHERE id = ?'),
-      // Positional parameters: binding by name from an object cost ~1 µs more per event.
+      // Positional parameters: binding by name from an object costs more per event (bench/README.md).
       insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, number]>(
         `INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
       ),
@@ -373,8 +373,8 @@ export class SqliteStore implements Store {
   /**
    * One transaction for the whole batch. Items are isolated without a savepoint each: an item
    * writes with one statement, which SQLite rolls back alone if it fails; only an item that must
-   * prune first takes a savepoint. (A savepoint per item cost 6-10 µs of 32-40 µs per event in
-   * batches of 13 over 100 addresses.)
+   * prune first takes a savepoint (a savepoint per item was a fifth of an append's cost:
+   * (bench/README.md, "Measurements behind small choices")).
    */
   private commitAppends(inputs: readonly AppendInput[]): ItemOutcome<AppendResult>[] {
     const outcomes = this.db.transaction(() => {
