@@ -2,7 +2,7 @@
 // until Ctrl-C, one status line per attempt on stderr. Options before the first --to apply to every
 // target; --type and --match after a --to apply to that target only.
 import { parseArgs } from 'node:util';
-import { parseMatch, ReturnAddress, resolveUrl } from '../client/index.js';
+import { type EventMatch, parseMatch, ReturnAddress, resolveUrl } from '../client/index.js';
 import { type ForwardAttempt, type ForwardTarget, forward } from '../forward/forwarder.js';
 import { parseResign } from '../forward/resign.js';
 import type { CliVerb } from './verb.js';
@@ -73,7 +73,7 @@ cleanly: an attempt under way is abandoned and sent again next time; nothing is 
     if (targets.length === 0) throw kit.usage('give at least one --to URL (the local handler, e.g. --to http://localhost:4000/webhooks)');
     const forwardTargets: ForwardTarget[] = [];
     for (const t of targets) {
-      let match: Record<string, string>;
+      let match: EventMatch;
       try {
         match = parseMatch(t.match);
       } catch (err) {

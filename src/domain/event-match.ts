@@ -2,13 +2,22 @@
 // Python module (which mirrors it) and MCP wait_for_event, so an agent gets the same answer
 // whichever way it waits (design.md, "Agent toolkit and live view").
 
-/** Dotted path (`data.from.address`) to the expected value, compared as text. */
-export type EventMatch = Record<string, string>;
+/**
+ * Dotted path (`data.from.address`) to the expected value, compared as text; a JSON number, boolean
+ * or null stands for its JSON text (`{ "data.ok": true }` is `data.ok=true`).
+ */
+export type EventMatch = Record<string, string | number | boolean | null>;
 
 export interface EventFilter {
-  /** Only an event of exactly this type counts. */
-  type?: string | undefined;
+  /** Only an event of one of these types counts: exact, or a prefix ending in `.*` (`github.*`). */
+  type?: string | readonly string[] | undefined;
   match?: EventMatch | undefined;
+}
+
+/** `pattern` is an exact type, or a prefix ending in `.*` (`stripe.*` takes stripe.invoice.paid, not stripe). */
+export function typeMatches(type: unknown, pattern: string): boolean {
+  if (typeof type !== 'string') return false;
+  return pattern.endsWith('.*') ? type.startsWith(pattern.slice(0, -1)) : type === pattern;
 }
 
 /** Parses `path=value` pairs (the CLI's `--match`); the first `=` splits, so values may hold `=`. */
@@ -45,9 +54,12 @@ function equalsText(v: unknown, expected: string): boolean {
 }
 
 export function eventMatches(event: unknown, filter: EventFilter): boolean {
-  if (filter.type !== undefined && valueAt(event, 'type') !== filter.type) return false;
+  if (filter.type !== undefined) {
+    const types = typeof filter.type === 'string' ? [filter.type] : filter.type;
+    if (types.length > 0 && !types.some((t) => typeMatches(valueAt(event, 'type'), t))) return false;
+  }
   for (const [path, expected] of Object.entries(filter.match ?? {})) {
-    if (!equalsText(valueAt(event, path), expected)) return false;
+    if (!equalsText(valueAt(event, path), typeof expected === 'string' ? expected : JSON.stringify(expected))) return false;
   }
   return true;
 }

@@ -1,15 +1,16 @@
 // One read of the queue that may be held: endpoint 4 with wait > 0, and MCP's list_events and
 // wait_for_event through ReturnAddressService.listEvents.
 //
-// The order that makes it correct (design.md, "The wakeup hub and followers"): read; if nothing is after the cursor, register
-// a waiter, then re-read, then wait; after every 'changed', register again and re-read. An event
-// committed between a read and the wait has already signalled the registered waiter.
+// The waiting itself is the Follower's (follower.ts; design.md, "The wakeup hub and followers"): read; if nothing is after
+// the cursor, register a waiter, then re-read, then wait; after every 'changed', register again
+// and re-read. This file only says what a page means to a poll: events (or a scan that reached its
+// bound, has_more) answer at once; nothing waits, from where the read got to, until the deadline.
 //
-// It is a small state machine driven by callbacks, not an async loop: a poll that is waiting holds
-// this object, its hub registration and a timer, and no promise, no suspended async frame and no
-// AbortController. Reads are the only asynchronous steps, and nothing waits on them while idle.
+// A poll that is waiting holds this object, its follower, a hub registration and a timer, and no
+// promise, no suspended async frame and no AbortController.
+import { type AfterPage, type Follow, type FollowEnd, Follower } from './follower.js';
 import type { Page } from './model.js';
-import type { WakeListener, WakeReason, Waiter, WakeupHub } from './ports.js';
+import type { WakeupHub } from './ports.js';
 
 /**
  * Called exactly once: with an error (the address is gone: not_found; or the store failed), or
@@ -17,19 +18,18 @@ import type { WakeListener, WakeReason, Waiter, WakeupHub } from './ports.js';
  */
 export type PollCallback = (err: unknown, page: Page | undefined) => void;
 
-export class LongPoll implements WakeListener {
-  private waiter: Waiter | undefined;
-  private reading = false;
-  /** A wake-up that arrived while a re-read was in flight: handled once the read has answered. */
-  private wokenDuringRead: WakeReason | undefined;
-  private finished = false;
-  /** The latest page read: empty once waiting; what a timeout, a shutdown or cancel() answers. */
+export class LongPoll implements Follow<Page> {
+  private readonly follower: Follower<Page>;
+  /**
+   * The latest page read: what a timeout, a shutdown or cancel() answers. Its nextCursor is where
+   * the next read starts: with a filter, an empty page has still examined events up to there.
+   */
   private latest: Page;
 
   constructor(
-    private readonly hub: WakeupHub,
-    private readonly addressId: string,
-    private readonly read: () => Promise<Page>,
+    hub: WakeupHub,
+    addressId: string,
+    private readonly readAfter: (after: number) => Promise<Page>,
     after: number,
     /** Epoch ms to wait until; undefined for a plain read. */
     private readonly deadline: number | undefined,
@@ -37,75 +37,42 @@ export class LongPoll implements WakeListener {
     private readonly callback: PollCallback,
   ) {
     this.latest = { events: [], nextCursor: after, hasMore: false };
+    this.follower = new Follower(hub, addressId, this);
   }
 
   start(): void {
-    this.readPage(false);
+    this.follower.start(false);
   }
 
   /** The client went away: stop waiting and answer the latest (empty) page. Idempotent. */
   cancel(): void {
-    this.waiter?.cancel();
-    this.finish(undefined, this.latest);
+    this.follower.cancel();
   }
 
-  /** From the hub, once per registration. */
-  wake(reason: WakeReason): void {
-    if (this.reading) {
-      this.wokenDuringRead = reason;
-      return;
-    }
-    this.onWake(reason);
+  /** @internal Follow */
+  read(): Promise<Page> {
+    return this.readAfter(this.latest.nextCursor);
   }
 
-  private onWake(reason: WakeReason): void {
-    if (this.finished) return;
-    if (reason === 'changed') this.registerThenRead();
-    else this.finish(undefined, this.latest);
-  }
-
-  private registerThenRead(): void {
-    this.waiter = this.hub.register(this.addressId, (this.deadline ?? 0) - this.now(), this);
-    // While shutting down, the hub woke (and so finished) this poll inside register().
-    if (!this.finished) this.readPage(true);
-  }
-
-  private readPage(registered: boolean): void {
-    this.reading = true;
-    // The callback must not throw (PollCallback); should it, the rejection is reported as a warning
-    // instead of ending the process as an unhandled rejection.
-    this.read().then((page) => this.onPage(page, registered), (err: unknown) => this.onReadFailed(err))
-      .catch((err: unknown) => process.emitWarning(`a long-poll callback threw: ${String(err)}`, 'LongPollCallbackError'));
-  }
-
-  private onPage(page: Page, registered: boolean): void {
-    this.reading = false;
-    if (this.finished) return;
-    if (page.events.length > 0 || this.deadline === undefined) {
-      this.waiter?.cancel();
-      this.finish(undefined, page);
-      return;
-    }
+  /** @internal Follow */
+  page(page: Page): AfterPage {
     this.latest = page;
-    if (!registered) {
-      this.registerThenRead();
-      return;
-    }
-    const woken = this.wokenDuringRead;
-    this.wokenDuringRead = undefined;
-    if (woken !== undefined) this.onWake(woken);
+    return page.events.length > 0 || page.hasMore || this.deadline === undefined ? 'done' : 'wait';
   }
 
-  private onReadFailed(err: unknown): void {
-    this.reading = false;
-    this.waiter?.cancel();
-    this.finish(err, undefined);
+  /** @internal Follow */
+  waitMs(): number {
+    return (this.deadline ?? 0) - this.now();
   }
 
-  private finish(err: unknown, page: Page | undefined): void {
-    if (this.finished) return;
-    this.finished = true;
-    this.waiter = undefined;
-    this.callback(err, page);
+  /** @internal Follow: the deadline has come. */
+  timedOut(): boolean {
+    return false;
+  }
+
+  /** @internal Follow */
+  end(reason: FollowEnd, err?: unknown): void {
+    if (reason === 'failed') this.callback(err, undefined);
+    else this.callback(undefined, this.latest);
   }
 }

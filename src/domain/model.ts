@@ -1,3 +1,5 @@
+import type { EventFilter } from './event-filter.js';
+
 // The records the queue is made of, as the domain sees them. Times are epoch milliseconds;
 // `data` and `metadata` stay JSON text from the moment they are validated to the moment they
 // are written to a response, so the hot paths never parse and re-serialise a payload.
@@ -47,6 +49,15 @@ export interface EventPageRecord {
   hasMore: boolean;
 }
 
+/** A filtered read's page (Store.scanEvents): the matching events, and where the scan got to. */
+export interface ScanPageRecord {
+  events: EventRecord[];
+  /** The sequence of the last event examined (the cursor it was given when there was none). */
+  nextCursor: number;
+  /** Events after nextCursor exist (the page or the scan reached its bound). */
+  hasMore: boolean;
+}
+
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
 /** What a sender asks to be stored: endpoint 6's body, or what another way in builds from its request. */
@@ -81,4 +92,6 @@ export interface ListQuery {
   wait: number;
   /** A tighter byte budget for this page than MAX_PAGE_BYTES (MCP, whose results carry a page twice). */
   maxBytes?: number;
+  /** Only matching events (event-filter.ts), evaluated by the store; nextCursor is then the last event examined. */
+  filter?: EventFilter;
 }

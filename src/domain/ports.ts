@@ -4,7 +4,9 @@
 // `if (postgres)` scattered through the code. `WakeupHub` is implemented in process by
 // src/wakeup/wakeup-hub.ts. Dependencies point inward: those modules import this file, never the
 // other way round.
-import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from './model.js';
+import type { ConsumerPositions } from '../consumers/consumer-positions.js';
+import type { EventFilter } from './event-filter.js';
+import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from './model.js';
 
 export type WakeReason = 'changed' | 'timeout' | 'shutdown';
 
@@ -67,6 +69,8 @@ export interface StoreLimits {
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   readonly capabilities: StoreCapabilities;
+  /** Named consumers' positions (src/consumers/). */
+  readonly consumers: ConsumerPositions;
 
   /** Applies pending migrations; safe when several instances start at once. */
   migrate(): Promise<void>;
@@ -118,6 +122,13 @@ export interface Store {
    * Rows past the cut are never loaded into the process.
    */
   listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null>;
+  /**
+   * A filtered read (event-filter.ts), evaluated by the database: the events after `after` that
+   * pass `filter`, ascending, at most `limit` and cut at `maxBytes` as listEvents does, among at
+   * most SCAN_EVENTS examined events (or SCAN_BYTES of their stored JSON); null when the address does
+   * not exist. See event-filter-sql.ts's scanPage for nextCursor and hasMore.
+   */
+  scanEvents(addressId: string, after: number, filter: EventFilter, limit: number, maxBytes: number): Promise<ScanPageRecord | null>;
   /** Sets acknowledged_at once (a second ack keeps the first time); null when no such event. */
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
 }

@@ -7,7 +7,8 @@
 // --from-sequence; --ack; a clean stop on SIGINT.
 import assert from 'node:assert/strict';
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -90,6 +91,10 @@ describe('return-address forward', () => {
     assert.match(lines[0]!, /^forward 200 POST \/github\/pr-42 github\.pull_request seq=1 \d+ms -> http:\/\/127\.0\.0\.1:\d+\/webhooks$/);
     assert.match(lines[1]!, /^forward 200 POST \/webhooks note seq=2 \d+ms/);
     await stopCleanly(p);
+    const consumerName = `forward:${new URL(h.url).host}-webhooks`;
+    assert.match(p.stderr(), new RegExp(`position kept by the service as consumer ${consumerName}`));
+    const consumers = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/consumers`, { token: a.token });
+    assert.deepEqual(consumers.json.consumers.map((c: any) => [c.name, c.cursor]), [[consumerName, 2]]);
     const [replay, note] = h.received;
     assert.equal(replay!.method, 'POST');
     assert.equal(replay!.url, '/webhooks/github/pr-42?b=2&a=1&a=3');
@@ -276,6 +281,43 @@ describe('return-address forward', () => {
       const r = await forward(args);
       assert.equal(r.code, 1, args.join(' '));
       assert.match(r.stderr, message);
+    }
+  });
+
+  it('a service without named consumers (400 to consumer=): positions go to a local file, and a restart still resumes', async () => {
+    const a = await createAddress(svc.baseUrl);
+    // A real HTTP front that refuses consumer= as a service before named consumers did, and passes the rest on.
+    const front = http.createServer(async (req, res) => {
+      if (/[?&]consumer=/.test(req.url ?? '')) {
+        res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"code":"invalid_request","message":"Unknown query parameter \'consumer\': the allowed ones are after, limit, wait."}}');
+        return;
+      }
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const r = await fetch(`${svc.baseUrl}${req.url}`, { method: req.method, headers: { authorization: req.headers.authorization ?? '', 'content-type': 'application/json' }, body: chunks.length ? Buffer.concat(chunks) : undefined });
+      res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' }).end(Buffer.from(await r.arrayBuffer()));
+    });
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    const frontUrl = `http://127.0.0.1:${(front.address() as net.AddressInfo).port}`;
+    try {
+      for (const n of [1, 2]) await deliver(svc.baseUrl, a, { type: 'job', data: { n } });
+      const file = savedFile(a);
+      const h = await handler();
+      const first = runCli(['forward', '--save', file, '--to', h.url], { RETURN_ADDRESS_URL: frontUrl });
+      running.push(first);
+      await first.waitForLines(/^forward 200 .* seq=2 /, 1);
+      assert.match(first.stderr(), /keeps no named consumers .* is kept in .*a\.json\.forward\.json/);
+      await stopCleanly(first);
+      assert.deepEqual(JSON.parse(readFileSync(`${file}.forward.json`, 'utf8')), { [`forward:${new URL(h.url).host}`]: 2 });
+      await deliver(svc.baseUrl, a, { type: 'job', data: { n: 3 } });
+      const second = runCli(['forward', '--save', file, '--to', h.url], { RETURN_ADDRESS_URL: frontUrl });
+      running.push(second);
+      await second.waitForLines(/^forward 200 .* seq=3 /, 1);
+      await stopCleanly(second);
+      assert.deepEqual(h.received.map(seqOf), [1, 2, 3]);
+    } finally {
+      front.closeAllConnections();
+      front.close();
     }
   });
 

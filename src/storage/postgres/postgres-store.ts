@@ -21,7 +21,11 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
+import { type EventFilter, SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-filter.js';
+import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
+import type { ConsumerPositions } from '../../consumers/consumer-positions.js';
+import { PostgresConsumerPositions } from './postgres-consumers.js';
+import { filterSql, needsDataJson, postgresJsonb, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { AppendBatcher } from './append-batcher.js';
@@ -83,6 +87,7 @@ const compareIds = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   readonly capabilities = { crossInstanceWakeups: true };
+  readonly consumers: ConsumerPositions;
   private readonly clientConfig: pg.ClientConfig;
   private readonly pool: pg.Pool;
   private listener: ChangeListener | undefined;
@@ -117,6 +122,7 @@ export class PostgresStore implements Store {
     });
     this.log = opts.log ?? SILENT_LOG;
     let idleConnectionsLost = 0;
+    this.consumers = new PostgresConsumerPositions(this.pool);
     // An idle pooled connection died (server restart, terminated backend): the pool drops it and
     // opens a new one on demand. Without this handler the 'error' event would crash the process;
     // with it, the loss is still seen in the log.
@@ -296,6 +302,18 @@ export class PostgresStore implements Store {
     if (r.rows.length === 0) return null;
     const { rows, hasMore } = cutPage(r.rows.filter((row): row is EventRow & { fetched: string } => row.id !== null), limit);
     return { events: rows.map(toEvent), hasMore };
+  }
+
+  /** A filtered read in one statement (event-filter-sql.ts); `data` is cast to jsonb once per examined row, only when the filter reads it. */
+  async scanEvents(addressId: string, after: number, filter: EventFilter, limit: number, maxBytes: number): Promise<ScanPageRecord | null> {
+    const p = new SqlParams('postgres');
+    const sql = scanSql({
+      address: p.add(addressId), after: p.add(after), below: null, scanEvents: SCAN_EVENTS, scanBytes: SCAN_BYTES,
+      limit: `${p.add(limit + 1)}::bigint`, budget: p.add(maxBytes), bytes: 'octet_length(data) + coalesce(octet_length(metadata), 0)',
+      filter: filterSql(filter, p), dataJson: needsDataJson(filter) ? postgresJsonb('data') : null,
+    });
+    const r = await this.pool.query<ScanRow>(sql, p.bound());
+    return scanPage(r.rows, after, limit);
   }
 
   async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {

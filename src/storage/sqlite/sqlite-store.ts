@@ -24,7 +24,12 @@ import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
+import type { EventFilter } from '../../domain/event-filter.js';
+import { SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-filter.js';
+import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
+import type { ConsumerPositions } from '../../consumers/consumer-positions.js';
+import { SqliteConsumerPositions } from './sqlite-consumers.js';
+import { filterSql, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
 import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
 import { readMigrations } from '../migration-files.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
@@ -44,6 +49,8 @@ const ADDRESS_CACHE_SIZE = 10_000;
 const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
 const EVENT_OVERHEAD_BYTES = 1024;
 const PAGE_CACHE_PER_ADDRESS = 2;
+/** Prepared statements of filtered scans kept (each filter shape is one). */
+const SCAN_STATEMENTS = 64;
 
 /**
  * WAL fdatasyncs in flight at once (group-commit.ts), each on a descriptor of its own. Linux
@@ -100,6 +107,7 @@ function keepPrivate(path: string): void {
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   readonly capabilities = { crossInstanceWakeups: false };
+  readonly consumers: ConsumerPositions;
   readonly path: string;
   private readonly db: Database.Database;
   private readonly appends: GroupCommit<AppendInput, AppendResult>;
@@ -116,6 +124,8 @@ export class SqliteStore implements Store {
   private readonly addresses = new Map<string, AddressRecord>();
   /** Pages of events by address, then by `${after}:${limit}`; frozen, shared by every reader. */
   private readonly pages = new Map<string, Map<string, EventPageRecord>>();
+  /** Prepared filtered scans by their SQL (one per filter shape), oldest first. */
+  private readonly scanStatements = new Map<string, Database.Statement<unknown[], ScanRow>>();
   /** The weight of `pages` (pageWeight), kept under PAGE_CACHE_BYTES. */
   private cachedBytes = 0;
 
@@ -133,6 +143,7 @@ export class SqliteStore implements Store {
     this.db.pragma('busy_timeout = 5000');
     this.migrateNow();
     this.q = this.prepare();
+    this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
     // Room for both limits: the shortest run of oldest acknowledged events that frees enough
     // events and bytes, or QueueFull (the savepoint undoes nothing, since nothing was written).
     this.appendAfterPrune = this.db.transaction((e: NewEvent, c: QueueCounters, size: number, needEvents: number, needBytes: number) => {
@@ -484,6 +495,27 @@ export class SqliteStore implements Store {
     if (!byKey) return;
     for (const p of byKey.values()) this.cachedBytes -= pageWeight(p);
     this.pages.delete(addressId);
+  }
+
+  /**
+   * A filtered read (event-filter-sql.ts), not cached: statements are prepared per filter shape and
+   * kept in a small map, since a consumer polling with one filter asks the same shape again.
+   */
+  async scanEvents(addressId: string, after: number, filter: EventFilter, limit: number, maxBytes: number): Promise<ScanPageRecord | null> {
+    const p = new SqlParams('sqlite');
+    const visibleBelow = this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER;
+    const sql = scanSql({
+      address: p.add(addressId), after: p.add(after), below: p.add(visibleBelow), scanEvents: SCAN_EVENTS, scanBytes: SCAN_BYTES,
+      limit: p.add(limit + 1), budget: p.add(maxBytes), bytes: 'length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0)',
+      filter: filterSql(filter, p), dataJson: null,
+    });
+    let stmt = this.scanStatements.get(sql);
+    if (stmt === undefined) {
+      if (this.scanStatements.size >= SCAN_STATEMENTS) this.scanStatements.delete(this.scanStatements.keys().next().value as string);
+      stmt = this.db.prepare<unknown[], ScanRow>(sql);
+      this.scanStatements.set(sql, stmt);
+    }
+    return scanPage(stmt.all(...p.bound()), after, limit);
   }
 
   async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {

@@ -1,0 +1,154 @@
+// The one state machine behind every read that may wait for the queue to change: a long-poll
+// (long-poll.ts), a live stream (event-stream.ts), and claims next. Each of those is a `Follow`:
+// it says how to read and what a page means; this file alone decides when to register, when to
+// read and what to do with a wake-up, so the order that makes waiting correct is written once.
+//
+// The order (../shared/spec/decisions.md §5): register a waiter, then read; a wake-up that arrives
+// while a read is in flight is remembered and handled once the read has answered; after every
+// page that goes on, register afresh before the next read. An event committed between a read and
+// the wait has then already signalled the registered waiter, so none slips through.
+//
+// A wake-up is only a hint: the read decides. A filtered wait (event-filter.ts) is woken by every
+// change of its address, reads, finds nothing that matches, and waits again from where it read to.
+//
+// It is driven by callbacks, not an async loop: a follower that waits holds this object, its hub
+// registration and a timer, and no promise, no suspended async frame and no AbortController. The
+// reads are its only asynchronous steps.
+import type { WakeListener, WakeReason, Waiter, WakeupHub } from './ports.js';
+
+/**
+ * What a page means to its follow:
+ * - `wait`: nothing to hand on; wait for a wake-up (a follower that read without registering
+ *   first registers and reads once more before waiting);
+ * - `again`: register and read at once (the page was handed on, or the scan is not finished);
+ * - `hold`: read nothing until `resume()` (the consumer of the pages is full); no waiter is held;
+ * - `done`: the follow is over; `end('done')` follows.
+ */
+export type AfterPage = 'wait' | 'again' | 'hold' | 'done';
+
+/** Why a follow ended: `done` (its page said so), `timeout` (its wait said so), `shutdown`, `cancelled`, or `failed` (a read rejected). */
+export type FollowEnd = 'done' | 'timeout' | 'shutdown' | 'cancelled' | 'failed';
+
+export interface Follow<P> {
+  /** One read of the store (the follow knows its own cursor). A rejection ends the follow with `failed`. */
+  read(): Promise<P>;
+  /** What the page means (see AfterPage). May hand the page on, e.g. write it to a client. */
+  page(page: P): AfterPage;
+  /** How long the next registration may wait, in ms (a long-poll's remaining time, a stream's heartbeat). */
+  waitMs(): number;
+  /** A registration waited `waitMs()` with no change: true to read again (a heartbeat), false to end with `timeout`. */
+  timedOut(): boolean;
+  /** Called exactly once, last; `err` is the read's rejection when `failed`. Must not throw. */
+  end(reason: FollowEnd, err?: unknown): void;
+}
+
+export class Follower<P> implements WakeListener {
+  private waiter: Waiter | undefined;
+  private reading = false;
+  /** A wake-up that arrived while a read was in flight: handled once the read has answered. */
+  private wokenDuringRead: WakeReason | undefined;
+  private holding = false;
+  private finished = false;
+
+  constructor(
+    private readonly hub: WakeupHub,
+    private readonly addressId: string,
+    private readonly follow: Follow<P>,
+  ) {}
+
+  /**
+   * `registerFirst`: register, then read (a stream, which always goes on waiting). Otherwise read
+   * first and register only when the page says `wait` (a long-poll: a read that can answer at once
+   * costs no registration).
+   */
+  start(registerFirst: boolean): void {
+    if (registerFirst) this.registerThenRead();
+    else this.readPage(false);
+  }
+
+  /** After a `hold`: go on reading. Ignored otherwise. */
+  resume(): void {
+    if (this.finished || !this.holding) return;
+    this.holding = false;
+    this.registerThenRead();
+  }
+
+  /** The reader went away: stop, release the waiter, end with `cancelled`. Idempotent. */
+  cancel(): void {
+    this.finish('cancelled');
+  }
+
+  /** From the hub, once per registration. */
+  wake(reason: WakeReason): void {
+    this.waiter = undefined;
+    if (this.reading) {
+      // 'shutdown' outranks a remembered 'changed' or 'timeout'.
+      if (this.wokenDuringRead !== 'shutdown') this.wokenDuringRead = reason;
+      return;
+    }
+    this.onWake(reason);
+  }
+
+  private onWake(reason: WakeReason): void {
+    if (this.finished) return;
+    if (reason === 'shutdown') return this.finish('shutdown');
+    if (reason === 'timeout' && !this.follow.timedOut()) return this.finish('timeout');
+    // timedOut() may have led to cancel() (a heartbeat written to a closed client).
+    if (!this.finished) this.registerThenRead();
+  }
+
+  private registerThenRead(): void {
+    this.waiter?.cancel();
+    this.waiter = this.hub.register(this.addressId, this.follow.waitMs(), this);
+    // While shutting down, the hub woke (and so finished) this follower inside register().
+    if (!this.finished) this.readPage(true);
+  }
+
+  private readPage(registered: boolean): void {
+    this.reading = true;
+    // end() and page() must not throw; should one, the rejection is reported as a warning instead
+    // of ending the process as an unhandled rejection.
+    this.follow.read().then((page) => this.onPage(page, registered), (err: unknown) => this.onReadFailed(err))
+      .catch((err: unknown) => process.emitWarning(`a follower's callback threw: ${String(err)}`, 'FollowerCallbackError'));
+  }
+
+  private onPage(page: P, registered: boolean): void {
+    this.reading = false;
+    if (this.finished) return;
+    const woken = this.wokenDuringRead;
+    this.wokenDuringRead = undefined;
+    if (woken === 'shutdown') return this.finish('shutdown');
+    const next = this.follow.page(page);
+    if (this.finished) return; // page() led to cancel()
+    switch (next) {
+      case 'done':
+        return this.finish('done');
+      case 'again':
+        // A remembered wake-up is covered: the next read comes after a fresh registration.
+        return this.registerThenRead();
+      case 'hold':
+        this.waiter?.cancel();
+        this.waiter = undefined;
+        this.holding = true;
+        return;
+      case 'wait':
+        if (!registered) return this.registerThenRead();
+        // Registered before the read: wait for it, unless it already fired during the read.
+        if (woken !== undefined) this.onWake(woken);
+        return;
+    }
+  }
+
+  private onReadFailed(err: unknown): void {
+    this.reading = false;
+    this.finish('failed', err);
+  }
+
+  private finish(reason: FollowEnd, err?: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.waiter?.cancel();
+    this.waiter = undefined;
+    this.follow.end(reason, err);
+  }
+}
