@@ -52,6 +52,8 @@ export interface Config {
   readonly sseHeartbeatMs: number;
   /** An event stream whose client has not read its buffered events within this long is dropped (SSE_DRAIN_TIMEOUT_MS). */
   readonly sseDrainTimeoutMs: number;
+  /** The shortest approval a client may ask for (MIN_APPROVAL_SECONDS, default 60; an operator may lower it to 1 for tests). */
+  readonly minApprovalSeconds: number;
   /** RA_DEBUG_GROUP_COMMIT: log the SQLite group commit's counters every second while it works. */
   readonly logGroupCommitStats: boolean;
 }
@@ -191,5 +193,6 @@ export function loadConfig(env: Env = process.env): Config {
     sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 50, 30_000),
     sseDrainTimeoutMs: int(env, 'SSE_DRAIN_TIMEOUT_MS', 10_000, 50, 300_000),
     logGroupCommitStats: bool(env, 'RA_DEBUG_GROUP_COMMIT', false),
+    minApprovalSeconds: int(env, 'MIN_APPROVAL_SECONDS', 60, 1, 86_400),
   });
 }

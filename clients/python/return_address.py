@@ -16,6 +16,7 @@ As a CLI: python3 return_address.py create --save a.json; python3 return_address
 """
 import argparse
 import base64
+import datetime
 import hashlib
 import hmac
 import http.client
@@ -30,7 +31,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 DEFAULT_URL = "http://localhost:3000"
 MAX_POLL_SECONDS = 25
@@ -297,6 +298,42 @@ class ReturnAddress:
                 th.join(0.2)
 
 
+    def create_approval(self, question: str, details: Optional[str] = None, options: Optional[List[Dict[str, str]]] = None,
+                        fields: Optional[List[Dict[str, Any]]] = None, expires_in: Optional[int] = None,
+                        max_responses: Optional[int] = None) -> Dict[str, Any]:
+        """Creates an approval; its `url` (shown only here) is the page to send to the person."""
+        body: Dict[str, Any] = {"question": question}
+        for k, v in (("details", details), ("options", options), ("fields", fields),
+                     ("expires_in_seconds", expires_in), ("max_responses", max_responses)):
+            if v is not None:
+                body[k] = v
+        return _request("POST", self._base() + "/approvals", self.token, body)["approval"]
+
+    def get_approval(self, approval_id: str) -> Dict[str, Any]:
+        return _request("GET", "%s/approvals/%s" % (self._base(), urllib.parse.quote(approval_id)), self.token)["approval"]
+
+    def cancel_approval(self, approval_id: str) -> Dict[str, Any]:
+        return _request("DELETE", "%s/approvals/%s" % (self._base(), urllib.parse.quote(approval_id)), self.token)["approval"]
+
+    def ask(self, question: str, options: Optional[List[Dict[str, str]]] = None, fields: Optional[List[Dict[str, Any]]] = None,
+            details: Optional[str] = None, expires_in: Optional[int] = None, timeout: Optional[float] = None,
+            on_url: Optional[Callable[[str, Dict[str, Any]], None]] = None) -> Optional[Dict[str, Any]]:
+        """Asks a person and returns the answer's event: approval.decided (event["data"]["option"],
+        ["fields"], ["reason"]), or approval.expired / approval.cancelled; None if `timeout` seconds
+        pass first. `on_url(url, approval)` gets the page's URL to send through your own channel
+        (default: printed on stderr). The event is not acknowledged: ack it once acted upon."""
+        approval = self.create_approval(question, details, options, fields, expires_in)
+        if on_url is None:
+            print("Open this link to answer (expires %s):\n%s" % (approval["expires_at"], approval["url"]), file=sys.stderr)
+        else:
+            on_url(approval["url"], approval)
+        if timeout is None:
+            expires = datetime.datetime.strptime(approval["expires_at"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+            # The expiry event comes within the server's sweep interval after expires_at.
+            timeout = (expires - datetime.datetime.now(datetime.timezone.utc)).total_seconds() + 60
+        return self.wait_for(match={"data.approval_id": approval["id"]}, timeout=timeout)
+
+
 # ---- forward: replay into local handlers (decisions section 16) ----
 
 _NOT_REPLAYED = {"connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te",
@@ -500,6 +537,7 @@ def _forward_target(ra, target, name, after, signer, ack, stop, on_attempt, on_n
         cur = page["next_cursor"]
         wait = 0 if page["has_more"] else MAX_POLL_SECONDS
         page = retrying(lambda: read(cur, wait))
+    # ---- Approvals: ask a person; their answer arrives as the event approval.decided ----
 
 
 # ---- CLI, mirroring `return-address` (JSON on stdout, messages on stderr; exit 0 / 2 timeout / 1 error) ----
@@ -570,6 +608,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     fw.add_argument("--resign", help="SCHEME:SECRET, SCHEME one of github, stripe, slack, standard_webhooks")
     fw.add_argument("--ack", action="store_true")
     fw.add_argument("--positions", help="where positions are kept if the service has no named consumers")
+    q = cmd("ask", "ask a person: the approval page's URL on stderr, the answer's event on stdout; "
+                   "exit 0 first option, 1 another, 2 expired, cancelled or timed out")
+    q.add_argument("question")
+    q.add_argument("--details")
+    q.add_argument("--option", action="append", default=[], help="id=label; repeatable (default approve/deny)")
+    q.add_argument("--field", action="append", default=[], help="name[!]:type[:label[:choice|choice...]]; repeatable")
+    q.add_argument("--expires", type=int, help="the approval's lifetime in seconds")
+    q.add_argument("--timeout", type=float)
     args = p.parse_args(argv)
 
     try:
@@ -638,6 +684,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         elif args.command == "delete":
             ra.delete()
             _out({"deleted": ra.id})
+        elif args.command == "ask":
+            return _ask(ra, args)
         return 0
     except ReturnAddressError as err:
         print("return_address: %s" % err, file=sys.stderr)
@@ -645,6 +693,40 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (OSError, ValueError) as err:
         print("return_address: %s" % err, file=sys.stderr)
         return 1
+
+
+def _field_spec(spec: str) -> Dict[str, Any]:
+    parts = spec.split(":")
+    name, type_ = parts[0], parts[1] if len(parts) > 1 and parts[1] else "text"
+    required = name.endswith("!")
+    name = name.rstrip("!")
+    f: Dict[str, Any] = {"name": name, "label": parts[2] if len(parts) > 2 and parts[2] else name, "type": type_, "required": required}
+    if type_ == "select":
+        f["choices"] = [c for c in (parts[3] if len(parts) > 3 else "").split("|") if c]
+    return f
+
+
+def _ask(ra: "ReturnAddress", args: argparse.Namespace) -> int:
+    options = None
+    if args.option:
+        options = []
+        for o in args.option:
+            if "=" not in o or o.startswith("="):
+                raise ValueError("--option %s: write id=label" % o)
+            i, label = o.split("=", 1)
+            options.append({"id": i, "label": label or i})
+    first: List[str] = []
+    event = ra.ask(args.question, options, [_field_spec(f) for f in args.field] or None, args.details, args.expires, args.timeout,
+                   on_url=lambda url, a: (first.append(a["options"][0]["id"]),
+                                          print("Open this link to answer (expires %s):\n%s" % (a["expires_at"], url), file=sys.stderr)))
+    if event is None:
+        print("timed out: no answer yet", file=sys.stderr)
+        return 2
+    _out(event)
+    if event["type"] != "approval.decided":
+        print("%s: no answer" % event["type"], file=sys.stderr)
+        return 2
+    return 0 if event["data"]["option"] == first[0] else 1
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 // stdout, human messages to stderr; exit 0 done/found, 2 wait timed out, 1 error.
 import { chmodSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ask, ASK_HELP } from './ask.js';
 import { forwardVerb } from './forward.js';
 import { signingSecretsVerb } from './signing-secrets.js';
 import type { CliVerb, VerbKit } from './verb.js';
@@ -15,7 +16,7 @@ const VERBS: Record<string, CliVerb> = {
   forward: forwardVerb,
 };
 
-class UsageError extends Error {}
+export class UsageError extends Error {}
 
 const COMMON = 'Common options:\n  --url URL      service base URL (default $RETURN_ADDRESS_URL, else http://localhost:3000)\n  -h, --help     this help\n';
 const SAVE = '  --save FILE    the file `create --save` wrote (create response + cursor)\n';
@@ -32,10 +33,11 @@ Commands:
   ack        acknowledge an event
   deliver    deliver an event to the address's inbox URL
   delete     delete the address and its events
+  ask        ask a person: an approval page's URL on stderr, their answer's event on stdout
 ${Object.entries(VERBS).map(([name, v]) => `  ${name.padEnd(10)} ${v.summary}`).join('\n')}
 
 Run \`return-address <command> --help\` for a command's options. JSON goes to stdout, messages to
-stderr. Exit codes: 0 success, 2 wait timed out, 1 error.
+stderr. Exit codes: 0 success, 2 wait timed out, 1 error (ask: 0 first option, 1 another, 2 no answer).
 `,
   serve: `Usage: return-address serve\n\nRuns the service in the foreground, exactly like \`npm start\`. Configure it with the\nenvironment variables of the README (PORT, SMTP_PORT, BASE_URL, DATA_DIR or DATABASE_URL, ...).\n`,
   create: `Usage: return-address create [--name N] [--task-id T] [--ttl SECONDS] [--save FILE]\n\nCreates an address and prints the create response. With --save, writes that response plus\n"cursor": 0 to FILE with mode 0600 (it holds the read token and the inbox secret).\n\n${COMMON}`,
@@ -44,6 +46,7 @@ stderr. Exit codes: 0 success, 2 wait timed out, 1 error.
   get: `Usage: return-address get --save FILE\n\nPrints {"address": ...}.\n\n${SAVE}${COMMON}`,
   ack: `Usage: return-address ack --save FILE EVENT_ID\n\nAcknowledges the event (idempotent) and prints {"event": ...}.\n\n${SAVE}${COMMON}`,
   deliver: `Usage: return-address deliver --save FILE [--type T] [--source S] [--data JSON] [--key K]\n\nPOSTs an event to the saved inbox URL and prints {"event", "duplicate"}. --data is any JSON\nvalue; --key is an idempotency key.\n\n${SAVE}${COMMON}`,
+  ask: ASK_HELP,
   delete: `Usage: return-address delete --save FILE\n\nDeletes the address and all its events; prints {"deleted": "<address id>"}.\n\n${SAVE}${COMMON}`,
 };
 
@@ -58,12 +61,12 @@ function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[]
 }
 
 /** Prints `value` as JSON: the service's own text when it came from the service, so every number keeps its digits. */
-function out(value: unknown): void {
+export function out(value: unknown): void {
   const text = sourceOf(value);
   process.stdout.write(`${text === undefined ? JSON.stringify(value, null, 2) : indentJson(text)}\n`);
 }
 
-function loadSaved(file: string | undefined): Saved {
+export function loadSaved(file: string | undefined): Saved {
   if (!file) throw new UsageError('--save FILE is required (the file `return-address create --save FILE` wrote)');
   let saved: Saved;
   try {
@@ -201,6 +204,8 @@ async function run(argv: string[]): Promise<number> {
       out(await ra.deliver(body, { idempotencyKey: values.key }));
       return 0;
     }
+    case 'ask':
+      return ask(rest);
     case 'delete': {
       const { values } = parse(rest, {});
       const saved = loadSaved(values.save);

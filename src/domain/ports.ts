@@ -4,6 +4,7 @@
 // `if (postgres)` scattered through the code. `WakeupHub` is implemented in process by
 // src/wakeup/wakeup-hub.ts. Dependencies point inward: those modules import this file, never the
 // other way round.
+import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from '../approvals/approval-model.js';
 import type { ConsumerPositions } from '../consumers/consumer-positions.js';
 import type { EventFilter } from './event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from './model.js';
@@ -131,4 +132,16 @@ export interface Store {
   scanEvents(addressId: string, after: number, filter: EventFilter, limit: number, maxBytes: number): Promise<ScanPageRecord | null>;
   /** Sets acknowledged_at once (a second ack keeps the first time); null when no such event. */
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
+
+  /** Stores a new approval, durably; false when its address does not exist. */
+  createApproval(approval: ApprovalRecord): Promise<boolean>;
+  /** The approval with its answers (oldest first); null when there is none with this id. */
+  getApproval(approvalId: string): Promise<{ approval: ApprovalRecord; answers: ApprovalAnswerRecord[] } | null>;
+  /** Pending approvals whose expiresAt is at or before `now`, soonest first. */
+  dueApprovals(now: number, limit: number): Promise<ApprovalRecord[]>;
+  /**
+   * Changes an approval's state and appends the step's event in one transaction, only if the step's
+   * condition holds (approval-model.ts); durable before it resolves, like appendEvent.
+   */
+  approvalStep(step: ApprovalStep, limits: StoreLimits): Promise<ApprovalStepResult>;
 }

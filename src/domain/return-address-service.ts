@@ -348,6 +348,11 @@ export class ReturnAddressService {
     return this.now() >= a.expiresAt + this.opts.expiredGraceSeconds * 1000;
   }
 
+  /** Another room appended to the address through the store (an approval's step, approvals/): wake its readers. */
+  addressChanged(addressId: string): void {
+    this.changed(addressId);
+  }
+
   /**
    * Wakes this process's waiters on the address. With a store that notifies across instances the
    * notification arrives anyway; waking here too saves the round trip for local readers.

@@ -193,6 +193,7 @@ export const DOCUMENT_TAGS = [
   { name: 'events', description: 'The ordered, durable queue of an address: read with a cursor and long-polling, acknowledge.' },
   { name: 'inbox', description: 'Write-only delivery of an event by whoever must call back, with the secret in the URL.' },
   { name: 'capture', description: 'The capture URL: any request from any sender (GitHub, Stripe, Slack, OAuth redirects) stored as it came, and the secrets that check their signatures.' },
+  { name: 'approvals', description: 'Ask a person: a page with one button per option, whose answer arrives as an event (approval.decided) in the queue.' },
   { name: 'mcp', description: 'The same queue as a Model Context Protocol server (Streamable HTTP, stateless).' },
   { name: 'documents', description: 'This description and the plain-text guides for agents.' },
   { name: 'inspect', description: 'A live page for a person to watch a queue.' },

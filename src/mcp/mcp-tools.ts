@@ -22,6 +22,8 @@ import { MAX_MCP_WAIT_SECONDS } from '../config.js';
 import { EventsQuery } from '../http/schemas.js';
 import { type Consumers, consumerName } from '../consumers/consumers.js';
 import { EVENT_STATE_NAMES, MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter } from '../domain/event-filter.js';
+import type { ApprovalService } from '../approvals/approval-service.js';
+import { registerApprovalTools } from './approval-tools.js';
 
 interface Range { minimum: number; maximum: number; default: number }
 
@@ -150,6 +152,8 @@ export interface ToolContext {
   /** Aborts when the HTTP client goes away: long waits end then. */
   signal: AbortSignal;
   log: FastifyBaseLogger;
+  /** request_approval and get_approval (approval-tools.ts). */
+  approvals?: ApprovalService;
 }
 
 /**
@@ -244,6 +248,8 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       clearInterval(ticker);
     }
   }));
+
+  registerApprovalTools(server, address, ctx.approvals, run);
 
   // registerTool advertises tools.listChanged: true; this server is stateless (one per request) and
   // its tools never change, so it never sends notifications/tools/list_changed.

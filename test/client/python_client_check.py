@@ -77,8 +77,40 @@ assert r.returncode == 0 and json.loads(r.stdout)["acknowledged_at"], r.stderr
 assert json.load(open(path))["cursor"] == 1
 r = subprocess.run([sys.executable, module, "wait", "--save", path, "--timeout", "1"], env=env, capture_output=True, text=True)
 assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout)
+r = subprocess.run([sys.executable, module, "ask", "--save", path, "Nobody answers?", "--option", "go=Go", "--option", "stop=Stop",
+                    "--field", "why!:select:Why:a|b", "--timeout", "1"], env=env, capture_output=True, text=True)
+assert r.returncode == 2 and "/approve/apr_" in r.stderr and r.stdout == "", (r.returncode, r.stderr)
 r = subprocess.run([sys.executable, module, "delete", "--save", path], env=env, capture_output=True, text=True)
 assert r.returncode == 0 and json.loads(r.stdout)["deleted"] == saved["address"]["id"]
+
+# ---- ask(): the person answers on the page's URL (here: the page's form POST); the decided event comes back ----
+import urllib.request as _ur
+
+
+def answer(option, fields=None):
+    def on_url(link, approval):
+        assert approval["status"] == "pending" and link.startswith(url + "/approve/" + approval["id"] + "/")
+        def post():
+            time.sleep(0.3)
+            body = "option=" + option + "".join("&field.%s=%s" % kv for kv in (fields or {}).items())
+            _ur.urlopen(_ur.Request(link, data=body.encode(), method="POST",
+                                    headers={"Content-Type": "application/x-www-form-urlencoded"}), timeout=10).read()
+        threading.Thread(target=post).start()
+    return on_url
+
+
+ev = ra.ask("Approve the purchase?", fields=[{"name": "note", "label": "Note", "type": "text"}], on_url=answer("approve", {"note": "ok"}), timeout=20)
+assert ev and ev["type"] == "approval.decided" and ev["data"]["option"] == "approve" and ev["data"]["fields"] == {"note": "ok"}, ev
+got = ra.get_approval(ev["data"]["approval_id"])
+assert got["status"] == "decided" and got["answers"][0]["option"] == "approve", got
+pending = ra.create_approval("Cancel me")
+assert ra.cancel_approval(pending["id"])["status"] == "cancelled"
+assert ra.ask("Nobody?", on_url=lambda u, a: None, timeout=1) is None
+try:
+    ra.create_approval("q", options=[{"id": "a", "label": "A"}])
+    raise AssertionError("one option accepted")
+except ReturnAddressError as err:
+    assert err.status == 400 and "options" in err.message, err
 
 ra.delete()
 try:
