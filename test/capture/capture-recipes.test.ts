@@ -64,6 +64,22 @@ describe('capture recipes', () => {
     assert.deepEqual(events.map((e: any) => e.data.body), cases.map((c) => c[2]));
   });
 
+  it('a form-encoded GitHub delivery of several MiB is unwrapped (its JSON stays under MAX_EVENT_BYTES) while liveness probes are answered', async () => {
+    const a = await createAddress(svc.baseUrl);
+    const items = Array.from({ length: 40_000 }, (_, i) => `{"id":${i},"name":"item ${i} & more","tags":["a","b"]}`).join(',');
+    const payload = `{"action":"synchronize","items":[${items}]}`;
+    const form = `payload=${encodeURIComponent(payload)}`;
+    assert.ok(form.length > 3 * 1024 * 1024 && payload.length < 3 * 1024 * 1024, `${form.length} form bytes, ${payload.length} JSON bytes`);
+    const big = api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, { body: form, headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-github-event': 'pull_request', 'x-github-delivery': randomUUID() } });
+    const probes = await Promise.all(Array.from({ length: 5 }, () => api(svc.baseUrl, 'GET', '/healthz')));
+    assert.deepEqual(probes.map((p) => p.status), [200, 200, 200, 200, 200]);
+    const r = await big;
+    assert.equal(r.status, 202, r.text.slice(0, 200));
+    const [e] = (await listEvents(svc.baseUrl, a, { limit: 1 })).json.events;
+    assert.equal(e.data.body.action, 'synchronize');
+    assert.equal(e.data.body.items.length, 40_000);
+  });
+
   it("a browser's form POST (OAuth response_mode=form_post) gets the close-tab page and is stored; a program's POST gets JSON", async () => {
     const a = await createAddress(svc.baseUrl);
     const browserAccept = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
