@@ -1,7 +1,7 @@
 // Builds the Fastify instance from its dependencies; never listens (tests and server.ts do).
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { FastifyBaseLogger } from 'fastify';
 import { MAX_MCP_WAIT_SECONDS, MAX_WAIT_SECONDS } from './config.js';
 import { ERROR_CATALOGUE } from './domain/errors.js';
@@ -18,7 +18,7 @@ import { documentRoutes } from './http/routes/documents.js';
 import { consumerRoutes } from './consumers/consumer-routes.js';
 import { eventStreamRoutes } from './http/routes/event-stream.js';
 import { eventRoutes } from './http/routes/events.js';
-import { healthRoutes } from './http/routes/health.js';
+import { healthRoutes, isHealthProbe } from './http/routes/health.js';
 import { hookRoutes } from './http/routes/hooks.js';
 import { inboxRoutes } from './http/routes/inbox.js';
 import { signingSecretRoutes } from './http/routes/signing-secrets.js';
@@ -38,6 +38,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   const app = Fastify({
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: loggerOptions(config.logLevel) }),
     bodyLimit: config.maxPayloadBytes,
+    logController: new LogController({ disableRequestLogging: isHealthProbe }), // probes log one debug line instead (health.ts)
     // A hop count as proxy-addr reads one (hop 0 is the socket's peer); Fastify's types take no number.
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     // Slow clients: the whole request (headers and body) must arrive within requestTimeout, the

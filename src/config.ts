@@ -8,6 +8,8 @@ export interface Config {
   readonly host: string;
   /** Public base URL, without a trailing slash; every URL the API hands out starts with it. */
   readonly baseUrl: string;
+  /** Whether BASE_URL was set: unset behind a proxy, every URL handed out names localhost (warned at start). */
+  readonly baseUrlConfigured: boolean;
   readonly dataDir: string;
   /** postgres://… selects the PostgreSQL store; undefined means embedded SQLite under dataDir. */
   readonly databaseUrl: string | undefined;
@@ -161,6 +163,7 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     host,
     baseUrl,
+    baseUrlConfigured: raw(env, 'BASE_URL') !== undefined,
     dataDir: raw(env, 'DATA_DIR') ?? './data',
     databaseUrl,
     emailDomain,

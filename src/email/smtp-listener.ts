@@ -14,8 +14,8 @@
 // Sender authentication (SPF, DKIM, DMARC) runs beside the parse, on the raw bytes, with the
 // connection's IP, EHLO name and MAIL FROM; its DNS lookups are bounded (sender-authentication.ts),
 // so a dead or slow resolver costs at most its budget and gives temperror, never a stalled session.
-import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { loadSmtpCertificates, type SmtpCertificates } from './smtp-certificates.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerError, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import { SLUG_RE } from '../domain/credentials.js';
@@ -55,6 +55,12 @@ export interface SmtpListener {
   /** The port actually bound (differs from the option when that was 0). */
   readonly port: number;
   close(): Promise<void>;
+  /**
+   * Reads SMTP_TLS_CERT/KEY again and uses them for the STARTTLS handshakes from now on; the
+   * listener and the sessions already open stay. Throws (keeping the certificate in use) when the
+   * new pair does not load, or when STARTTLS is off.
+   */
+  reloadTls(): SmtpCertificates['summary'];
 }
 
 /** What a recipient resolves to when it names a live address. */
@@ -94,14 +100,6 @@ export function parseRecipient(rcpt: string, emailDomain: string): { slug: strin
 
 function smtpError(responseCode: number, message: string): SMTPServerError {
   return Object.assign(new Error(message), { responseCode });
-}
-
-function readPem(path: string, variable: string): Buffer {
-  try {
-    return readFileSync(path);
-  } catch (err) {
-    throw new Error(`${variable}: cannot read ${path}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  }
 }
 
 /** A mail's event JSON above this many characters is stored one recipient at a time. */
@@ -205,9 +203,10 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
     return stored.length === 1 ? `OK: stored as ${stored[0]}` : `OK: stored as ${stored.length} events`;
   }
 
-  const tls = opts.tlsCertFile !== undefined && opts.tlsKeyFile !== undefined
-    ? { cert: readPem(opts.tlsCertFile, 'SMTP_TLS_CERT'), key: readPem(opts.tlsKeyFile, 'SMTP_TLS_KEY') }
+  const certificates = opts.tlsCertFile !== undefined && opts.tlsKeyFile !== undefined
+    ? loadSmtpCertificates(opts.tlsCertFile, opts.tlsKeyFile)
     : undefined;
+  const tls = certificates ? { cert: certificates.cert, key: certificates.key } : undefined;
 
   const options: SMTPServerOptions = {
     name: opts.emailDomain,
@@ -346,11 +345,21 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
     });
   });
   const port = (server.server.address() as AddressInfo).port;
-  log.info({ port, host: opts.host, starttls: tls !== undefined, max_bytes: opts.maxEmailBytes }, 'smtp listener started');
+  log.info({ port, host: opts.host, starttls: tls !== undefined, certificate: certificates?.summary, max_bytes: opts.maxEmailBytes }, 'smtp listener started');
 
   let closed: Promise<void> | undefined;
   return {
     port,
+    reloadTls: () => {
+      if (opts.tlsCertFile === undefined || opts.tlsKeyFile === undefined) {
+        throw new Error('STARTTLS is off (SMTP_TLS_CERT and SMTP_TLS_KEY are unset): there is no certificate to reload');
+      }
+      const next = loadSmtpCertificates(opts.tlsCertFile, opts.tlsKeyFile);
+      // smtp-server merges these into its options and rebuilds the context each STARTTLS uses.
+      server.updateSecureContext({ cert: next.cert, key: next.key });
+      log.info({ certificate: next.summary }, 'SMTP TLS certificate reloaded');
+      return next.summary;
+    },
     close: () => (closed ??= (async () => {
       closing = true;
       const stopped = new Promise<void>((r) => server.close(() => r()));

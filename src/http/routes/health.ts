@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { errorBody } from '../../domain/errors.js';
 import type { AppDeps } from '../route-deps.js';
@@ -6,8 +7,22 @@ import { ErrorBody, NO_AUTH, errorResponses } from '../schemas.js';
 
 const Status = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
 
+/**
+ * Probes come every few seconds from orchestrators, proxies and HEALTHCHECKs: Fastify's request
+ * lines for them (info) are disabled (app.ts's disableRequestLogging) and one debug line per probe
+ * is written instead. A failed readiness check still warns.
+ */
+export function isHealthProbe(req: { url: string }): boolean {
+  return /^\/(healthz|readyz)(\?|$)/.test(req.url);
+}
+
+async function logProbe(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  request.log.debug({ req: request, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime }, 'health probe answered');
+}
+
 export const healthRoutes = ({ store }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
   app.get('/healthz', {
+    onResponse: logProbe,
     schema: {
       operationId: 'getHealth',
       summary: 'Liveness: the process is up',
@@ -19,6 +34,7 @@ export const healthRoutes = ({ store }: AppDeps): FastifyPluginAsyncTypebox => a
   }, async () => ({ status: 'ok' as const }));
 
   app.get('/readyz', {
+    onResponse: logProbe,
     schema: {
       operationId: 'getReadiness',
       summary: 'Readiness: storage is reachable',

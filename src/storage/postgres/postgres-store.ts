@@ -135,7 +135,7 @@ export class PostgresStore implements Store {
   }
 
   migrate(): Promise<void> {
-    return runMigrations(this.clientConfig, MIGRATIONS_DIR);
+    return runMigrations(this.clientConfig, MIGRATIONS_DIR, this.log);
   }
 
   async ping(): Promise<void> {

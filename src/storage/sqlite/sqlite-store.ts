@@ -31,7 +31,7 @@ import type { ConsumerPositions } from '../../consumers/consumer-positions.js';
 import { SqliteConsumerPositions } from './sqlite-consumers.js';
 import { filterSql, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
 import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
-import { readMigrations } from '../migration-files.js';
+import { assertSchemaNotNewer, readMigrations } from '../migration-files.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { stepDedupeKey, type ApprovalAnswerRecord, type ApprovalRecord, type ApprovalStep, type ApprovalStepResult } from '../../approvals/approval-model.js';
@@ -145,7 +145,12 @@ export class SqliteStore implements Store {
     this.db.pragma('synchronous = FULL');
     this.db.pragma('foreign_keys = ON');
     this.db.pragma('busy_timeout = 5000');
-    this.migrateNow();
+    try {
+      this.migrateNow(opts.log ?? SILENT_LOG);
+    } catch (err) {
+      this.db.close(); // a refused or failed migration leaves no handle on the file
+      throw err;
+    }
     this.q = this.prepare();
     this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
     // Room for both limits: the shortest run of oldest acknowledged events that frees enough
@@ -219,20 +224,24 @@ export class SqliteStore implements Store {
   /** Migrations run in the constructor (statements are prepared against the final schema). */
   async migrate(): Promise<void> {}
 
-  private migrateNow(): void {
+  private migrateNow(log: Log): void {
     this.db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
-    const applied = new Set(
-      (this.db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
+    const applied = new Map(
+      (this.db.prepare('SELECT version, name FROM schema_migrations').all() as { version: number; name: string }[]).map((r) => [r.version, r.name]),
     );
-    for (const m of readMigrations(MIGRATIONS_DIR)) {
+    const migrations = readMigrations(MIGRATIONS_DIR);
+    assertSchemaNotNewer('SQLite', applied, migrations);
+    for (const m of migrations) {
       if (applied.has(m.version)) continue;
+      const started = performance.now();
       // Record first, inside the migration's own transaction: a second runner fails on the
       // primary key instead of applying the DDL twice.
       this.db.transaction(() => {
         this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
         this.db.exec(m.sql);
       }).immediate();
+      log.info({ migration: m.name, version: m.version, ms: Math.round(performance.now() - started) }, 'applied SQLite migration');
     }
   }
 
