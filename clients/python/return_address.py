@@ -19,13 +19,20 @@ the file `return-address create --save` writes (create response + cursor + url).
 As a CLI: python3 return_address.py create --save a.json; python3 return_address.py wait --save a.json --type email.received
 """
 import argparse
+import base64
 import datetime
+import hashlib
+import hmac
+import http.client
 import json
 import os
 import random
+import re
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -338,10 +345,63 @@ class ReturnAddress:
         """Acknowledges an event (idempotent); returns {"event": ...} as HTTP does."""
         return _request("POST", "%s/events/%s/ack" % (self._base(), urllib.parse.quote(event_id)), self.token)
 
+    def set_signing_secrets(self, github: Optional[str] = None, stripe: Optional[str] = None,
+                            slack: Optional[str] = None, standard_webhooks: Optional[str] = None) -> Dict[str, Any]:
+        """Sets the secrets that verify signed requests to hook_url (PUT .../signing-secrets).
+        Replaces the whole set: a scheme not given is removed; no argument removes all."""
+        body = {k: v for k, v in (("github", github), ("stripe", stripe), ("slack", slack),
+                                  ("standard_webhooks", standard_webhooks)) if v is not None}
+        return _request("PUT", self._base() + "/signing-secrets", self.token, body=body)
+
     def delete(self) -> None:
         _request("DELETE", self._base(), self.token)
 
-    # ---- Approvals: ask a person; their answer arrives as the event approval.decided ----
+    def raw_bytes(self, url: str) -> bytes:
+        """The exact bytes behind an event's data.raw.url (a large captured body kept outside the event)."""
+        req = urllib.request.Request(url, headers={"Authorization": "Bearer " + self.token})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as res:
+                return res.read()
+        except urllib.error.HTTPError as e:
+            raise ReturnAddressError(e.code, "bad_response", "GET %s: HTTP %d" % (url, e.code)) from None
+        except (urllib.error.URLError, OSError) as e:
+            raise ReturnAddressError(0, "network_error", "GET %s: %s" % (url, getattr(e, "reason", e))) from None
+
+    def forward(self, targets: List[Dict[str, Any]], from_sequence: Optional[int] = None, resign: Optional[str] = None,
+                ack: bool = False, stop: Optional[threading.Event] = None, on_attempt=None, on_notice=None,
+                position_file: Optional[str] = None, attempt_timeout: float = 30, backoff: tuple = (1.0, 60.0)) -> None:
+        """Replays the queue into local handlers until `stop` is set, like `return-address forward`
+        (decisions section 16). `targets`: [{"url": ..., "types": [...], "match": {...}}]. Each target
+        has its own named consumer forward:<target> (a local file, else memory, when the service has
+        none) and its own thread; a captured request is replayed as it came (method, sub-path, query,
+        headers without hop-by-hop ones and Host, the exact raw bytes), any other event POSTed as its
+        Event JSON. A 2xx moves that target's position (and acks with ack=True); anything else is
+        retried after backoff[0] seconds doubling to backoff[1], in order. `resign` "SCHEME:SECRET"
+        signs each request again, now, with a local secret. on_attempt(dict) is called per attempt."""
+        if not targets:
+            raise ValueError("forward needs at least one target")
+        stop = stop or threading.Event()
+        signer = _parse_resign(resign) if resign else None
+        names = [_forward_consumer_name(t["url"]) for t in targets]
+        if len(set(names)) != len(names):
+            raise ValueError("two targets have the same URL: give each handler once")
+        for t in targets:
+            u = urllib.parse.urlsplit(t["url"])
+            if u.scheme not in ("http", "https") or not u.hostname:
+                raise ValueError('target "%s" must be an http:// or https:// URL' % t["url"])
+        after = None if from_sequence is None else from_sequence - 1
+        if after is not None and after < 0:
+            raise ValueError("from_sequence must be an integer >= 1")
+        lock = threading.Lock()
+        threads = [threading.Thread(target=_forward_target, daemon=True, args=(
+            self, t, name, after, signer, ack, stop, on_attempt or (lambda a: None), on_notice or (lambda m: None),
+            position_file, attempt_timeout, backoff, lock)) for t, name in zip(targets, names)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            while th.is_alive():
+                th.join(0.2)
+
 
     def create_approval(self, question: str, details: Optional[str] = None, options: Optional[List[Dict[str, str]]] = None,
                         fields: Optional[List[Dict[str, Any]]] = None, expires_in: Optional[int] = None,
@@ -377,6 +437,212 @@ class ReturnAddress:
             # The expiry event comes within the server's sweep interval after expires_at.
             timeout = (expires - datetime.datetime.now(datetime.timezone.utc)).total_seconds() + 60
         return self.wait_for(match={"data.approval_id": approval["id"]}, timeout=timeout)
+
+
+# ---- forward: replay into local handlers (decisions section 16) ----
+
+_NOT_REPLAYED = {"connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te",
+                 "trailer", "transfer-encoding", "upgrade", "host", "content-length", "expect"}
+_RESIGN_SCHEMES = ("github", "stripe", "slack", "standard_webhooks")
+
+
+def _forward_consumer_name(url: str) -> str:
+    u = urllib.parse.urlsplit(url)
+    port = "" if u.port is None else ":%d" % u.port
+    path = "" if u.path in ("", "/") else u.path
+    readable = re.sub(r"-+$", "", re.sub(r"[^a-z0-9_.:-]+", "-", ("%s%s%s%s" % (u.hostname, port, path, "?" + u.query if u.query else "")).lower()))
+    name = "forward:" + readable
+    if len(name) <= 64:
+        return name
+    digest = hashlib.sha256(urllib.parse.urlunsplit(u).encode()).hexdigest()[:12]
+    return "%s-%s" % (name[:64 - 13], digest)
+
+
+def _parse_resign(value: str) -> tuple:
+    scheme, _, secret = value.partition(":")
+    if scheme not in _RESIGN_SCHEMES:
+        raise ValueError("resign must be SCHEME:SECRET with SCHEME one of %s; got %r" % (", ".join(_RESIGN_SCHEMES), scheme))
+    if not secret:
+        raise ValueError('resign %s: the secret after "%s:" is empty' % (scheme, scheme))
+    return scheme, secret
+
+
+def _resign_headers(signer: tuple, headers: Dict[str, str], body: bytes, message_id: str) -> Dict[str, str]:
+    scheme, secret = signer
+    out = dict(headers)
+    t = str(int(time.time()))
+    hexmac = lambda key, data: hmac.new(key, data, hashlib.sha256).hexdigest()
+    if scheme == "github":
+        out["x-hub-signature-256"] = "sha256=" + hexmac(secret.encode(), body)
+        out["x-hub-signature"] = "sha1=" + hmac.new(secret.encode(), body, hashlib.sha1).hexdigest()
+    elif scheme == "stripe":
+        out["stripe-signature"] = "t=%s,v1=%s" % (t, hexmac(secret.encode(), t.encode() + b"." + body))
+    elif scheme == "slack":
+        out["x-slack-request-timestamp"] = t
+        out["x-slack-signature"] = "v0=" + hexmac(secret.encode(), b"v0:" + t.encode() + b":" + body)
+    else:
+        had_svix = "svix-signature" in headers or "svix-id" in headers
+        key = base64.b64decode(secret[6:] if secret.startswith("whsec_") else secret)
+        mid = headers.get("webhook-id") or headers.get("svix-id") or message_id
+        sig = "v1," + base64.b64encode(hmac.new(key, ("%s.%s." % (mid, t)).encode() + body, hashlib.sha256).digest()).decode()
+        for k in ("webhook-signature", "webhook-timestamp", "svix-signature", "svix-timestamp"):
+            out.pop(k, None)
+        out.update({"webhook-id": mid, "webhook-timestamp": t, "webhook-signature": sig})
+        if had_svix:
+            out.update({"svix-id": mid, "svix-timestamp": t, "svix-signature": sig})
+    return out
+
+
+def _captured(event: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    d = event.get("data")
+    if not isinstance(d, dict) or d.get("method") not in ("GET", "POST", "PUT", "PATCH", "DELETE") or not isinstance(d.get("path"), str):
+        return None
+    raw = d.get("raw")
+    if not isinstance(d.get("headers"), dict) or not isinstance(d.get("query"), dict) or not isinstance(raw, dict):
+        return None
+    if not isinstance(raw.get("sha256"), str) or raw.get("encoding") not in ("utf8", "base64"):
+        return None
+    return d
+
+
+def _replay_request(ra: "ReturnAddress", event: Dict[str, Any], target: str) -> tuple:
+    """(method, path with query, headers, body, shown path) of one replay."""
+    u = urllib.parse.urlsplit(target)
+    base_path = u.path.rstrip("/")
+    d = _captured(event)
+    if d is None:
+        body = json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
+        headers = {"content-type": "application/json", "user-agent": "return-address-forward",
+                   "x-return-address-event-id": event["id"], "x-return-address-event-type": event["type"],
+                   "x-return-address-sequence": str(event["sequence"])}
+        return "POST", (base_path or "/") + ("?" + u.query if u.query else ""), headers, body, base_path or "/"
+    raw = d["raw"]
+    if isinstance(raw.get("content"), str):
+        body = base64.b64decode(raw["content"]) if raw["encoding"] == "base64" else raw["content"].encode()
+    elif isinstance(raw.get("url"), str):
+        body = ra.raw_bytes(raw["url"])
+    else:
+        raise ValueError("event %s holds neither raw.content nor raw.url" % event["id"])
+    if len(body) != raw.get("size") or hashlib.sha256(body).hexdigest() != raw["sha256"]:
+        raise ValueError("event %s: the raw bytes do not match raw.size/raw.sha256; refusing to replay a changed body" % event["id"])
+    named = {t.strip().lower() for t in d["headers"].get("connection", "").split(",") if t.strip()}
+    headers = {k: v for k, v in d["headers"].items() if k not in _NOT_REPLAYED and k not in named}
+    pairs = urllib.parse.parse_qsl(u.query, keep_blank_values=True)
+    for k, v in d["query"].items():
+        pairs.extend((k, one) for one in (v if isinstance(v, list) else [v]))
+    query = urllib.parse.urlencode(pairs)
+    return d["method"], (base_path + d["path"] + ("?" + query if query else "")) or "/", headers, body, d["path"] or "/"
+
+
+def _send(target: str, method: str, path: str, headers: Dict[str, str], body: bytes, timeout: float) -> int:
+    u = urllib.parse.urlsplit(target)
+    conn_cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+    conn = conn_cls(u.hostname, u.port, timeout=timeout)
+    try:
+        conn.putrequest(method, path, skip_accept_encoding=True)
+        for k, v in headers.items():
+            conn.putheader(k, v.encode("utf-8"))
+        if body or method in ("POST", "PUT", "PATCH"):
+            conn.putheader("content-length", str(len(body)))
+        conn.endheaders(body if body else None)
+        res = conn.getresponse()
+        res.read()
+        return res.status
+    finally:
+        conn.close()
+
+
+def _type_selected(type_: str, types: Optional[List[str]]) -> bool:
+    return not types or any(type_.startswith(t[:-1]) if t.endswith(".*") else type_ == t for t in types)
+
+
+def _forward_target(ra, target, name, after, signer, ack, stop, on_attempt, on_notice, position_file, attempt_timeout, backoff, lock) -> None:
+    url = target["url"]
+    local = None  # the position, when the service keeps no named consumers
+
+    def load() -> Dict[str, int]:
+        if not position_file or not os.path.exists(position_file):
+            return {}
+        with open(position_file) as f:
+            return json.load(f)
+
+    def commit(seq: int) -> None:
+        nonlocal local
+        if local is None:
+            ra.page(seq, 1, 0, consumer=name)
+            return
+        local = seq
+        if position_file:
+            with lock:
+                _save(position_file, dict(load(), **{name: seq}))
+
+    def read(after_: Optional[int], wait: int) -> Dict[str, Any]:
+        nonlocal local
+        if local is None:
+            try:
+                return ra.page(after_, 100, wait, consumer=name)
+            except ReturnAddressError as e:
+                if e.status != 400 or "consumer" not in e.message:
+                    raise
+                local = load().get(name, 0)
+                on_notice("this service keeps no named consumers; %s's position is kept %s" % (name, "in " + position_file if position_file else "in memory only"))
+        if after_ is not None and after_ != local:
+            commit(after_)
+        return ra.page(local, 100, wait)
+
+    def retrying(fn):
+        delay = backoff[0]
+        while not stop.is_set():
+            try:
+                return fn()
+            except ReturnAddressError as e:
+                on_notice("%s failed: %s; retrying in %gs" % (name, e, delay))
+                stop.wait(delay)
+                delay = min(delay * 2, backoff[1])
+        return None
+
+    page = retrying(lambda: read(after, 0))
+    while page is not None and not stop.is_set():
+        for event in page["events"]:
+            if not (_type_selected(event["type"], target.get("types")) and event_matches(event, None, target.get("match"))):
+                continue
+            req = retrying(lambda: _replay_request(ra, event, url))
+            if req is None:
+                return
+            method, path, headers, body, shown = req
+            delay = backoff[0]
+            while True:
+                if stop.is_set():
+                    return
+                h = _resign_headers(signer, headers, body, "msg_" + event["id"]) if signer else headers
+                started = time.monotonic()
+                status, error = None, None
+                try:
+                    status = _send(url, method, path, h, body, attempt_timeout)
+                except (OSError, http.client.HTTPException) as e:
+                    error = type(e).__name__ + (": %s" % e if str(e) else "")
+                ok = status is not None and 200 <= status < 300
+                attempt = {"target": url, "status": status, "method": method, "path": shown, "type": event["type"],
+                           "sequence": event["sequence"], "event_id": event["id"], "ms": int((time.monotonic() - started) * 1000)}
+                if error:
+                    attempt["error"] = error
+                if not ok:
+                    attempt["retry_in"] = delay
+                on_attempt(attempt)
+                if ok:
+                    break
+                stop.wait(delay)
+                delay = min(delay * 2, backoff[1])
+            if ack:
+                retrying(lambda: ra.ack(event["id"]))
+            if retrying(lambda: commit(event["sequence"]) or True) is None:
+                return
+        if stop.is_set():
+            return
+        cur = page["next_cursor"]
+        wait = 0 if page["has_more"] else MAX_POLL_SECONDS
+        page = retrying(lambda: read(cur, wait))
+    # ---- Approvals: ask a person; their answer arrives as the event approval.decided ----
 
 
 # ---- CLI, mirroring `return-address` (JSON on stdout, messages on stderr; exit 0 / 2 timeout / 1 error) ----
@@ -457,6 +723,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     k.add_argument("--match", action="append", default=[])
     k.add_argument("--consumer")
     k.add_argument("--until-idle", type=int)
+    ss = cmd("signing-secrets", "set the secrets that verify signed requests to hook_url (replaces the whole set)")
+    for scheme in ("github", "stripe", "slack", "standard-webhooks"):
+        ss.add_argument("--" + scheme, help="the %s secret" % scheme)
+        ss.add_argument("--%s-env" % scheme, metavar="VAR", help="read the %s secret from the environment variable VAR" % scheme)
+    ss.add_argument("--clear", action="store_true", help="remove every secret")
+    fw = cmd("forward", "replay the queue into local handlers (like `return-address forward`)")
+    fw.add_argument("--to", action="append", required=True, help="a local handler URL; repeatable")
+    fw.add_argument("--type", action="append", default=[], help="exact type or prefix.*, for every target")
+    fw.add_argument("--match", action="append", default=[], help="path=value, for every target")
+    fw.add_argument("--from-sequence", type=int)
+    fw.add_argument("--resign", help="SCHEME:SECRET, SCHEME one of github, stripe, slack, standard_webhooks")
+    fw.add_argument("--ack", action="store_true")
+    fw.add_argument("--positions", help="where positions are kept if the service has no named consumers")
     q = cmd("ask", "ask a person: the approval page's URL on stderr, the answer's event on stdout; "
                    "exit 0 first option, 1 another, 2 expired, cancelled or timed out")
     q.add_argument("question")
@@ -518,6 +797,40 @@ def main(argv: Optional[List[str]] = None) -> int:
             _out(ra.ack(args.event_id))
         elif args.command == "deliver":
             _out(ra.deliver(args.type, None if args.data is None else json.loads(args.data), args.source, idempotency_key=args.key))
+        elif args.command == "signing-secrets":
+            secrets = {}
+            for scheme in ("github", "stripe", "slack", "standard_webhooks"):
+                literal, env = getattr(args, scheme), getattr(args, scheme + "_env")
+                if literal is not None and env is not None:
+                    raise ValueError("give --%s or --%s-env, not both" % (scheme, scheme))
+                if env is not None:
+                    if not os.environ.get(env):
+                        raise ValueError("the environment variable %s is not set" % env)
+                    secrets[scheme] = os.environ[env]
+                elif literal is not None:
+                    secrets[scheme] = literal
+            if not secrets and not args.clear:
+                raise ValueError("give at least one secret, or --clear to remove them all")
+            if secrets and args.clear:
+                raise ValueError("--clear removes every secret: give it alone")
+            _out(ra.set_signing_secrets(**secrets))
+        elif args.command == "forward":
+            stop = threading.Event()
+
+            def on_signal(signum, frame):
+                print("forward: stopping; positions are kept, nothing is lost", file=sys.stderr)
+                stop.set()
+            signal.signal(signal.SIGINT, on_signal)
+            signal.signal(signal.SIGTERM, on_signal)
+
+            def line(a):
+                status = str(a["status"]) if a["status"] is not None else ("ERR " + a.get("error", "")).strip()
+                retry = "; retry in %gs" % a["retry_in"] if "retry_in" in a else ""
+                print("forward %s %s %s %s seq=%d %dms -> %s%s" % (status, a["method"], a["path"], a["type"], a["sequence"], a["ms"], a["target"], retry), file=sys.stderr, flush=True)
+            match = parse_match(args.match)
+            ra.forward([{"url": u, "types": args.type, "match": match} for u in args.to], args.from_sequence, args.resign, args.ack,
+                       stop, line, lambda m: print("forward: " + m, file=sys.stderr, flush=True), args.positions or args.save + ".forward.json")
+            print("forward: stopped", file=sys.stderr)
         elif args.command == "delete":
             ra.delete()
             _out({"deleted": ra.id})

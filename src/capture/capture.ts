@@ -11,6 +11,7 @@ import type { AddressRecord, Delivery, EventInput } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { SigningSecrets } from '../domain/signing-secrets.js';
 import { type CapturedRequest, queryObject } from './captured-request.js';
+import { isGithubFormDelivery, unwrapGithubFormPayload } from './form-payload.js';
 import { type ReadBody, readBody } from './request-body.js';
 import { recognise } from './sender-recognition.js';
 import { type SignatureCheck, checkSignature, signatureScheme } from './signature-verification.js';
@@ -38,7 +39,10 @@ export class Capture {
 
   /** Stores `request` as an event of `address`, whose inbox secret it came with. */
   async capture(address: AddressRecord, inboxSecret: string, request: CapturedRequest): Promise<Captured> {
-    const body = await readBody(request.body, request.headers['content-type'], this.limits.maxEventBytes);
+    // A form larger than MAX_EVENT_BYTES is kept as bytes only, unparsed, except GitHub's: its URL-encoded
+    // payload is up to ~3x the JSON it wraps, which may well fit (the form parser is linear in the body).
+    const formLimit = isGithubFormDelivery(request.headers) ? Number.POSITIVE_INFINITY : this.limits.maxEventBytes;
+    const body = unwrapGithubFormPayload(request.headers, await readBody(request.body, request.headers['content-type'], formLimit));
     const { type, source, dedupeKey } = recognise(request.headers, body.value);
     // The sealed secrets are read only for a signed request: an unsigned one costs no extra query.
     const secrets = signatureScheme(request.headers) === null ? {} : await this.signingSecrets.open(address, inboxSecret);

@@ -2,9 +2,18 @@
 // stdout, human messages to stderr; exit 0 done/found, 2 wait timed out, 1 error.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ask, ASK_HELP } from './ask.js';
-import { parseMatch, ReturnAddress, ReturnAddressError, resolveUrl, type CreateEventBody, type WaitResult } from '../client/index.js';
+import { forwardVerb } from './forward.js';
+import { signingSecretsVerb } from './signing-secrets.js';
+import type { CliVerb, VerbKit } from './verb.js';
+import { indentJson, parseMatch, ReturnAddress, sourceOf, ReturnAddressError, resolveUrl, type CreateEventBody, type WaitResult } from '../client/index.js';
 import { CONSUME_HELP, consume } from './consume.js';
 import { loadSaved as readSavedFile, type Saved, SavedFileError, savedUrl, writeSaved } from './saved-file.js';
+
+/** Verbs in files of their own: one registration line each. */
+const VERBS: Record<string, CliVerb> = {
+  'signing-secrets': signingSecretsVerb,
+  forward: forwardVerb,
+};
 
 export class UsageError extends Error {}
 
@@ -27,6 +36,7 @@ Commands:
   ask        ask a person: an approval page's URL on stderr, their answer's event on stdout
   admin      operator commands on the store itself: list, show, delete, stats
   backup     copy the SQLite store to a file while the service runs
+${Object.entries(VERBS).map(([name, v]) => `  ${name.padEnd(10)} ${v.summary}`).join('\n')}
 
 Run \`return-address <command> --help\` for a command's options. JSON goes to stdout, messages to
 stderr. Exit codes: 0 success, 2 wait timed out, 1 error (ask: 0 first option, 1 another, 2 no answer).
@@ -53,8 +63,10 @@ function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[]
   }
 }
 
+/** Prints `value` as JSON: the service's own text when it came from the service, so every number keeps its digits. */
 export function out(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  const text = sourceOf(value);
+  process.stdout.write(`${text === undefined ? JSON.stringify(value, null, 2) : indentJson(text)}\n`);
 }
 
 export function loadSaved(file: string | undefined): Saved {
@@ -94,6 +106,14 @@ async function run(argv: string[]): Promise<number> {
   // The operator's commands open the store itself (SQLite, pg): loaded only when asked for.
   if (command === 'admin') return (await import('./admin.js')).adminCommand(rest);
   if (command === 'backup') return (await import('./backup.js')).backupCommand(rest);
+  const verb = Object.hasOwn(VERBS, command) ? VERBS[command] : undefined;
+  if (verb !== undefined) {
+    if (rest.includes('--help') || rest.includes('-h')) {
+      process.stdout.write(verb.help);
+      return 0;
+    }
+    return verb.run(rest, KIT);
+  }
   if (!(command in HELP) || command === 'main') throw new UsageError(`unknown command "${command}"\n\n${HELP.main}`);
   if (rest.includes('--help') || rest.includes('-h')) {
     process.stdout.write(HELP[command]!);
@@ -220,6 +240,13 @@ function fromSaved(file: string | undefined, url: string | undefined): ReturnAdd
   const saved = loadSaved(file);
   return ReturnAddress.fromCreated(saved, { url: savedUrl(url, saved) });
 }
+
+const KIT: VerbKit = {
+  parse: ((args: string[], options: NonNullable<ParseArgsConfig['options']>, positionals?: boolean) => parse(args, options, positionals)) as VerbKit['parse'],
+  loadSaved,
+  out,
+  usage: (message) => new UsageError(message),
+};
 
 function parseMatchOption(pairs: string[]) {
   try {

@@ -4,8 +4,11 @@
 import type { Static } from 'typebox';
 import type * as S from '../http/schemas.js';
 import type { EventMatch } from '../domain/event-match.js';
+import { elementTexts, memberTexts, rememberSource, sourceOf } from './json-source.js';
 
 export { eventMatches, parseMatch, valueAt, type EventFilter, type EventMatch } from '../domain/event-match.js';
+export { indentJson, sourceOf } from './json-source.js';
+export { forward, type ForwardAttempt, type ForwardOptions, type ForwardTarget } from '../forward/forwarder.js';
 
 export type Address = Static<typeof S.Address>;
 export type CreateAddressBody = Static<typeof S.CreateAddressBody>;
@@ -15,6 +18,8 @@ export type Event = Static<typeof S.Event>;
 export type EventPage = Static<typeof S.EventPage>;
 export type EventDeliveryResponse = Static<typeof S.EventDeliveryResponse>;
 export type ErrorBody = Static<typeof S.ErrorBody>;
+export type SigningSecretsBody = Static<typeof S.SigningSecretsBody>;
+export type SigningSecretsResponse = Static<typeof S.SigningSecretsResponse>;
 
 /** An approval (POST …/approvals): url only in the answer to its creation. */
 export interface Approval {
@@ -202,12 +207,24 @@ async function request<T>(doFetch: typeof fetch, method: string, url: string, op
     } catch {
       throw new ReturnAddressError(res.status, 'bad_response', `${method} ${url}: HTTP ${res.status}, not JSON: ${text.slice(0, 200)}`);
     }
+    rememberSource(body, text);
   }
   if (!res.ok) {
     const e = (body as Partial<ErrorBody> | null)?.error;
     throw new ReturnAddressError(res.status, e?.code ?? 'bad_response', e?.message ?? `${method} ${url}: HTTP ${res.status}`);
   }
   return body as T;
+}
+
+/** Each event of a page remembers its own JSON text, so the CLI prints its numbers as the service sent them. */
+function rememberEventSources(page: EventPage): EventPage {
+  const text = sourceOf(page);
+  const events = text === undefined ? undefined : memberTexts(text).get('events');
+  if (events !== undefined) {
+    const texts = elementTexts(events);
+    for (let i = 0; i < texts.length; i++) rememberSource(page.events[i], texts[i]!);
+  }
+  return page;
 }
 
 /** One address: its read token, its inbox URL when known, and a cursor that waitFor advances. */
@@ -282,7 +299,7 @@ export class ReturnAddress {
     // A connection that silently dies mid long-poll must not hang the caller: give up a while after
     // the server would have answered, and let the retry loop reconnect.
     const signal = AbortSignal.any([AbortSignal.timeout(((q.wait ?? 0) + 15) * 1000), ...(q.signal ? [q.signal] : [])]);
-    return request<EventPage>(this.fetch, 'GET', `${this.base}/events?${params}`, { token: this.token, signal });
+    return request<EventPage>(this.fetch, 'GET', `${this.base}/events?${params}`, { token: this.token, signal }).then(rememberEventSources);
   }
 
   /**
@@ -375,7 +392,30 @@ export class ReturnAddress {
 
   /** Acknowledges an event; idempotent. */
   async ack(eventId: string): Promise<Event> {
-    return (await request<{ event: Event }>(this.fetch, 'POST', `${this.base}/events/${encodeURIComponent(eventId)}/ack`, { token: this.token })).event;
+    const body = await request<{ event: Event }>(this.fetch, 'POST', `${this.base}/events/${encodeURIComponent(eventId)}/ack`, { token: this.token });
+    const text = sourceOf(body);
+    if (text !== undefined) rememberSource(body.event, memberTexts(text).get('event')!);
+    return body.event;
+  }
+
+  /**
+   * Sets the secrets that verify signed requests to the capture URL (PUT …/signing-secrets). It
+   * replaces the whole set: a scheme left out is removed, {} removes all. Secrets are never returned.
+   */
+  setSigningSecrets(secrets: SigningSecretsBody): Promise<SigningSecretsResponse> {
+    return request<SigningSecretsResponse>(this.fetch, 'PUT', `${this.base}/signing-secrets`, { token: this.token, json: secrets });
+  }
+
+  /** The exact bytes behind an event's `data.raw.url` (a large captured body kept outside the event). */
+  async rawBytes(url: string, opts: { signal?: AbortSignal } = {}): Promise<Buffer> {
+    let res: Response;
+    try {
+      res = await this.fetch(url, { headers: { authorization: `Bearer ${this.token}` }, signal: opts.signal });
+    } catch (err) {
+      throw new ReturnAddressError(0, 'network_error', `GET ${url}: ${(err as Error).message}`, { cause: err });
+    }
+    if (!res.ok) throw new ReturnAddressError(res.status, 'bad_response', `GET ${url}: HTTP ${res.status}`);
+    return Buffer.from(await res.arrayBuffer());
   }
 
   /** Deletes the address and all its events. */

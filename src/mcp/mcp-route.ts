@@ -134,10 +134,10 @@ export const mcpRoutes = (deps: AppDeps): FastifyPluginAsyncTypebox => async (ap
       description: 'The Model Context Protocol over Streamable HTTP, stateless (no Mcp-Session-Id; any instance answers any call), ' +
         'with the same bearer read token, scoped to this one address. Tools: get_address {} -> {address}; ' +
         'list_events {after=0, limit=50 (1-100), wait=0 (0-25 s), type?, match?, state?, consumer?} -> {events, next_cursor, has_more}; ack_event {event_id} -> {event}; ' +
-        'wait_for_event {after=0, timeout=25 (0-55 s), type?, match?, state?, consumer?} -> {event | null, next_cursor}. Results are the same JSON as the HTTP API, ' +
+        'wait_for_event {after=0, timeout=25 (0-55 s), type?, match?, state?, consumer?} -> {event | null, next_cursor}; request_approval {question, details?, options?, fields?, ' +
+        'expires_in_seconds?, max_responses?} -> {approval} (with its url); get_approval {approval_id} -> {approval}. Results are the same JSON as the HTTP API, ' +
         'as structuredContent and as JSON text. Send Accept: application/json, text/event-stream; answers are application/json, except a call ' +
         'whose params._meta carries a progressToken: it is answered as text/event-stream with notifications/progress at least every 10 s, then the result. ' +
-        'request_approval {question, details?, options?, fields?, expires_in_seconds?, max_responses?} -> {approval} (with its url); get_approval {approval_id} -> {approval}. ' +
         'GET and DELETE answer 405 (no server-initiated stream, no session to end).',
       tags: ['mcp'],
       security: BEARER,

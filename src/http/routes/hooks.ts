@@ -3,6 +3,7 @@
 // MAX_CAPTURE_BYTES; the rest of the API keeps its JSON-only parser and MAX_PAYLOAD_BYTES.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastify';
+import { isBrowserNavigation } from '../../capture/browser-navigation.js';
 import { Capture } from '../../capture/capture.js';
 import { type CapturedRequest, headersFromRaw } from '../../capture/captured-request.js';
 import { handshakeAnswer } from '../../capture/handshake.js';
@@ -55,8 +56,6 @@ function takeAnyContentType(request: FastifyRequest, _reply: FastifyReply, done:
 /** One budget per service: every capture route shares it (MAX_INFLIGHT_CAPTURE_BYTES). */
 const budgets = new WeakMap<AppDeps['config'], InflightCaptureBudget>();
 
-const acceptsHtml = (accept: string | undefined) => accept !== undefined && /\btext\/html\b/i.test(accept);
-
 export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
   const capture = new Capture(service, new SigningSecrets(store), { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes });
   const bodyLimit = config.maxCaptureBytes;
@@ -92,7 +91,7 @@ export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAs
     const { delivery, body } = await capture.capture(authenticatedAddress(request), secret, captured);
     const handshake = handshakeAnswer(request.method, captured.query, body);
     if (handshake) return reply.code(200).header('x-content-type-options', 'nosniff').type(handshake.contentType).send(handshake.body);
-    if (request.method === 'GET' && acceptsHtml(request.headers.accept)) {
+    if (isBrowserNavigation(request.method, captured.headers)) {
       return reply.code(200).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(RECEIVED_PAGE);
     }
     const { event, duplicate } = delivery;
@@ -102,7 +101,7 @@ export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAs
   const description = 'Takes any request as it is and stores it as one event (any method of GET, POST, PUT, PATCH, DELETE, ' +
     `any sub-path, any content type, at most ${bodyLimit} bytes: MAX_CAPTURE_BYTES); a 2xx means it is durably stored. ` +
     'The secret in the path is the only credential and it cannot read. Event shape, sender recognition, dedupe keys, ' +
-    'handshakes and signatures: /llms-full.txt, section "Capture URL".' +
+    'handshakes, signatures, GitHub\'s form-encoded payloads and the browser page (a GET or a form POST whose Accept includes text/html): /llms-full.txt, section "Capture URL".' +
     ` Past ${config.maxInflightCaptureBytes} capture bytes being received by all clients at once (MAX_INFLIGHT_CAPTURE_BYTES): 503 unavailable with Retry-After.`;
   const responses = {
     200: {

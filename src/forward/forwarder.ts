@@ -1,0 +1,194 @@
+// `forward` (decisions.md §16): replays an address's queue into local handlers, like `stripe listen
+// --forward-to` but resumable. Each target runs its own loop with its own named consumer
+// (`forward:<target>`): it reads after its position, sends each matching event (a captured request
+// as it came, any other as Event JSON), and moves its position past an event only after the
+// handler's 2xx. Anything else is retried, 1 s doubling to 60 s, and nothing after that event is
+// sent meanwhile, so a handler sees events in order. A target that is down holds back no other.
+import type { Event, ReturnAddress } from '../client/index.js';
+import { type EventMatch, eventMatches } from '../domain/event-match.js';
+import { forwardConsumerName } from './consumer-name.js';
+import { openPosition, type PositionStore } from './position.js';
+import { RawBytesError, replayRequest } from './replay-request.js';
+import { type Resign, parseResign, resignHeaders } from './resign.js';
+import { sendReplay } from './send-request.js';
+
+export interface ForwardTarget {
+  /** The local handler, e.g. http://localhost:4000/webhooks; a captured request's sub-path and query follow it. */
+  url: string;
+  /** Event types this target gets: exact, or a prefix ending in `.*` (`github.*`); any of them. All when empty. */
+  types?: string[];
+  /** Dotted path → value, all must hold (decisions.md §12). */
+  match?: EventMatch;
+}
+
+export interface ForwardAttempt {
+  target: string;
+  /** The handler's HTTP status, or null when no answer came. */
+  status: number | null;
+  /** Why no answer came (refused, timed out). */
+  error?: string;
+  method: string;
+  path: string;
+  type: string;
+  sequence: number;
+  eventId: string;
+  ms: number;
+  /** When it failed: how long until the next attempt. */
+  retryInMs?: number;
+}
+
+export interface ForwardOptions {
+  targets: ForwardTarget[];
+  /** Replay from this sequence (inclusive): every target's position is set to N-1 first. */
+  fromSequence?: number;
+  /** Re-sign each request with this scheme and local secret ("github:SECRET" or parsed). */
+  resign?: Resign | string;
+  /** Acknowledge each event after a target's 2xx. */
+  ack?: boolean;
+  /** Stops the forwarder: the attempt under way is abandoned and its event sent again next time. */
+  signal?: AbortSignal;
+  /** Called after every attempt (the CLI prints one line each). */
+  onAttempt?: (attempt: ForwardAttempt) => void;
+  /** Messages for a person: where positions are kept, read errors. */
+  onNotice?: (message: string) => void;
+  /** Where positions are kept when the service has no named consumers; in memory when absent. */
+  positionFile?: string;
+  /** How long a handler may take to answer one attempt; default 30 s. */
+  attemptTimeoutMs?: number;
+  /** Retry delays; default 1 s doubling to 60 s. */
+  backoff?: { initialMs: number; maxMs: number };
+  /** Stands in for Date.now when signing (tests). */
+  now?: () => number;
+}
+
+export const DEFAULT_BACKOFF = { initialMs: 1000, maxMs: 60_000 };
+const LONG_POLL_SECONDS = 25;
+
+const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((resolve) => {
+  if (signal.aborted) return resolve();
+  const t = setTimeout(() => { signal.removeEventListener('abort', done); resolve(); }, ms);
+  const done = () => { clearTimeout(t); resolve(); };
+  signal.addEventListener('abort', done, { once: true });
+});
+
+/** Whether `type` is one of `types` (exact, or a prefix ending in `.*`); every type when `types` is empty. */
+export function typeSelected(type: string, types: readonly string[] | undefined): boolean {
+  if (types === undefined || types.length === 0) return true;
+  return types.some((t) => (t.endsWith('.*') ? type.startsWith(t.slice(0, -1)) : type === t));
+}
+
+/** Forwards until `signal` aborts; resolves then. Throws only for what a retry cannot mend (bad options, changed raw bytes). */
+export async function forward(ra: ReturnAddress, opts: ForwardOptions): Promise<void> {
+  if (opts.targets.length === 0) throw new TypeError('forward needs at least one target');
+  const targets = opts.targets.map((t) => {
+    let url: URL;
+    try {
+      url = new URL(t.url);
+    } catch {
+      throw new TypeError(`target "${t.url}" is not a URL (e.g. http://localhost:4000/webhooks)`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`target "${t.url}" must be http:// or https://`);
+    return { ...t, url, name: forwardConsumerName(url) };
+  });
+  const names = new Set(targets.map((t) => t.name));
+  if (names.size !== targets.length) throw new TypeError('two targets have the same URL: give each handler once');
+  const resign = typeof opts.resign === 'string' ? parseResign(opts.resign) : opts.resign;
+  if (opts.fromSequence !== undefined && (!Number.isSafeInteger(opts.fromSequence) || opts.fromSequence < 1)) {
+    throw new TypeError('fromSequence must be an integer ≥ 1');
+  }
+  const signal = opts.signal ?? new AbortController().signal;
+  const ctx: LoopContext = {
+    ra, signal, resign, ack: opts.ack === true,
+    onAttempt: opts.onAttempt ?? (() => {}), onNotice: opts.onNotice ?? (() => {}),
+    timeoutMs: opts.attemptTimeoutMs ?? 30_000, backoff: opts.backoff ?? DEFAULT_BACKOFF, now: opts.now ?? Date.now,
+    positionFile: opts.positionFile, after: opts.fromSequence === undefined ? undefined : opts.fromSequence - 1,
+  };
+  await Promise.all(targets.map((t) => targetLoop(ctx, t)));
+}
+
+/** A target as the loops hold it: its URL parsed and its consumer named. */
+type Target = Omit<ForwardTarget, 'url'> & { url: URL; name: string };
+
+interface LoopContext {
+  ra: ReturnAddress;
+  signal: AbortSignal;
+  resign: Resign | undefined;
+  ack: boolean;
+  onAttempt: (a: ForwardAttempt) => void;
+  onNotice: (m: string) => void;
+  timeoutMs: number;
+  backoff: { initialMs: number; maxMs: number };
+  now: () => number;
+  positionFile: string | undefined;
+  after: number | undefined;
+}
+
+/** Runs `read` until it succeeds or the forwarder stops, waiting 1 s doubling to 60 s between failures. */
+async function retryRead<T>(ctx: LoopContext, what: string, read: () => Promise<T>): Promise<T | undefined> {
+  for (let delay = ctx.backoff.initialMs; !ctx.signal.aborted; delay = Math.min(delay * 2, ctx.backoff.maxMs)) {
+    try {
+      return await read();
+    } catch (err) {
+      if (ctx.signal.aborted) return undefined;
+      if (err instanceof RawBytesError) throw err;
+      ctx.onNotice(`${what} failed: ${(err as Error).message}; retrying in ${delay / 1000} s`);
+      await sleep(delay, ctx.signal);
+    }
+  }
+  return undefined;
+}
+
+async function targetLoop(ctx: LoopContext, target: Target): Promise<void> {
+  const opened = await retryRead(ctx, `reading ${target.name}`, () =>
+    openPosition(ctx.ra, target.name, ctx.positionFile, ctx.after, ctx.signal, (why) => ctx.onNotice(why)));
+  if (opened === undefined) return;
+  const store: PositionStore = opened.store;
+  let page = opened.first;
+  if (store.kind === 'server') ctx.onNotice(`${target.url.href}: position kept by the service as consumer ${target.name}`);
+  for (;;) {
+    for (const event of page.events) {
+      if (typeSelected(event.type, target.types) && eventMatches(event, { match: target.match })) {
+        const delivered = await deliverInOrder(ctx, target, event);
+        if (!delivered) return; // stopped
+        const committed = await retryRead(ctx, `storing ${target.name}'s position`, () => store.commit(event.sequence, ctx.signal));
+        if (committed === undefined && ctx.signal.aborted) return;
+      }
+    }
+    if (ctx.signal.aborted) return;
+    const after = page.next_cursor;
+    const next = await retryRead(ctx, `reading ${target.name}`, () => store.page(after, page.has_more ? 0 : LONG_POLL_SECONDS, ctx.signal));
+    if (next === undefined) return;
+    page = next;
+  }
+}
+
+/** Sends `event` until a 2xx (true) or the forwarder stops (false). */
+async function deliverInOrder(ctx: LoopContext, target: Target, event: Event): Promise<boolean> {
+  const fetchRaw = (url: string) => ctx.ra.rawBytes(url, { signal: ctx.signal });
+  const base = await retryRead(ctx, `fetching the raw bytes of ${event.id}`, () => replayRequest(event, target.url, fetchRaw));
+  if (base === undefined) return false;
+  for (let delay = ctx.backoff.initialMs; ; delay = Math.min(delay * 2, ctx.backoff.maxMs)) {
+    if (ctx.signal.aborted) return false;
+    // Signed at each attempt: a retry an hour later still carries a fresh timestamp.
+    const headers = ctx.resign === undefined ? base.headers : resignHeaders(ctx.resign, base.headers, base.body, ctx.now(), `msg_${event.id}`);
+    const started = performance.now();
+    let status: number | null = null;
+    let error: string | undefined;
+    try {
+      status = await sendReplay({ ...base, headers }, ctx.timeoutMs, ctx.signal);
+    } catch (err) {
+      if (ctx.signal.aborted) return false;
+      error = (err as Error).message;
+    }
+    const ok = status !== null && status >= 200 && status < 300;
+    ctx.onAttempt({
+      target: target.url.href, status, ...(error === undefined ? {} : { error }), method: base.method, path: base.shownPath, type: event.type,
+      sequence: event.sequence, eventId: event.id, ms: Math.round(performance.now() - started), ...(ok ? {} : { retryInMs: delay }),
+    });
+    if (ok) {
+      if (ctx.ack) await retryRead(ctx, `acknowledging ${event.id}`, () => ctx.ra.ack(event.id));
+      return true;
+    }
+    await sleep(delay, ctx.signal);
+  }
+}
