@@ -16,6 +16,8 @@ import { addressRoutes } from './http/routes/addresses.js';
 import { documentRoutes } from './http/routes/documents.js';
 import { eventStreamRoutes } from './http/routes/event-stream.js';
 import { eventRoutes } from './http/routes/events.js';
+import { claimRoutes } from './http/routes/claims.js';
+import { CLAIM_COMPONENT_SCHEMAS } from './claims/claim-schemas.js';
 import { healthRoutes } from './http/routes/health.js';
 import { hookRoutes } from './http/routes/hooks.js';
 import { inboxRoutes } from './http/routes/inbox.js';
@@ -94,7 +96,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
       tags: DOCUMENT_TAGS,
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'The read token (aa_read_…) from credentials.read_token.' } } },
     },
-    transformObject: finishDocument({ components: [...COMPONENT_SCHEMAS, JsonRpcError], extraOperations: MCP_DOCUMENT_ONLY }),
+    transformObject: finishDocument({ components: [...COMPONENT_SCHEMAS, ...CLAIM_COMPONENT_SCHEMAS, JsonRpcError], extraOperations: MCP_DOCUMENT_ONLY }),
   });
 
   await app.register(healthRoutes(deps));
@@ -102,6 +104,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   await app.register(addressRoutes(deps));
   await app.register(eventRoutes(deps));
   await app.register(eventStreamRoutes(deps));
+  await app.register(claimRoutes(deps));
   await app.register(inboxRoutes(deps));
   await app.register(hookRoutes(deps));
   await app.register(signingSecretRoutes(deps));

@@ -4,6 +4,7 @@
 // `if (postgres)` scattered through the code. `WakeupHub` is implemented in process by
 // src/wakeup/wakeup-hub.ts. Dependencies point inward: those modules import this file, never the
 // other way round.
+import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../claims/claim-rules.js';
 import type { EventFilter } from './event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from './model.js';
 
@@ -128,4 +129,12 @@ export interface Store {
   scanEvents(addressId: string, after: number, filter: EventFilter, limit: number, maxBytes: number): Promise<ScanPageRecord | null>;
   /** Sets acknowledged_at once (a second ack keeps the first time); null when no such event. */
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
+  /**
+   * Claims (src/claims): leases the oldest claimable events of the address that pass the filter,
+   * after making dead the open events whose final lease ran out; resolves once durable. No two
+   * claims, from any instance, ever hold live leases on one event. null: no such address.
+   */
+  claimEvents(addressId: string, r: ClaimRequest): Promise<ClaimBatch | null>;
+  /** Acks, extends or nacks through a lease, only while it is still the event's lease (fencing). */
+  settleClaim(addressId: string, eventId: string, leaseId: string, s: Settlement, now: number): Promise<SettleResult>;
 }

@@ -12,6 +12,7 @@ import { EventStream, type StreamSink } from './event-stream.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
 import type { AddressRecord, Delivery, EventInput, EventRecord, ListQuery, NewEvent, Page } from './model.js';
 import type { Store, WakeupHub } from './ports.js';
+import { ClaimService } from '../claims/claim-service.js';
 
 export interface ServiceOptions {
   defaultTtlSeconds: number;
@@ -71,13 +72,17 @@ const QUEUE_FULL_RETRY_AFTER_SECONDS = 30;
 export class ReturnAddressService {
   /** Stream reads not yet started, by address and cursor: joined by streams asking the same (streamRead). */
   private readonly pendingStreamReads = new Map<string, Promise<Page>>();
+  /** Claims for several workers on one address (src/claims). */
+  readonly claims: ClaimService;
 
   constructor(
     private readonly store: Store,
     private readonly hub: WakeupHub,
     private readonly opts: ServiceOptions,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.claims = new ClaimService(store, hub, now);
+  }
 
   async createAddress(input: CreateAddressInput, clientKey: string): Promise<CreatedAddress> {
     const createdAt = this.now();

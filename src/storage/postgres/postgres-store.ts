@@ -27,6 +27,8 @@ import { filterSql, needsDataJson, postgresJsonb, scanPage, scanSql, SqlParams, 
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { AppendBatcher } from './append-batcher.js';
+import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../../claims/claim-rules.js';
+import { PostgresClaims } from './postgres-claims.js';
 import { ChangeListener, type ListenerState } from './change-listener.js';
 import { runMigrations } from './migrator.js';
 import { retryAfterSeconds, staleRateWindowsBefore, windowStartOf } from '../../domain/rate-window.js';
@@ -87,6 +89,7 @@ export class PostgresStore implements Store {
   readonly capabilities = { crossInstanceWakeups: true };
   private readonly clientConfig: pg.ClientConfig;
   private readonly pool: pg.Pool;
+  private readonly claims: PostgresClaims;
   private listener: ChangeListener | undefined;
   private readonly log: Log;
   private closing: Promise<void> | undefined;
@@ -121,6 +124,7 @@ export class PostgresStore implements Store {
     // opens a new one on demand. Without this handler the 'error' event would crash the process;
     // with it, the loss is still seen in the log.
     this.log = opts.log ?? SILENT_LOG;
+    this.claims = new PostgresClaims(this.pool, CHANGE_CHANNEL);
     let idleConnectionsLost = 0;
     this.pool.on('error', (err) => {
       idleConnectionsLost++;
@@ -322,6 +326,17 @@ export class PostgresStore implements Store {
       [now, eventId, addressId],
     );
     return r.rows[0] ? toEvent(r.rows[0]) : null;
+  }
+
+  /** A claim in one statement (postgres-claims.ts). */
+  claimEvents(addressId: string, r: ClaimRequest): Promise<ClaimBatch | null> {
+    if (this.closing) return Promise.reject(new StoreClosedError());
+    return this.claims.claim(addressId, r);
+  }
+
+  settleClaim(addressId: string, eventId: string, leaseId: string, s: Settlement, now: number): Promise<SettleResult> {
+    if (this.closing) return Promise.reject(new StoreClosedError());
+    return this.claims.settle(addressId, eventId, leaseId, s, now);
   }
 
   /** Runs `fn` in a transaction on one pooled connection; resolves after COMMIT returned. */
