@@ -19,6 +19,7 @@ import type { AddressRecord } from '../domain/model.js';
 import { addressView, eventJson, eventPageJson } from '../domain/representation.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { EventsQuery } from '../http/schemas.js';
+import { registerClaimTools } from './claim-tools.js';
 
 interface Range { minimum: number; maximum: number; default: number }
 
@@ -86,7 +87,7 @@ const Address = z.object({
   expiresAt: z.string().describe('ISO 8601 date-time; deliveries are refused after it.'),
 });
 
-const Event = z.object({
+export const Event = z.object({
   id: z.string().describe('evt_…'),
   address_id: z.string(),
   sequence: z.number().int().min(1).describe('Orders events within the address: 1, 2, 3… without gaps.'),
@@ -97,6 +98,9 @@ const Event = z.object({
   dedupe_key: z.string().optional(),
   created_at: z.string().describe('ISO 8601 date-time.'),
   acknowledged_at: z.string().optional().describe('ISO 8601 date-time; present once acknowledged.'),
+  delivery_count: z.number().int().min(0).optional().describe('How many times claim_events handed the event out; present once claimed.'),
+  dead_at: z.string().optional().describe('ISO 8601 date-time; present once the event is dead (never claimed again).'),
+  dead_reason: z.string().optional(),
 });
 
 const AddressResponse = z.object({ address: Address });
@@ -131,6 +135,9 @@ export interface ToolContext {
  */
 const JSON_SCHEMA_VALIDATOR = new AjvJsonSchemaValidator();
 
+/** Runs a tool body that renders the API's JSON text (see buildMcpServer). */
+export type RunTool = (tool: string, extra: { signal: AbortSignal }, fn: (signal: AbortSignal) => Promise<string>) => Promise<CallToolResult>;
+
 /** Builds the MCP server for one request on one (already authenticated) address. */
 export function buildMcpServer(ctx: ToolContext): McpServer {
   const { service, address } = ctx;
@@ -140,7 +147,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
    * Runs a tool body that renders the API's JSON text. Domain failures become isError results with
    * the API's error body; anything else is logged and hidden, as the HTTP API hides 5xx details.
    */
-  const run = async (tool: string, extra: { signal: AbortSignal }, fn: (signal: AbortSignal) => Promise<string>): Promise<CallToolResult> => {
+  const run: RunTool = async (tool, extra: { signal: AbortSignal }, fn: (signal: AbortSignal) => Promise<string>): Promise<CallToolResult> => {
     try {
       return jsonResult(await fn(AbortSignal.any([ctx.signal, extra.signal])));
     } catch (err) {
@@ -194,6 +201,8 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     const r = await service.waitForEvent(address, args.after, args.timeout, { type: args.type, match: args.match }, signal);
     return `{"event":${r.event ? eventJson(r.event) : 'null'},"next_cursor":${r.nextCursor}}`;
   }));
+
+  registerClaimTools(server, ctx, run);
 
   // registerTool advertises tools.listChanged: true; this server is stateless (one per request) and
   // its tools never change, so it never sends notifications/tools/list_changed.
