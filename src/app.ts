@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { FastifyBaseLogger } from 'fastify';
-import { MAX_WAIT_SECONDS } from './config.js';
+import { MAX_MCP_WAIT_SECONDS, MAX_WAIT_SECONDS } from './config.js';
 import { ERROR_CATALOGUE } from './domain/errors.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling, requireHostHeader } from './http/plugins/error-handling.js';
 import { finishDocument } from './http/openapi-document.js';
@@ -14,6 +14,7 @@ import { closeQueryStrings } from './http/plugins/strict-query.js';
 import type { AppDeps } from './http/route-deps.js';
 import { addressRoutes } from './http/routes/addresses.js';
 import { documentRoutes } from './http/routes/documents.js';
+import { consumerRoutes } from './consumers/consumer-routes.js';
 import { eventStreamRoutes } from './http/routes/event-stream.js';
 import { eventRoutes } from './http/routes/events.js';
 import { claimRoutes } from './http/routes/claims.js';
@@ -46,7 +47,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
     // an idle socket is dropped only after the longest long-poll plus a margin.
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
-    connectionTimeout: (MAX_WAIT_SECONDS + 30) * 1000,
+    connectionTimeout: (Math.max(MAX_WAIT_SECONDS, MAX_MCP_WAIT_SECONDS) + 30) * 1000,
     // requireHostHeader: Node would answer an HTTP/1.1 request without Host with a bare 400 and no
     // body; requireHostHeader answers it in the documented error shape instead.
     http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000, requireHostHeader: false },
@@ -110,5 +111,6 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   await app.register(signingSecretRoutes(deps));
   await app.register(mcpRoutes(deps));
   await app.register(inspectRoutes(deps));
+  await app.register(consumerRoutes(deps));
   return app;
 }

@@ -111,6 +111,8 @@ function trustProxy(env: Env): false | number | string[] {
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 /** The longest long-poll a client may ask for (spec §4.1). The HTTP request timeout must exceed it. */
 export const MAX_WAIT_SECONDS = 25;
+/** MCP wait_for_event's longest wait (decisions.md §18): agent clients cut a tool call at about 60 s. */
+export const MAX_MCP_WAIT_SECONDS = 55;
 
 export function loadConfig(env: Env = process.env): Config {
   const port = int(env, 'PORT', 3000, 0, 65535);

@@ -13,6 +13,7 @@ export const ERROR_CATALOGUE = {
   payload_too_large: { status: 413, description: 'The body is larger than MAX_PAYLOAD_BYTES (MAX_CAPTURE_BYTES on the capture URL; answered with Connection: close), or the event it makes would be larger than a whole address may hold (MAX_BYTES_PER_ADDRESS).' },
   unsupported_media_type: { status: 415, description: 'A JSON endpoint was sent a body whose Content-Type is not application/json.' },
   rate_limited: { status: 429, description: 'Too many addresses created from this client IP; retry after Retry-After seconds.' },
+  too_many_consumers: { status: 409, description: 'A read named a new consumer, but the address already holds MAX_CONSUMERS_PER_ADDRESS (100) consumers; delete one or reuse a name.' },
   queue_full: { status: 429, description: 'The address is full: MAX_EVENTS_PER_ADDRESS events or MAX_BYTES_PER_ADDRESS bytes, and pruning its acknowledged events cannot make room; acknowledge some, then retry after Retry-After seconds.' },
   internal: { status: 500, description: 'An unexpected server error. Nothing about it is revealed; it is logged.' },
 } as const;

@@ -1,3 +1,5 @@
+import type { EventFilter } from './event-filter.js';
+
 // The records the queue is made of, as the domain sees them. Times are epoch milliseconds;
 // `data` and `metadata` stay JSON text from the moment they are validated to the moment they
 // are written to a response, so the hot paths never parse and re-serialise a payload.
@@ -95,4 +97,6 @@ export interface ListQuery {
   wait: number;
   /** A tighter byte budget for this page than MAX_PAGE_BYTES (MCP, whose results carry a page twice). */
   maxBytes?: number;
+  /** Only matching events (event-filter.ts), evaluated by the store; nextCursor is then the last event examined. */
+  filter?: EventFilter;
 }

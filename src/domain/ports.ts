@@ -5,6 +5,7 @@
 // src/wakeup/wakeup-hub.ts. Dependencies point inward: those modules import this file, never the
 // other way round.
 import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../claims/claim-rules.js';
+import type { ConsumerPositions } from '../consumers/consumer-positions.js';
 import type { EventFilter } from './event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from './model.js';
 
@@ -69,6 +70,8 @@ export interface StoreLimits {
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   readonly capabilities: StoreCapabilities;
+  /** Named consumers' positions (src/consumers/). */
+  readonly consumers: ConsumerPositions;
 
   /** Applies pending migrations; safe when several instances start at once. */
   migrate(): Promise<void>;

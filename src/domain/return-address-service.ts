@@ -5,9 +5,8 @@ import {
   secretMatches,
 } from './credentials.js';
 import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
-import { eventMatches, type EventFilter } from './event-match.js';
+import { type EventFilter, filterKey, isEmptyFilter } from './event-filter.js';
 import { newSigningKeys } from './signing-keys.js';
-import { eventObject } from './representation.js';
 import { EventStream, type StreamSink } from './event-stream.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
 import type { AddressRecord, Delivery, EventInput, EventRecord, ListQuery, NewEvent, Page } from './model.js';
@@ -259,7 +258,7 @@ export class ReturnAddressService {
    */
   pollEvents(address: AddressRecord, q: ListQuery, callback: PollCallback): LongPoll {
     const deadline = q.wait > 0 ? this.now() + q.wait * 1000 : undefined;
-    const poll = new LongPoll(this.hub, address.id, (cursor) => this.readPage(address.id, cursor, q.limit, q.maxBytes), q.after, deadline, this.now, callback);
+    const poll = new LongPoll(this.hub, address.id, (cursor) => this.readPage(address.id, cursor, q.limit, q.maxBytes, q.filter), q.after, deadline, this.now, callback);
     poll.start();
     return poll;
   }
@@ -270,8 +269,8 @@ export class ReturnAddressService {
    * shutdown. Pages of at most STREAM_PAGE_BYTES, so a blocked stream holds little. `start()` it
    * (the sink may be called from inside start()), and `cancel()` it when the client leaves.
    */
-  streamEvents(address: AddressRecord, after: number, heartbeatMs: number, sink: StreamSink): EventStream {
-    return new EventStream(this.hub, address.id, (cursor) => this.streamRead(address.id, cursor), after, heartbeatMs, sink);
+  streamEvents(address: AddressRecord, after: number, heartbeatMs: number, sink: StreamSink, filter?: EventFilter): EventStream {
+    return new EventStream(this.hub, address.id, (cursor) => this.streamRead(address.id, cursor, filter), after, heartbeatMs, sink);
   }
 
   /**
@@ -280,13 +279,13 @@ export class ReturnAddressService {
    * before it starts (it starts in a microtask), so every joiner registered its waiter before the
    * read began, which is what keeps a stream gapless (event-stream.ts).
    */
-  private streamRead(addressId: string, cursor: number): Promise<Page> {
-    const key = `${addressId} ${cursor}`;
+  private streamRead(addressId: string, cursor: number, filter: EventFilter | undefined): Promise<Page> {
+    const key = filter === undefined || isEmptyFilter(filter) ? `${addressId} ${cursor}` : `${addressId} ${cursor} ${filterKey(filter)}`;
     let read = this.pendingStreamReads.get(key);
     if (read === undefined) {
       read = new Promise<void>((start) => queueMicrotask(start)).then(() => {
         this.pendingStreamReads.delete(key);
-        return this.readPage(addressId, cursor, 100, STREAM_PAGE_BYTES);
+        return this.readPage(addressId, cursor, 100, STREAM_PAGE_BYTES, filter);
       });
       this.pendingStreamReads.set(key, read);
     }
@@ -294,23 +293,22 @@ export class ReturnAddressService {
   }
 
   /**
-   * MCP wait_for_event: the first event after `after` that passes `filter` (type and dotted-path
-   * match, the clients' rule), waiting up to `timeoutSeconds`. `nextCursor` is that event's
-   * sequence, or how far the queue was scanned.
+   * MCP wait_for_event: the first event after `after` that passes `filter`, evaluated by the store,
+   * waiting up to `timeoutSeconds`. `nextCursor` is the last event examined (that event's sequence
+   * or beyond it, past events that did not match), or how far the queue was scanned.
    */
-  async waitForEvent(address: AddressRecord, after: number, timeoutSeconds: number, filter: EventFilter, signal?: AbortSignal):
+  async waitForEvent(address: AddressRecord, after: number, timeoutSeconds: number, filter: EventFilter | undefined, signal?: AbortSignal):
     Promise<{ event: EventRecord | null; nextCursor: number }> {
     const deadline = this.now() + timeoutSeconds * 1000;
     let cursor = after;
     for (;;) {
       const wait = Math.max(0, deadline - this.now()) / 1000;
-      // Pages of at most MAX_PAGE_BYTES: a scan for one event never holds more in memory.
-      const page = await this.listEvents(address, { after: cursor, limit: 100, wait }, signal);
-      const match = page.events.find((e) => (filter.type === undefined || e.type === filter.type) && (filter.match === undefined || eventMatches(eventObject(e), filter)));
-      if (match) return { event: match, nextCursor: match.sequence };
+      const page = await this.listEvents(address, { after: cursor, limit: 1, wait, ...(filter ? { filter } : {}) }, signal);
+      const event = page.events[0];
+      if (event) return { event, nextCursor: page.nextCursor };
       cursor = page.nextCursor;
-      // An empty page means the wait ended (timeout, client gone, shutdown).
-      if (page.events.length === 0) return { event: null, nextCursor: cursor };
+      // An empty page that is not a scan stopped at its bound means the wait ended (timeout, client gone, shutdown).
+      if (!page.hasMore || this.now() >= deadline) return { event: null, nextCursor: cursor };
     }
   }
 
@@ -334,7 +332,12 @@ export class ReturnAddressService {
     }
   }
 
-  private async readPage(addressId: string, after: number, limit: number, maxBytes = this.opts.maxPageBytes): Promise<Page> {
+  private async readPage(addressId: string, after: number, limit: number, maxBytes = this.opts.maxPageBytes, filter?: EventFilter): Promise<Page> {
+    if (filter !== undefined && !isEmptyFilter(filter)) {
+      const scanned = await this.store.scanEvents(addressId, after, filter, limit, Math.min(maxBytes, this.opts.maxPageBytes));
+      if (!scanned) throw notFound('Address');
+      return scanned;
+    }
     const page = await this.store.listEvents(addressId, after, limit, Math.min(maxBytes, this.opts.maxPageBytes));
     if (!page) throw notFound('Address');
     const last = page.events.at(-1);

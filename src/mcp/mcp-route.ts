@@ -1,7 +1,8 @@
 // POST /api/v1/addresses/:addressId/mcp: the Model Context Protocol over Streamable HTTP,
 // stateless (no session id), with a new McpServer and transport per request, so any instance can
 // answer any call. Answers are plain application/json (enableJsonResponse): one JSON-RPC reply per
-// POST, which every proxy and curl handle; the tools send no progress worth streaming. The bearer check and body parsing are the API's own; whatever the SDK would
+// POST, which every proxy and curl handle, except for a call that carries a progress token: that one
+// is answered as an SSE stream of its progress notifications and then its result. The bearer check and body parsing are the API's own; whatever the SDK would
 // refuse with a JSON-RPC-shaped HTTP error is refused here first, in the API's error shape.
 // GET and DELETE (an SSE stream, a session end) do not exist in stateless mode: the framework's
 // 405 method_not_allowed with "Allow: POST" answers them, which MCP clients expect (they are in
@@ -11,6 +12,7 @@
 // Invalid params (-32602) naming the field.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { Consumers } from '../consumers/consumers.js';
 import { ApiError, internalErrorBody } from '../domain/errors.js';
 import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
 import { sendApiError } from '../http/plugins/error-handling.js';
@@ -120,7 +122,8 @@ function acceptsStreamableHttp(accept: string | undefined): boolean {
   return accept?.includes('application/json') === true && accept.includes('text/event-stream');
 }
 
-export const mcpRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
+export const mcpRoutes = ({ config, service, store }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
+  const consumers = new Consumers(store);
   app.post('/api/v1/addresses/:addressId/mcp', {
     onRequest: requireReadToken(service),
     schema: {
@@ -128,9 +131,10 @@ export const mcpRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypeb
       summary: 'MCP server of this address (Streamable HTTP)',
       description: 'The Model Context Protocol over Streamable HTTP, stateless (no Mcp-Session-Id; any instance answers any call), ' +
         'with the same bearer read token, scoped to this one address. Tools: get_address {} -> {address}; ' +
-        'list_events {after=0, limit=50 (1-100), wait=0 (0-25 s)} -> {events, next_cursor, has_more}; ack_event {event_id} -> {event}; ' +
-        'wait_for_event {after=0, timeout=25 (0-25 s), type?} -> {event | null, next_cursor}. Results are the same JSON as the HTTP API, ' +
-        'as structuredContent and as JSON text. Send Accept: application/json, text/event-stream; answers are application/json. ' +
+        'list_events {after=0, limit=50 (1-100), wait=0 (0-25 s), type?, match?, state?, consumer?} -> {events, next_cursor, has_more}; ack_event {event_id} -> {event}; ' +
+        'wait_for_event {after=0, timeout=25 (0-55 s), type?, match?, state?, consumer?} -> {event | null, next_cursor}. Results are the same JSON as the HTTP API, ' +
+        'as structuredContent and as JSON text. Send Accept: application/json, text/event-stream; answers are application/json, except a call ' +
+        'whose params._meta carries a progressToken: it is answered as text/event-stream with notifications/progress at least every 10 s, then the result. ' +
         'GET and DELETE answer 405 (no server-initiated stream, no session to end).',
       tags: ['mcp'],
       security: BEARER,
@@ -177,8 +181,11 @@ export const mcpRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypeb
 
     // Ends long waits when the client goes away; the response finishing fires it too, harmlessly.
     const gone = new AbortController();
-    const server = buildMcpServer({ service, address, emailDomain: config.emailDomain, signal: gone.signal, log: request.log });
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const server = buildMcpServer({ service, consumers, address, emailDomain: config.emailDomain, signal: gone.signal, log: request.log });
+    // A call that carries a progress token is answered as an SSE stream, so notifications/progress
+    // can precede its result (decisions.md §18); every other answer stays plain JSON.
+    const wantsProgress = messages.some((m) => (m as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsProgress });
     reply.raw.once('close', () => {
       gone.abort();
       void transport.close();

@@ -18,8 +18,11 @@ import { ApiError, errorBody, internalErrorBody } from '../domain/errors.js';
 import type { AddressRecord } from '../domain/model.js';
 import { addressView, eventJson, eventPageJson } from '../domain/representation.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import { MAX_MCP_WAIT_SECONDS } from '../config.js';
 import { EventsQuery } from '../http/schemas.js';
 import { registerClaimTools } from './claim-tools.js';
+import { type Consumers, consumerName } from '../consumers/consumers.js';
+import { EVENT_STATE_NAMES, MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter } from '../domain/event-filter.js';
 
 interface Range { minimum: number; maximum: number; default: number }
 
@@ -39,7 +42,11 @@ export const MCP_PAGE_BYTES = 1024 * 1024;
 const AFTER = rangeOf(EventsQuery.properties.after);
 const LIMIT = rangeOf(EventsQuery.properties.limit);
 const WAIT = rangeOf(EventsQuery.properties.wait);
-const MAX_WAIT_SECONDS = WAIT.maximum;
+/** wait_for_event may wait longer than an HTTP long-poll: agent clients cut a tool call at about 60 s (decisions.md §18). */
+export const MAX_WAIT_FOR_EVENT_SECONDS = MAX_MCP_WAIT_SECONDS;
+const DEFAULT_WAIT_FOR_EVENT_SECONDS = WAIT.maximum;
+/** How often a waiting call with a progress token is told it is still waiting. */
+export const PROGRESS_INTERVAL_MS = 5_000;
 
 const SERVER_INFO = { name: 'return-address', version: '0.1.0' } as const;
 
@@ -49,16 +56,33 @@ const INSTRUCTIONS = 'This server is one return address: an ordered, durable que
 
 // ---- input schemas (strict: an unknown or misspelt argument is an error, not silently ignored) ----
 
-const cursor = z.number().int().min(AFTER.minimum).max(AFTER.maximum).default(AFTER.default);
 
 const GetAddressInput = z.strictObject({});
 
+// Filters and consumer, as GET …/events takes them (decisions.md §14, §18); checked by the domain
+// (event-filter.ts, consumers.ts), so a bad one is an isError result naming the argument and the fix.
+const TypeArg = z.union([z.string(), z.array(z.string())]).optional()
+  .describe(`Only events of this type: exact ("stripe.invoice.paid") or a prefix ending in .* ("stripe.*"); a list for any of several (at most ${MAX_TYPE_PATTERNS}).`);
+const MatchArg = z.union([z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])), z.array(z.string())]).optional()
+  .describe(`Only events where every dotted path equals its value: {"data.from.address": "noreply@github.com", "data.signature.verified": true} ` +
+    `or ["data.from.address=noreply@github.com"] (at most ${MAX_MATCH_CONDITIONS}). Strings compare exactly; numbers, booleans and null as their JSON text, ` +
+    'so true and "true" both match JSON true; a path into an array matches any member; a missing path never matches.');
+const StateArg = z.string().optional().describe(`Which events: ${EVENT_STATE_NAMES.join(', ')} (default all).`);
+const ConsumerArg = z.string().optional()
+  .describe('A named consumer ([a-z0-9_.:-]{1,64}) whose position the server keeps: without `after` the read starts after its stored position ' +
+    '(0 for a new name); with `after`, that is stored first. Passing after = the previous next_cursor confirms what you handled.');
+
 const ListEventsInput = z.strictObject({
-  after: cursor.describe(`Cursor: return events whose sequence is greater than this. Use the previous next_cursor. Default ${AFTER.default} (from the start).`),
+  after: z.number().int().min(AFTER.minimum).max(AFTER.maximum).optional()
+    .describe(`Cursor: return events whose sequence is greater than this. Use the previous next_cursor. Default ${AFTER.default} (from the start), or the consumer's stored position.`),
   limit: z.number().int().min(LIMIT.minimum).max(LIMIT.maximum).default(LIMIT.default)
     .describe(`Page size, ${LIMIT.minimum} to ${LIMIT.maximum}. Default ${LIMIT.default}.`),
   wait: z.number().int().min(WAIT.minimum).max(WAIT.maximum).default(WAIT.default)
-    .describe(`Long-poll: seconds (${WAIT.minimum} to ${WAIT.maximum}) to hold the call while nothing is after the cursor; returns as soon as an event arrives. Default ${WAIT.default}.`),
+    .describe(`Long-poll: seconds (${WAIT.minimum} to ${WAIT.maximum}) to hold the call while nothing (matching) is after the cursor; returns as soon as an event arrives. Default ${WAIT.default}.`),
+  type: TypeArg,
+  match: MatchArg,
+  state: StateArg,
+  consumer: ConsumerArg,
 });
 
 const AckEventInput = z.strictObject({
@@ -66,13 +90,15 @@ const AckEventInput = z.strictObject({
 });
 
 const WaitForEventInput = z.strictObject({
-  after: cursor.describe(`Cursor: wait for the first event whose sequence is greater than this. Use the previous next_cursor. Default ${AFTER.default}.`),
-  timeout: z.number().min(0).max(MAX_WAIT_SECONDS).default(MAX_WAIT_SECONDS)
-    .describe(`Seconds to wait, 0 to ${MAX_WAIT_SECONDS} (fractions allowed). Default ${MAX_WAIT_SECONDS}. 0 only looks, without waiting.`),
-  type: z.string().optional().describe('Only an event of exactly this type counts (e.g. "email.received"); events of other types are skipped.'),
-  match: z.record(z.string(), z.string()).optional()
-    .describe('Only an event where every dotted path equals its value counts, e.g. {"data.from.address": "noreply@github.com"}. ' +
-      'Strings compare exactly; numbers, booleans and null as their JSON text; a path into an array matches any member; a missing path never matches.'),
+  after: z.number().int().min(AFTER.minimum).max(AFTER.maximum).optional()
+    .describe(`Cursor: wait for the first event whose sequence is greater than this. Use the previous next_cursor. Default ${AFTER.default}, or the consumer's stored position.`),
+  timeout: z.number().min(0).max(MAX_WAIT_FOR_EVENT_SECONDS).default(DEFAULT_WAIT_FOR_EVENT_SECONDS)
+    .describe(`Seconds to wait, 0 to ${MAX_WAIT_FOR_EVENT_SECONDS} (fractions allowed). Default ${DEFAULT_WAIT_FOR_EVENT_SECONDS}. 0 only looks, without waiting. ` +
+      `A call that carries a progress token gets notifications/progress at least every ${PROGRESS_INTERVAL_MS / 1000} s while it waits.`),
+  type: TypeArg,
+  match: MatchArg,
+  state: StateArg,
+  consumer: ConsumerArg,
 });
 
 // ---- output schemas: the API's shapes (spec §2), loose on formats so any deployment's values pass ----
@@ -106,13 +132,13 @@ export const Event = z.object({
 const AddressResponse = z.object({ address: Address });
 const EventPage = z.object({
   events: z.array(Event),
-  next_cursor: z.number().int().min(0).describe('Pass as `after` next time: the last sequence returned, or `after` when none was.'),
+  next_cursor: z.number().int().min(0).describe('Pass as `after` next time: the last sequence returned or, with a filter, the last examined; `after` when none was.'),
   has_more: z.boolean().describe('Whether events after next_cursor exist already.'),
 });
 const EventResponse = z.object({ event: Event });
 const WaitResult = z.object({
   event: Event.nullable().describe('The first matching event after `after`, or null when the timeout passed.'),
-  next_cursor: z.number().int().min(0).describe('The event\'s sequence, or how far the queue was scanned when event is null. Pass as `after` next time.'),
+  next_cursor: z.number().int().min(0).describe('The last event examined (the event\'s sequence, or past non-matching events after it), or how far the queue was scanned when event is null. Pass as `after` next time.'),
 });
 
 /** A result whose text is exactly the JSON the HTTP API would send. */
@@ -122,6 +148,7 @@ function jsonResult(text: string): CallToolResult {
 
 export interface ToolContext {
   service: ReturnAddressService;
+  consumers: Consumers;
   address: AddressRecord;
   emailDomain: string;
   /** Aborts when the HTTP client goes away: long waits end then. */
@@ -140,7 +167,10 @@ export type RunTool = (tool: string, extra: { signal: AbortSignal }, fn: (signal
 
 /** Builds the MCP server for one request on one (already authenticated) address. */
 export function buildMcpServer(ctx: ToolContext): McpServer {
-  const { service, address } = ctx;
+  const { service, address, consumers } = ctx;
+  /** Where a read starts: the consumer's position (after stored first when given), or after. */
+  const startOf = (consumer: string | undefined, after: number | undefined): Promise<number> =>
+    consumer === undefined ? Promise.resolve(after ?? AFTER.default) : consumers.start(address, consumerName(consumer, "argument 'consumer'"), after);
   const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: JSON_SCHEMA_VALIDATOR });
 
   /**
@@ -175,7 +205,11 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     inputSchema: ListEventsInput,
     outputSchema: EventPage,
     annotations: { readOnlyHint: true, openWorldHint: false },
-  }, (args, extra) => run('list_events', extra, async (signal) => eventPageJson(await service.listEvents(address, { ...args, maxBytes: MCP_PAGE_BYTES }, signal))));
+  }, (args, extra) => run('list_events', extra, async (signal) => {
+    const filter = parseEventFilter({ type: args.type, match: args.match, state: args.state }, 'argument');
+    const after = await startOf(args.consumer, args.after);
+    return eventPageJson(await service.listEvents(address, { after, limit: args.limit, wait: args.wait, filter, maxBytes: MCP_PAGE_BYTES }, signal));
+  }));
 
   server.registerTool('ack_event', {
     title: 'Acknowledge an event',
@@ -190,7 +224,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
   server.registerTool('wait_for_event', {
     title: 'Wait for the next event',
     description: 'Returns {event, next_cursor}: the first event with sequence > after (of exactly `type`, and with every dotted path of `match` equal to its value, when given), waiting up to ' +
-      `timeout seconds (default ${MAX_WAIT_SECONDS}) for one to arrive; it returns within milliseconds of the delivery. On timeout ` +
+      `timeout seconds (default ${DEFAULT_WAIT_FOR_EVENT_SECONDS}, at most ${MAX_WAIT_FOR_EVENT_SECONDS}) for one to arrive; it returns within milliseconds of the delivery. On timeout ` +
       'event is null. Either way pass next_cursor as `after` next time: it is the returned event\'s sequence, or how far the queue ' +
       'was scanned on timeout (with `type`, events of other types up to there are passed over; list_events shows every event). ' +
       'Does not acknowledge: call ack_event when done.',
@@ -198,8 +232,24 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     outputSchema: WaitResult,
     annotations: { readOnlyHint: true, openWorldHint: false },
   }, (args, extra) => run('wait_for_event', extra, async (signal) => {
-    const r = await service.waitForEvent(address, args.after, args.timeout, { type: args.type, match: args.match }, signal);
-    return `{"event":${r.event ? eventJson(r.event) : 'null'},"next_cursor":${r.nextCursor}}`;
+    const filter = parseEventFilter({ type: args.type, match: args.match, state: args.state }, 'argument');
+    const after = await startOf(args.consumer, args.after);
+    const token = extra._meta?.progressToken;
+    // Tells a client that carries a progress token that the call is alive, so it does not cut it.
+    const started = Date.now();
+    const ticker = token === undefined ? undefined : setInterval(() => {
+      const waited = (Date.now() - started) / 1000;
+      extra.sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress: Math.floor(waited), total: args.timeout, message: `waiting for an event (${Math.floor(waited)} of ${args.timeout} s)` },
+      }).catch(() => {});
+    }, PROGRESS_INTERVAL_MS);
+    try {
+      const r = await service.waitForEvent(address, after, args.timeout, filter, signal);
+      return `{"event":${r.event ? eventJson(r.event) : 'null'},"next_cursor":${r.nextCursor}}`;
+    } finally {
+      clearInterval(ticker);
+    }
   }));
 
   registerClaimTools(server, ctx, run);

@@ -116,15 +116,16 @@ describe('MCP endpoint', () => {
     const props = (n: string) => byName[n]!.inputSchema.properties as Record<string, Record<string, unknown>>;
     assert.deepEqual(props('get_address'), {});
     const le = props('list_events');
-    assert.deepEqual(Object.keys(le).sort(), ['after', 'limit', 'wait']);
-    assert.deepEqual([le.after!.type, le.after!.minimum, le.after!.default], ['integer', 0, 0]);
+    assert.deepEqual(Object.keys(le).sort(), ['after', 'consumer', 'limit', 'match', 'state', 'type', 'wait']);
+    // No default: without after, a consumer's stored position decides (0 without a consumer).
+    assert.deepEqual([le.after!.type, le.after!.minimum, le.after!.default], ['integer', 0, undefined]);
     assert.deepEqual([le.limit!.type, le.limit!.minimum, le.limit!.maximum, le.limit!.default], ['integer', 1, 100, 50]);
     assert.deepEqual([le.wait!.type, le.wait!.minimum, le.wait!.maximum, le.wait!.default], ['integer', 0, 25, 0]);
     assert.deepEqual(byName.ack_event!.inputSchema.required, ['event_id']);
     const w = props('wait_for_event');
-    assert.deepEqual(Object.keys(w).sort(), ['after', 'match', 'timeout', 'type']);
-    assert.deepEqual([w.timeout!.minimum, w.timeout!.maximum, w.timeout!.default], [0, 25, 25]);
-    assert.equal(w.type!.type, 'string');
+    assert.deepEqual(Object.keys(w).sort(), ['after', 'consumer', 'match', 'state', 'timeout', 'type']);
+    assert.deepEqual([w.timeout!.minimum, w.timeout!.maximum, w.timeout!.default], [0, 55, 25]);
+    assert.ok(JSON.stringify(w.type).includes('"string"'), 'type is a string (or a list of them)');
     assert.deepEqual(byName.wait_for_event!.inputSchema.required ?? [], [], 'every wait_for_event argument is optional');
   });
 
@@ -197,7 +198,10 @@ describe('MCP endpoint', () => {
     assert.deepEqual(await callOk(c, 'wait_for_event', { type: 'pr', match: { 'data.pr.state': 'merged', 'data.pr.number': '7' }, timeout: 5 }),
       { event: merged, next_cursor: 2 });
     assert.deepEqual(await callOk(c, 'wait_for_event', { match: { 'data.pr.state': 'closed' }, timeout: 0 }), { event: null, next_cursor: 2 });
-    assert.match(await callError(c, 'wait_for_event', { match: { 'data.pr.state': 1 } }), /match/);
+    // JSON scalars stand for their text, as in the HTTP query (data.pr.number=7 matches JSON 7).
+    assert.deepEqual(await callOk(c, 'wait_for_event', { match: { 'data.pr.number': 7, 'data.pr.state': 'merged' }, timeout: 0 }), { event: merged, next_cursor: 2 });
+    assert.deepEqual(await callOk(c, 'wait_for_event', { match: { 'data.pr.state': 1 }, timeout: 0 }), { event: null, next_cursor: 2 });
+    assert.match(await callError(c, 'wait_for_event', { match: { 'data.pr': { state: 'merged' } } }), /match/);
   });
 
   it('wait_for_event is woken by an HTTP delivery during the wait', async (t) => {
@@ -253,7 +257,12 @@ describe('MCP endpoint', () => {
       ['list_events', { cursor: 3 }, /cursor/],
       ['ack_event', {}, /event_id/],
       ['ack_event', { event_id: 42 }, /event_id/],
-      ['wait_for_event', { timeout: 26 }, /timeout/],
+      ['wait_for_event', { timeout: 56 }, /timeout/],
+      ['wait_for_event', { state: 'done' }, /state.*unacked, acked, all/],
+      ['wait_for_event', { match: ['nopair'] }, /match.*path=value/],
+      ['list_events', { match: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`data.k${i}`, 'v'])) }, /match.*at most 20/],
+      ['list_events', { consumer: 'Bad Name' }, /consumer.*a-z/],
+      ['list_events', { type: 'stripe*' }, /type/],
       ['wait_for_event', { timeout: -1 }, /timeout/],
       ['wait_for_event', { type: 7 }, /type/],
       ['get_address', { verbose: true }, /verbose/],

@@ -3,6 +3,7 @@
 // bounds what one client may cost: a page is written only once the previous one has drained, and
 // a client that has not drained its buffer within SSE_DRAIN_TIMEOUT_MS is dropped.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import { Type } from 'typebox';
 import { ApiError, INTERNAL_MESSAGE, errorBody } from '../../domain/errors.js';
@@ -12,6 +13,8 @@ import { eventJson } from '../../domain/representation.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, BEARER, errorResponses } from '../schemas.js';
+import { Consumers } from '../../consumers/consumers.js';
+import { READ_OPTION_PROPERTIES, readOptions, SCAN_BOUND_TEXT } from '../read-options.js';
 
 const MAX_CURSOR = Number.MAX_SAFE_INTEGER;
 
@@ -20,7 +23,8 @@ export const StreamQuery = Type.Object({
     minimum: 0, maximum: MAX_CURSOR,
     description: 'Send the events whose sequence is greater than this cursor (default 0: the whole queue). A Last-Event-ID header takes precedence.',
   })),
-}, { additionalProperties: false, description: 'Only after: any other query parameter is 400 invalid_request naming it.' });
+  ...READ_OPTION_PROPERTIES,
+}, { additionalProperties: false, description: `Only after, ${Object.keys(READ_OPTION_PROPERTIES).join(', ')}: any other query parameter is 400 invalid_request naming it.` });
 
 const StreamHeaders = Type.Object({
   'last-event-id': Type.Optional(Type.String({
@@ -44,20 +48,21 @@ interface OpenStream {
   res: ServerResponse;
 }
 
-export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
+export const eventStreamRoutes = ({ service, config, store }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
   const auth = requireReadToken(service);
-  const open = new Set<OpenStream>();
+  const consumers = new Consumers(store);
+  const streams = new Set<OpenStream>();
 
   // Streams are not idle connections, so closing the server would wait for them: end them first.
   // (The hub's shutdown has ended every stream that was waiting; this catches one blocked on a
   // full buffer or between reads.)
   app.addHook('preClose', (done) => {
-    for (const s of [...open]) {
+    for (const s of [...streams]) {
       s.stream.cancel();
       if (s.res.writableNeedDrain) s.res.destroy();
       else s.res.end(': shutting down\n\n');
     }
-    open.clear();
+    streams.clear();
     done();
   });
 
@@ -73,7 +78,11 @@ export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAs
         '(SSE_HEARTBEAT_MS). Deleting the address ends the stream with `event: error` and `data: {"error":{"code":"not_found",…}}`; ' +
         'a server shutdown ends it with a comment; reconnect and resume either way. A client that leaves its buffered events unread for ' +
         `${config.sseDrainTimeoutMs / 1000} s (SSE_DRAIN_TIMEOUT_MS) is disconnected. Credential and query errors are answered before ` +
-        'the stream starts, as JSON, in the same order as GET …/events.',
+        'the stream starts, as JSON, in the same order as GET …/events. ' +
+        'With type, match or state, only matching events are sent, and each message\'s id is still its sequence, so Last-Event-ID resumes ' +
+        `without a gap (events after it are examined again). ${SCAN_BOUND_TEXT.replace('A filtered read', 'Each filtered read of the stream')} ` +
+        'With consumer=NAME the stream starts after the consumer\'s stored position, or at Last-Event-ID / after, which is stored first: ' +
+        'reconnecting with Last-Event-ID confirms what was received.',
       tags: ['events'],
       security: BEARER,
       params: AddressParams,
@@ -81,74 +90,83 @@ export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAs
       headers: StreamHeaders,
       response: {
         200: { description: 'The event stream.', content: { 'text/event-stream': { schema: Type.String({ description: 'Server-Sent Events: messages of `id`, `event: event` and `data` lines; `: ping` comments.' }) } } },
-        ...errorResponses(400, 401, 404),
+        ...errorResponses(400, 401, 404, 409),
       },
     },
   }, (request, reply) => {
     const address = authenticatedAddress(request);
+    const { filter, consumer } = readOptions(request);
     const lastEventId = request.headers['last-event-id'];
-    const after = lastEventId !== undefined ? Number(lastEventId) : (request.query.after ?? 0);
-    if (after > MAX_CURSOR) {
+    const given = lastEventId !== undefined ? Number(lastEventId) : request.query.after;
+    if (given !== undefined && given > MAX_CURSOR) {
       throw new ApiError('invalid_request', `Invalid header 'Last-Event-ID': must be an integer from 0 to ${MAX_CURSOR}, written in plain decimal digits.`);
     }
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-store',
-      // A reverse proxy (nginx) must pass each message on at once.
-      'x-accel-buffering': 'no',
-      // A stream's connection is not reused: once it ends, nothing holds a server shutdown.
-      connection: 'close',
-    });
-    // HEAD (which Fastify routes here too) gets the headers only: no body, so nothing to hold open.
-    if (request.raw.method === 'HEAD') return void res.end();
-    res.write(`retry: 1000\n: stream of ${address.id} after ${after}\n\n`);
+    if (consumer === undefined) return open(given ?? 0);
+    // The position is stored (when given) before the stream starts.
+    consumers.start(address, consumer, given).then(open, (err: unknown) => (reply as FastifyReply).send(err));
 
-    const opened = performance.now();
-    let drainTimer: NodeJS.Timeout | undefined;
-    const entry: OpenStream = {
-      res,
-      stream: service.streamEvents(address, after, config.sseHeartbeatMs, {
-        send(events, resume) {
-          let text = '';
-          for (const e of events) text += eventFrame(e);
-          if (res.write(text)) return true;
-          // Nothing more is read for this client until it has taken what it was given.
-          drainTimer = setTimeout(() => {
-            request.log.info({ addressId: address.id, buffered: res.writableLength }, 'event stream dropped: the client did not read');
-            res.destroy();
-          }, config.sseDrainTimeoutMs);
-          res.once('drain', () => {
-            clearTimeout(drainTimer);
-            resume();
-          });
-          return false;
-        },
-        heartbeat() {
-          res.write(': ping\n\n');
-        },
-        end(err) {
-          open.delete(entry);
-          if (err === undefined) {
-            res.end(': shutting down\n\n');
-          } else if (err instanceof ApiError) {
-            res.end(errorFrame(err.code, err.message));
-          } else {
-            request.log.error({ err }, 'event stream failed');
-            res.end(errorFrame('internal', INTERNAL_MESSAGE));
-          }
-        },
-      }),
-    };
-    open.add(entry);
-    res.once('close', () => {
-      clearTimeout(drainTimer);
-      entry.stream.cancel();
-      open.delete(entry);
-      // A hijacked reply gets no "request completed" line from Fastify: this is that line.
-      request.log.info({ addressId: address.id, from: after, to: entry.stream.position, responseTime: performance.now() - opened }, 'event stream closed');
-    });
-    entry.stream.start();
+    function open(after: number): void {
+      // The client left while the consumer's position was being stored: no 'close' would come now.
+      if (reply.raw.destroyed) return;
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        // A reverse proxy (nginx) must pass each message on at once.
+        'x-accel-buffering': 'no',
+        // A stream's connection is not reused: once it ends, nothing holds a server shutdown.
+        connection: 'close',
+      });
+      // HEAD (which Fastify routes here too) gets the headers only: no body, so nothing to hold open.
+      if (request.raw.method === 'HEAD') return void res.end();
+      res.write(`retry: 1000\n: stream of ${address.id} after ${after}\n\n`);
+
+      const opened = performance.now();
+      let drainTimer: NodeJS.Timeout | undefined;
+      const entry: OpenStream = {
+        res,
+        stream: service.streamEvents(address, after, config.sseHeartbeatMs, {
+          send(events, resume) {
+            let text = '';
+            for (const e of events) text += eventFrame(e);
+            if (res.write(text)) return true;
+            // Nothing more is read for this client until it has taken what it was given.
+            drainTimer = setTimeout(() => {
+              request.log.info({ addressId: address.id, buffered: res.writableLength }, 'event stream dropped: the client did not read');
+              res.destroy();
+            }, config.sseDrainTimeoutMs);
+            res.once('drain', () => {
+              clearTimeout(drainTimer);
+              resume();
+            });
+            return false;
+          },
+          heartbeat() {
+            res.write(': ping\n\n');
+          },
+          end(err) {
+            streams.delete(entry);
+            if (err === undefined) {
+              res.end(': shutting down\n\n');
+            } else if (err instanceof ApiError) {
+              res.end(errorFrame(err.code, err.message));
+            } else {
+              request.log.error({ err }, 'event stream failed');
+              res.end(errorFrame('internal', INTERNAL_MESSAGE));
+            }
+          },
+        }, filter),
+      };
+      streams.add(entry);
+      res.once('close', () => {
+        clearTimeout(drainTimer);
+        entry.stream.cancel();
+        streams.delete(entry);
+        // A hijacked reply gets no "request completed" line from Fastify: this is that line.
+        request.log.info({ addressId: address.id, from: after, to: entry.stream.position, responseTime: performance.now() - opened }, 'event stream closed');
+      });
+      entry.stream.start();
+    }
   });
 };

@@ -23,6 +23,8 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { type EventFilter, SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
+import type { ConsumerPositions } from '../../consumers/consumer-positions.js';
+import { PostgresConsumerPositions } from './postgres-consumers.js';
 import { filterSql, needsDataJson, postgresJsonb, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
@@ -87,6 +89,7 @@ const compareIds = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   readonly capabilities = { crossInstanceWakeups: true };
+  readonly consumers: ConsumerPositions;
   private readonly clientConfig: pg.ClientConfig;
   private readonly pool: pg.Pool;
   private readonly claims: PostgresClaims;
@@ -120,6 +123,7 @@ export class PostgresStore implements Store {
       // A transaction left open by a stuck caller would hold its address lock: end it.
       idle_in_transaction_session_timeout: 60_000,
     });
+    this.consumers = new PostgresConsumerPositions(this.pool);
     // An idle pooled connection died (server restart, terminated backend): the pool drops it and
     // opens a new one on demand. Without this handler the 'error' event would crash the process;
     // with it, the loss is still seen in the log.

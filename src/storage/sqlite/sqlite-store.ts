@@ -27,6 +27,8 @@ import { fileURLToPath } from 'node:url';
 import type { EventFilter } from '../../domain/event-filter.js';
 import { SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
+import type { ConsumerPositions } from '../../consumers/consumer-positions.js';
+import { SqliteConsumerPositions } from './sqlite-consumers.js';
 import { filterSql, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
 import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
 import { readMigrations } from '../migration-files.js';
@@ -107,6 +109,7 @@ function keepPrivate(path: string): void {
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   readonly capabilities = { crossInstanceWakeups: false };
+  readonly consumers: ConsumerPositions;
   readonly path: string;
   private readonly db: Database.Database;
   private readonly appends: GroupCommit<AppendInput, AppendResult>;
@@ -144,6 +147,7 @@ export class SqliteStore implements Store {
     this.migrateNow();
     this.q = this.prepare();
     this.claims = new SqliteClaims(this.db, (addressId) => this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER);
+    this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
     // Room for both limits: the shortest run of oldest acknowledged events that frees enough
     // events and bytes, or QueueFull (the savepoint undoes nothing, since nothing was written).
     this.appendAfterPrune = this.db.transaction((e: NewEvent, c: QueueCounters, size: number, needEvents: number, needBytes: number) => {

@@ -1,0 +1,10 @@
+-- Named consumers (decisions.md §14): a position per reader name, held by the server, moved only by
+-- the reader asking for the page after it (after=N stores N). Deleted with the address. Every
+-- instance reads and writes the same row, so a consumer has one position across instances.
+CREATE TABLE consumers (
+  address_id TEXT   NOT NULL REFERENCES addresses (id) ON DELETE CASCADE,
+  name       TEXT   NOT NULL,   -- [a-z0-9_.:-]{1,64}
+  cursor     BIGINT NOT NULL,   -- the sequence the consumer has confirmed; it reads after it
+  updated_at BIGINT NOT NULL,   -- epoch ms
+  PRIMARY KEY (address_id, name)
+);
