@@ -225,6 +225,30 @@ class ReturnAddress:
     def ack(self, event_id: str) -> Dict[str, Any]:
         return _request("POST", "%s/events/%s/ack" % (self._base(), urllib.parse.quote(event_id)), self.token)["event"]
 
+    # Claims: several workers on one address. Each claim is {event, lease_id, lease_expires_at,
+    # delivery_count}; settle it through its lease (ReturnAddressError code "lease_lost" once superseded).
+    def claim(self, max: int = 1, lease_seconds: int = 60, wait: int = 0, max_deliveries: int = 5,
+              type: Any = None, match: Any = None) -> List[Dict[str, Any]]:
+        body: Dict[str, Any] = {"max": max, "lease_seconds": lease_seconds, "wait": wait, "max_deliveries": max_deliveries}
+        if type is not None:
+            body["type"] = type
+        if match is not None:
+            body["match"] = match
+        return _request("POST", "%s/claims" % self._base(), self.token, body, timeout=wait + 30)["claims"]
+
+    def ack_claim(self, lease_id: str) -> Dict[str, Any]:
+        return _request("POST", "%s/claims/%s/ack" % (self._base(), urllib.parse.quote(lease_id)), self.token)["event"]
+
+    def extend_claim(self, lease_id: str, lease_seconds: int = 60) -> str:
+        return _request("POST", "%s/claims/%s/extend" % (self._base(), urllib.parse.quote(lease_id)), self.token,
+                        {"lease_seconds": lease_seconds})["lease_expires_at"]
+
+    def nack_claim(self, lease_id: str, delay_seconds: int = 0, reason: Optional[str] = None, dead: bool = False) -> Dict[str, Any]:
+        body: Dict[str, Any] = {"delay_seconds": delay_seconds, "dead": dead}
+        if reason is not None:
+            body["reason"] = reason
+        return _request("POST", "%s/claims/%s/nack" % (self._base(), urllib.parse.quote(lease_id)), self.token, body)["event"]
+
     def delete(self) -> None:
         _request("DELETE", self._base(), self.token)
 

@@ -16,6 +16,23 @@ export type EventPage = Static<typeof S.EventPage>;
 export type EventDeliveryResponse = Static<typeof S.EventDeliveryResponse>;
 export type ErrorBody = Static<typeof S.ErrorBody>;
 
+/** A claim's lease on one event (POST …/claims). */
+export interface Claim {
+  event: Event;
+  lease_id: string;
+  lease_expires_at: string;
+  delivery_count: number;
+}
+
+export interface ClaimOptions {
+  max?: number;
+  lease_seconds?: number;
+  wait?: number;
+  max_deliveries?: number;
+  type?: string | string[];
+  match?: Record<string, string | number | boolean | null> | string[];
+}
+
 export const DEFAULT_URL = 'http://localhost:3000';
 /** The server holds a long-poll at most this long (EventsQuery.wait maximum). */
 const MAX_POLL_SECONDS = 25;
@@ -228,6 +245,30 @@ export class ReturnAddress {
   /** Acknowledges an event; idempotent. */
   async ack(eventId: string): Promise<Event> {
     return (await request<{ event: Event }>(this.fetch, 'POST', `${this.base}/events/${encodeURIComponent(eventId)}/ack`, { token: this.token })).event;
+  }
+
+  /**
+   * Claims (several workers on one address): leases up to `max` of the oldest claimable events for
+   * `lease_seconds`; with `wait`, holds until one is claimable. Settle each with its lease_id.
+   */
+  async claim(opts: ClaimOptions = {}, signal?: AbortSignal): Promise<Claim[]> {
+    return (await request<{ claims: Claim[] }>(this.fetch, 'POST', `${this.base}/claims`, { token: this.token, json: opts, signal })).claims;
+  }
+
+  /** Acks a claimed event through its lease; a ReturnAddressError with code lease_lost once the event was claimed again. */
+  async ackClaim(leaseId: string): Promise<Event> {
+    return (await request<{ event: Event }>(this.fetch, 'POST', `${this.base}/claims/${encodeURIComponent(leaseId)}/ack`, { token: this.token })).event;
+  }
+
+  /** Extends a lease: it now ends `leaseSeconds` from now. Returns the new end (ISO 8601). */
+  async extendClaim(leaseId: string, leaseSeconds?: number): Promise<string> {
+    const json = leaseSeconds === undefined ? {} : { lease_seconds: leaseSeconds };
+    return (await request<{ lease_expires_at: string }>(this.fetch, 'POST', `${this.base}/claims/${encodeURIComponent(leaseId)}/extend`, { token: this.token, json })).lease_expires_at;
+  }
+
+  /** Gives a claimed event back: claimable again after `delay_seconds`, or dead (after max_deliveries, or with `dead: true`). */
+  async nackClaim(leaseId: string, opts: { delay_seconds?: number; reason?: string; dead?: boolean } = {}): Promise<Event> {
+    return (await request<{ event: Event }>(this.fetch, 'POST', `${this.base}/claims/${encodeURIComponent(leaseId)}/nack`, { token: this.token, json: opts })).event;
   }
 
   /** Deletes the address and all its events. */

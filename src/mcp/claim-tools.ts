@@ -7,7 +7,7 @@ import { claimInput, nackInput } from '../claims/claim-service.js';
 import { ApiError } from '../domain/errors.js';
 import { eventJson } from '../domain/representation.js';
 import { claimResponseJson } from '../http/routes/claims.js';
-import { Event, type RunTool, type ToolContext } from './mcp-tools.js';
+import type { RunTool, ToolContext } from './mcp-tools.js';
 
 const L = CLAIM_LIMITS;
 const int = (r: { min: number; max: number; default: number }, what: string) =>
@@ -32,11 +32,11 @@ const SettleClaimInput = z.strictObject({
   dead: z.boolean().optional().describe('nack only: true makes the event dead now (a poison message).'),
 });
 
-const Claim = z.object({ event: Event, lease_id: z.string(), lease_expires_at: z.string(), delivery_count: z.number().int().min(1) });
-const ClaimResult = z.object({ claims: z.array(Claim) });
-const SettleResult = z.object({ event: Event.optional(), lease_expires_at: z.string().optional() });
-
-export function registerClaimTools(server: McpServer, ctx: ToolContext, run: RunTool): void {
+/** `event` is mcp-tools.ts's Event schema (passed in: the two files would otherwise import each other). */
+export function registerClaimTools(server: McpServer, ctx: ToolContext, run: RunTool, event: z.ZodType): void {
+  const Claim = z.object({ event, lease_id: z.string(), lease_expires_at: z.string(), delivery_count: z.number().int().min(1) });
+  const ClaimResult = z.object({ claims: z.array(Claim) });
+  const SettleResult = z.object({ event: event.optional(), lease_expires_at: z.string().optional() });
   const { service, address } = ctx;
   const claims = service.claims;
 

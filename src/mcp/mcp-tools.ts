@@ -113,7 +113,7 @@ const Address = z.object({
   expiresAt: z.string().describe('ISO 8601 date-time; deliveries are refused after it.'),
 });
 
-export const Event = z.object({
+const Event = z.object({
   id: z.string().describe('evt_…'),
   address_id: z.string(),
   sequence: z.number().int().min(1).describe('Orders events within the address: 1, 2, 3… without gaps.'),
@@ -252,7 +252,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     }
   }));
 
-  registerClaimTools(server, ctx, run);
+  registerClaimTools(server, ctx, run, Event);
 
   // registerTool advertises tools.listChanged: true; this server is stateless (one per request) and
   // its tools never change, so it never sends notifications/tools/list_changed.

@@ -87,6 +87,9 @@ describe('claims', () => {
     assert.deepEqual((await claim(a, { max: 10 })).json.claims, []);
     assert.deepEqual((await dead(a)).map((e) => [e.sequence, e.deadReason]), [[1, 'nacked on delivery 2 of max_deliveries 2: boom'], [2, 'poison']]);
     assert.equal((await settle(a, l3.lease_id, 'ack')).json.error.code, 'lease_lost', 'a dead event cannot be acked through its lease');
+    const listed = await listEvents(base, a, { state: 'dead' });
+    assert.equal(listed.status, 200, listed.text);
+    assert.deepEqual(listed.json.events.map((e: { sequence: number; dead_reason: string }) => [e.sequence, e.dead_reason]), [[1, 'nacked on delivery 2 of max_deliveries 2: boom'], [2, 'poison']]);
   });
 
   it('a filtered claim leases only matching events', async () => {
