@@ -1,15 +1,14 @@
 // `return-address` CLI (decisions §12): a thin shell over the TypeScript client. JSON results go to
 // stdout, human messages to stderr; exit 0 done/found, 2 wait timed out, 1 error.
-import { chmodSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { parseMatch, ReturnAddress, ReturnAddressError, resolveUrl, type CreateAddressResponse, type CreateEventBody, type WaitResult } from '../client/index.js';
-
-type Saved = CreateAddressResponse & { cursor: number };
+import { parseMatch, ReturnAddress, ReturnAddressError, resolveUrl, type CreateEventBody, type WaitResult } from '../client/index.js';
+import { CONSUME_HELP, consume } from './consume.js';
+import { loadSaved as readSavedFile, SavedFileError, savedUrl, writeSaved } from './saved-file.js';
 
 class UsageError extends Error {}
 
-const COMMON = 'Common options:\n  --url URL      service base URL (default $RETURN_ADDRESS_URL, else http://localhost:3000)\n  -h, --help     this help\n';
-const SAVE = '  --save FILE    the file `create --save` wrote (create response + cursor)\n';
+const COMMON = 'Common options:\n  --url URL      service base URL (default: the one saved in FILE, else $RETURN_ADDRESS_URL, else http://localhost:3000)\n  -h, --help     this help\n';
+const SAVE = '  --save FILE    the file `create --save` wrote (create response + cursor + url)\n';
 
 const HELP: Record<string, string> = {
   main: `Usage: return-address <command> [options]
@@ -18,7 +17,8 @@ Commands:
   serve      run the service (same as npm start; configured by environment variables)
   create     create an address; --save FILE keeps the response (0600) for the other commands
   wait       wait for the first matching event and print it
-  events     print the events after the saved cursor and advance it
+  events     print the events after the saved cursor (--advance moves it)
+  consume    run a command once per event, at-least-once, in order
   get        print the address
   ack        acknowledge an event
   deliver    deliver an event to the address's inbox URL
@@ -28,9 +28,10 @@ Run \`return-address <command> --help\` for a command's options. JSON goes to st
 stderr. Exit codes: 0 success, 2 wait timed out, 1 error.
 `,
   serve: `Usage: return-address serve\n\nRuns the service in the foreground, exactly like \`npm start\`. Configure it with the\nenvironment variables of the README (PORT, SMTP_PORT, BASE_URL, STORE, DATA_DIR, ...).\n`,
-  create: `Usage: return-address create [--name N] [--task-id T] [--ttl SECONDS] [--save FILE]\n\nCreates an address and prints the create response. With --save, writes that response plus\n"cursor": 0 to FILE with mode 0600 (it holds the read token and the inbox secret).\n\n${COMMON}`,
-  wait: `Usage: return-address wait --save FILE [--type T] [--match path=value]... [--timeout S] [--ack]\n\nWaits (long-polling, reconnecting after network errors) for the first event after the saved\ncursor with type T and every path=value (dotted into the event: data.from.address=x), prints it\nas JSON and exits 0; exits 2 when --timeout seconds (default 300) pass without one.\n--ack acknowledges the event and advances the saved cursor to it, so the next wait starts\nafter it; without --ack the cursor stays and the same event is found again.\n\n${SAVE}${COMMON}`,
-  events: `Usage: return-address events --save FILE [--after N] [--limit N] [--wait S]\n\nPrints one page {events, next_cursor, has_more} after the saved cursor (or --after) and saves\nnext_cursor as the cursor. --wait long-polls up to S seconds (max 25) when there is none.\n\n${SAVE}${COMMON}`,
+  create: `Usage: return-address create [--name N] [--task-id T] [--ttl SECONDS] [--save FILE [--print-credentials]]\n\nCreates an address. Without --save, prints the whole create response (credentials included).\nWith --save, writes that response plus "cursor": 0 and "url" (this service) to FILE with mode\n0600 and prints only {address, endpoints: {events_url, mcp_url}, saved_to}: no credential reaches\nstdout (an agent's transcript). --print-credentials prints the whole response as well.\n\n${COMMON}`,
+  wait: `Usage: return-address wait --save FILE [--type T] [--match path=value]... [--timeout S] [--ack]\n\nWaits (long-polling, reconnecting after network errors) for the first event after the saved\ncursor with type T and every path=value (dotted into the event: data.from.address=x), prints it\nas JSON and exits 0; exits 2 when --timeout seconds (default 300) pass without one.\n--ack acknowledges the event; without --type/--match it also advances the saved cursor to it,\nso the next wait starts after it. A filtered wait never moves the saved cursor: the events it\npassed over are still there for events and consume.\n\n${SAVE}${COMMON}`,
+  events: `Usage: return-address events --save FILE [--after N] [--limit N] [--wait S] [--type T]... [--match path=value]... [--advance]\n\nPrints one page {events, next_cursor, has_more} after the saved cursor (or --after). The saved\ncursor moves to next_cursor only with --advance, once you have handled the page (or use\nconsume, which moves it event by event). --wait long-polls up to S seconds (max 25) when there\nis none; --type and --match filter on the service.\n\n${SAVE}${COMMON}`,
+  consume: CONSUME_HELP,
   get: `Usage: return-address get --save FILE\n\nPrints {"address": ...}.\n\n${SAVE}${COMMON}`,
   ack: `Usage: return-address ack --save FILE EVENT_ID\n\nAcknowledges the event (idempotent) and prints {"event": ...}.\n\n${SAVE}${COMMON}`,
   deliver: `Usage: return-address deliver --save FILE [--type T] [--source S] [--data JSON] [--key K]\n\nPOSTs an event to the saved inbox URL and prints {"event", "duplicate"}. --data is any JSON\nvalue; --key is an idempotency key.\n\n${SAVE}${COMMON}`,
@@ -51,25 +52,13 @@ function out(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
-function loadSaved(file: string | undefined): Saved {
-  if (!file) throw new UsageError('--save FILE is required (the file `return-address create --save FILE` wrote)');
-  let saved: Saved;
+function loadSaved(file: string | undefined) {
   try {
-    saved = JSON.parse(readFileSync(file, 'utf8')) as Saved;
+    return readSavedFile(file);
   } catch (err) {
-    throw new UsageError(`cannot read ${file}: ${(err as Error).message}`);
+    if (err instanceof SavedFileError) throw new UsageError(err.message);
+    throw err;
   }
-  if (!saved?.address?.id || !saved.credentials?.read_token) throw new UsageError(`${file} is not a saved create response`);
-  if (typeof saved.cursor !== 'number') saved.cursor = 0;
-  return saved;
-}
-
-/** Write-then-rename, so a crash never leaves a half-written file with the only copy of the token. */
-function writeSaved(file: string, saved: Saved): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(saved, null, 2)}\n`, { mode: 0o600 });
-  chmodSync(tmp, 0o600);
-  renameSync(tmp, file);
 }
 
 function intOption(v: string | undefined, name: string): number | undefined {
@@ -110,25 +99,33 @@ async function run(argv: string[]): Promise<number> {
       return -1; // keeps running until a signal
     }
     case 'create': {
-      const { values } = parse(rest, { name: { type: 'string' }, 'task-id': { type: 'string' }, ttl: { type: 'string' } });
-      const ra = await ReturnAddress.create({ url: values.url, name: values.name, taskId: values['task-id'], ttl: intOption(values.ttl, 'ttl') });
+      const { values } = parse(rest, { name: { type: 'string' }, 'task-id': { type: 'string' }, ttl: { type: 'string' }, 'print-credentials': { type: 'boolean' } });
+      const url = resolveUrl(values.url);
+      const ra = await ReturnAddress.create({ url, name: values.name, taskId: values['task-id'], ttl: intOption(values.ttl, 'ttl') });
       const created = ra.created!;
-      if (values.save) {
-        writeSaved(values.save, { ...created, cursor: 0 });
-        process.stderr.write(`created ${created.address.email} (${created.address.id}); saved to ${values.save}\n`);
+      if (!values.save || values['print-credentials']) {
+        out(created);
+        if (values.save) writeSaved(values.save, { ...created, cursor: 0, url });
+        return 0;
       }
-      out(created);
+      writeSaved(values.save, { ...created, cursor: 0, url });
+      process.stderr.write(`created ${created.address.email} (${created.address.id}); credentials saved to ${values.save} (mode 0600)\n`);
+      // The address and where its credentials are, never the credentials themselves.
+      // (inbox_url and hook_url hold the inbox secret.)
+      const { events_url, mcp_url } = created.endpoints;
+      out({ address: created.address, endpoints: { events_url, mcp_url }, saved_to: values.save });
       return 0;
     }
     case 'wait': {
       const { values } = parse(rest, { type: { type: 'string' }, match: { type: 'string', multiple: true }, timeout: { type: 'string' }, ack: { type: 'boolean' } });
       const saved = loadSaved(values.save);
       const match = parseMatchOption(values.match ?? []);
-      const ra = ReturnAddress.fromCreated(saved, { url: resolveUrl(values.url) });
+      const ra = ReturnAddress.fromCreated(saved, { url: savedUrl(values.url, saved) });
+      const filtered = values.type !== undefined || Object.keys(match).length > 0;
       const stop = spinner(`waiting for ${values.type ?? 'an event'} on ${saved.address.email}`);
       let result: WaitResult;
       try {
-        result = await ra.waitFor({ type: values.type, match, timeout: intOption(values.timeout, 'timeout') ?? 300 });
+        result = await ra.waitFor({ ...(values.type !== undefined ? { type: values.type } : {}), ...(filtered && Object.keys(match).length > 0 ? { match } : {}), timeout: intOption(values.timeout, 'timeout') ?? 300 });
       } finally {
         stop();
       }
@@ -138,36 +135,52 @@ async function run(argv: string[]): Promise<number> {
       }
       if (values.ack) {
         result.event = await ra.ack(result.event.id);
-        if (values.save) writeSaved(values.save, { ...saved, cursor: result.cursor });
+        // A filtered wait passed over other events: the saved cursor stays before them.
+        if (values.save && !filtered) writeSaved(values.save, { ...saved, cursor: result.cursor });
       }
       out(result.event);
       return 0;
     }
     case 'events': {
-      const { values } = parse(rest, { after: { type: 'string' }, limit: { type: 'string' }, wait: { type: 'string' } });
+      const { values } = parse(rest, {
+        after: { type: 'string' }, limit: { type: 'string' }, wait: { type: 'string' }, type: { type: 'string', multiple: true },
+        match: { type: 'string', multiple: true }, advance: { type: 'boolean' },
+      });
       const saved = loadSaved(values.save);
-      const ra = ReturnAddress.fromCreated(saved, { url: resolveUrl(values.url) });
-      const page = await ra.page({ after: intOption(values.after, 'after') ?? saved.cursor, limit: intOption(values.limit, 'limit'), wait: intOption(values.wait, 'wait') });
-      writeSaved(values.save!, { ...saved, cursor: page.next_cursor });
+      const ra = ReturnAddress.fromCreated(saved, { url: savedUrl(values.url, saved) });
+      const match = parseMatchOption(values.match ?? []);
+      const page = await ra.page({
+        after: intOption(values.after, 'after') ?? saved.cursor, limit: intOption(values.limit, 'limit'), wait: intOption(values.wait, 'wait'),
+        ...(values.type?.length ? { type: values.type } : {}), ...(Object.keys(match).length > 0 ? { match } : {}),
+      });
+      // Only once the caller says the page is handled: a crash before that reads it again.
+      if (values.advance) writeSaved(values.save!, { ...saved, cursor: page.next_cursor });
       out(page);
       return 0;
     }
+    case 'consume': {
+      const { values } = parse(rest, {
+        exec: { type: 'string' }, type: { type: 'string', multiple: true }, match: { type: 'string', multiple: true },
+        consumer: { type: 'string' }, 'until-idle': { type: 'string' },
+      });
+      return consume(values, (message) => new UsageError(message));
+    }
     case 'get': {
       const { values } = parse(rest, {});
-      const ra = ReturnAddress.fromCreated(loadSaved(values.save), { url: resolveUrl(values.url) });
+      const ra = fromSaved(values.save, values.url);
       out({ address: await ra.get() });
       return 0;
     }
     case 'ack': {
       const { values, positionals } = parse(rest, {}, true);
       if (positionals.length !== 1) throw new UsageError('ack takes exactly one EVENT_ID');
-      const ra = ReturnAddress.fromCreated(loadSaved(values.save), { url: resolveUrl(values.url) });
+      const ra = fromSaved(values.save, values.url);
       out({ event: await ra.ack(positionals[0]!) });
       return 0;
     }
     case 'deliver': {
       const { values } = parse(rest, { type: { type: 'string' }, source: { type: 'string' }, data: { type: 'string' }, key: { type: 'string' } });
-      const ra = ReturnAddress.fromCreated(loadSaved(values.save), { url: resolveUrl(values.url) });
+      const ra = fromSaved(values.save, values.url);
       const body: CreateEventBody = {};
       if (values.type !== undefined) body.type = values.type;
       if (values.source !== undefined) body.source = values.source;
@@ -184,13 +197,18 @@ async function run(argv: string[]): Promise<number> {
     case 'delete': {
       const { values } = parse(rest, {});
       const saved = loadSaved(values.save);
-      await ReturnAddress.fromCreated(saved, { url: resolveUrl(values.url) }).delete();
+      await ReturnAddress.fromCreated(saved, { url: savedUrl(values.url, saved) }).delete();
       process.stderr.write(`deleted ${saved.address.id}; ${values.save} now holds a dead token\n`);
       out({ deleted: saved.address.id });
       return 0;
     }
   }
   return 1;
+}
+
+function fromSaved(file: string | undefined, url: string | undefined): ReturnAddress {
+  const saved = loadSaved(file);
+  return ReturnAddress.fromCreated(saved, { url: savedUrl(url, saved) });
 }
 
 function parseMatchOption(pairs: string[]) {

@@ -3,7 +3,7 @@
 // and cannot drift from what the routes validate and /openapi.json documents.
 import type { Static } from 'typebox';
 import type * as S from '../http/schemas.js';
-import { eventMatches, type EventMatch } from '../domain/event-match.js';
+import type { EventMatch } from '../domain/event-match.js';
 
 export { eventMatches, parseMatch, valueAt, type EventFilter, type EventMatch } from '../domain/event-match.js';
 
@@ -62,11 +62,18 @@ export interface CreateOptions extends ClientOptions {
   ttl?: number;
 }
 
-export interface WaitOptions {
-  /** Only an event of exactly this type counts. */
-  type?: string;
-  /** Dotted path → value, all must hold (`{ 'data.from.address': 'noreply@github.com' }`). */
+/**
+ * A server-side filter (decisions §14), evaluated by the service with the one matching rule of
+ * event-match.ts: `type` exact or `prefix.*` (any of a list), every `match` path=value, `state`.
+ */
+export interface FilterOptions {
+  type?: string | readonly string[];
+  /** Dotted path → value, all must hold (`{ 'data.from.address': 'noreply@github.com', 'data.ok': true }`). */
   match?: EventMatch;
+  state?: 'unacked' | 'acked' | 'all';
+}
+
+export interface WaitOptions extends FilterOptions {
   /** Seconds to wait in all; default 300. 0 only looks. */
   timeout?: number;
   /** Cursor to start after; default this client's `cursor`. */
@@ -81,10 +88,44 @@ export interface WaitResult {
   cursor: number;
 }
 
-export interface EventsOptions {
+export interface PageOptions extends FilterOptions {
+  after?: number;
+  limit?: number;
+  wait?: number;
+  /** A named consumer: the service keeps its position (after=N stores N first; without after it reads from the stored one). */
+  consumer?: string;
+  signal?: AbortSignal;
+}
+
+export interface ConsumeOptions extends FilterOptions {
+  /** A named consumer whose position the service keeps; without it, the position is this client's `cursor`. */
+  consumer?: string;
+  /** Start after this sequence (stored first for a consumer); default the consumer's position or `cursor`. */
+  after?: number;
+  /** Acknowledge each event once its handler succeeded; default true. */
+  ack?: boolean;
+  /** Called with the new position after each handled event (e.g. to save it); awaited before the next event. */
+  onCommit?: (cursor: number) => void | Promise<void>;
+  /** Called when a handler fails, before the retry (default: nothing). */
+  onError?: (err: unknown, event: Event, attempt: number) => void;
+  /** Return once a long-poll of `idleSeconds` finds nothing new (default: run until `signal` aborts). */
+  idleSeconds?: number;
+  /** First retry delay in ms (doubling to 60 s); default 1000. */
+  retryDelayMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface EventsOptions extends FilterOptions {
   after?: number;
   limit?: number;
   signal?: AbortSignal;
+}
+
+/** Adds a filter's parameters (repeated type and match) to a query. */
+export function appendFilter(params: URLSearchParams, f: FilterOptions): void {
+  for (const t of typeof f.type === 'string' ? [f.type] : (f.type ?? [])) params.append('type', t);
+  for (const [path, value] of Object.entries(f.match ?? {})) params.append('match', `${path}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
+  if (f.state !== undefined) params.set('state', f.state);
 }
 
 export function resolveUrl(url?: string): string {
@@ -190,15 +231,66 @@ export class ReturnAddress {
     return ReturnAddress.deliverTo(this.inboxUrl, event, { ...opts, fetch: this.fetch });
   }
 
-  /** One page of events after `after` (GET …/events), holding up to `wait` seconds when there is none. */
-  page(q: { after?: number; limit?: number; wait?: number; signal?: AbortSignal } = {}): Promise<EventPage> {
-    const params = new URLSearchParams({ after: String(q.after ?? this.cursor) });
+  /** One page of events after `after` (GET …/events), holding up to `wait` seconds when there is none (matching). */
+  page(q: PageOptions = {}): Promise<EventPage> {
+    const params = new URLSearchParams();
+    // A consumer without after reads from its stored position.
+    if (q.after !== undefined || q.consumer === undefined) params.set('after', String(q.after ?? this.cursor));
     if (q.limit !== undefined) params.set('limit', String(q.limit));
     if (q.wait !== undefined) params.set('wait', String(q.wait));
+    appendFilter(params, q);
+    if (q.consumer !== undefined) params.set('consumer', q.consumer);
     // A connection that silently dies mid long-poll must not hang the caller: give up a while after
     // the server would have answered, and let the retry loop reconnect.
     const signal = AbortSignal.any([AbortSignal.timeout(((q.wait ?? 0) + 15) * 1000), ...(q.signal ? [q.signal] : [])]);
     return request<EventPage>(this.fetch, 'GET', `${this.base}/events?${params}`, { token: this.token, signal });
+  }
+
+  /**
+   * At-least-once: hands each event (matching the filter), in sequence order, to `handler`; once it
+   * resolves, acknowledges the event (unless `ack: false`) and commits the position (this client's
+   * `cursor` and `onCommit`, or the named consumer's on the service, which the next read confirms).
+   * A handler that throws is retried with backoff (1 s doubling to 60 s) on the same event: nothing
+   * is skipped and the order holds. A crash re-delivers what was not committed: dedupe by event id.
+   */
+  async consume(handler: (event: Event) => unknown, opts: ConsumeOptions = {}): Promise<void> {
+    const named = opts.consumer !== undefined;
+    let position: number | undefined = opts.after ?? (named ? undefined : this.cursor);
+    const retryDelay = opts.retryDelayMs ?? 1000;
+    for (;;) {
+      if (opts.signal?.aborted) return;
+      const wait = opts.idleSeconds ?? MAX_POLL_SECONDS;
+      // A consumer reads one event a page: asking for the next one is what commits the last.
+      const page = await this.retrying(() => this.page({
+        after: position, consumer: opts.consumer, limit: named ? 1 : 20, wait, type: opts.type, match: opts.match, state: opts.state, signal: opts.signal,
+      }), Number.POSITIVE_INFINITY, opts.signal);
+      for (const [i, event] of page.events.entries()) {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await handler(event);
+            break;
+          } catch (err) {
+            opts.onError?.(err, event, attempt);
+            await sleep(Math.min(60_000, retryDelay * 2 ** (attempt - 1)), opts.signal);
+          }
+        }
+        if (opts.ack ?? true) await this.retrying(() => this.ack(event.id), Number.POSITIVE_INFINITY, opts.signal);
+        // Past the page's last event the examined non-matching ones are confirmed too.
+        position = i === page.events.length - 1 ? page.next_cursor : event.sequence;
+        if (!named) this.cursor = position;
+        await opts.onCommit?.(position);
+      }
+      if (page.events.length === 0) {
+        position = page.next_cursor;
+        if (!named) this.cursor = position;
+        if (opts.idleSeconds !== undefined && !page.has_more) {
+          // Confirm how far the (filtered) scan got before returning.
+          if (named) await this.retrying(() => this.page({ after: position, consumer: opts.consumer, limit: 1, signal: opts.signal }), Number.POSITIVE_INFINITY, opts.signal);
+          else await opts.onCommit?.(position);
+          return;
+        }
+      }
+    }
   }
 
   /**
@@ -208,7 +300,7 @@ export class ReturnAddress {
   async *events(opts: EventsOptions = {}): AsyncGenerator<Event, void, undefined> {
     let after = opts.after ?? this.cursor;
     for (;;) {
-      const page = await this.retrying(() => this.page({ after, limit: opts.limit, signal: opts.signal }), Date.now() + 30_000, opts.signal);
+      const page = await this.retrying(() => this.page({ after, limit: opts.limit, type: opts.type, match: opts.match, state: opts.state, signal: opts.signal }), Date.now() + 30_000, opts.signal);
       for (const e of page.events) yield e;
       after = page.next_cursor;
       if (!page.has_more) return;
@@ -216,25 +308,25 @@ export class ReturnAddress {
   }
 
   /**
-   * The first event after the cursor that has `type` and every `match`, long-polling up to
-   * `timeout` seconds. Network errors and 429/5xx answers are retried with backoff from the same
-   * cursor until the timeout, so no event is skipped or seen twice. On success the client's
-   * `cursor` becomes the event's sequence (the next waitFor starts after it); on timeout it becomes
-   * how far the queue was scanned. An error that persists to the deadline is thrown.
+   * The first event after the cursor that passes the filter (evaluated by the service), long-polling
+   * up to `timeout` seconds. Network errors and 429/5xx answers are retried with backoff from the
+   * same cursor until the timeout, so no event is skipped or seen twice. The client's `cursor`
+   * becomes the event's sequence (the next waitFor starts after it), or on timeout how far the queue
+   * was scanned. (The CLI's filtered `wait` does not save that cursor: see consume() for reading
+   * every event at-least-once.) An error that persists to the deadline is thrown.
    */
   async waitFor(opts: WaitOptions = {}): Promise<WaitResult> {
     const deadline = Date.now() + (opts.timeout ?? 300) * 1000;
     let after = opts.after ?? this.cursor;
     for (;;) {
       const wait = Math.min(MAX_POLL_SECONDS, Math.max(0, Math.ceil((deadline - Date.now()) / 1000)));
-      const page = await this.retrying(() => this.page({ after, limit: 100, wait, signal: opts.signal }), deadline, opts.signal);
-      for (const e of page.events) {
-        if (eventMatches(e, opts)) {
-          this.cursor = e.sequence;
-          return { event: e, cursor: e.sequence };
-        }
-      }
+      const page = await this.retrying(() => this.page({ after, limit: 1, wait, type: opts.type, match: opts.match, state: opts.state, signal: opts.signal }), deadline, opts.signal);
       after = page.next_cursor;
+      const event = page.events[0];
+      if (event) {
+        this.cursor = event.sequence;
+        return { event, cursor: event.sequence };
+      }
       if (Date.now() >= deadline && !page.has_more) {
         this.cursor = after;
         return { event: null, cursor: after };

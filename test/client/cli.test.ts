@@ -35,7 +35,7 @@ describe('return-address CLI', () => {
   after(async () => { await svc.stop(); });
 
   it('every command has --help on stdout with exit 0; an unknown command or option is exit 1 on stderr', async () => {
-    for (const c of ['serve', 'create', 'wait', 'events', 'get', 'ack', 'deliver', 'delete']) {
+    for (const c of ['serve', 'create', 'wait', 'events', 'consume', 'get', 'ack', 'deliver', 'delete']) {
       const r = await cli([c, '--help']);
       assert.equal(r.code, 0, c);
       assert.match(r.stdout, new RegExp(`Usage: return-address ${c}`));
@@ -62,7 +62,18 @@ describe('return-address CLI', () => {
     assert.equal(created.json.address.taskId, 'T9');
     assert.match(created.stderr, /saved to/);
     assert.equal(statSync(file).mode & 0o777, 0o600, 'the file holds secrets');
-    assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), { ...created.json, cursor: 0 }, 'the create response exactly, plus cursor');
+    // No credential on stdout (an agent's transcript): the address and where the file is.
+    assert.deepEqual(Object.keys(created.json).sort(), ['address', 'endpoints', 'saved_to']);
+    assert.equal(created.json.saved_to, file);
+    assert.doesNotMatch(created.stdout + created.stderr, /aa_read_|aa_ingress_/);
+    const savedFile = JSON.parse(readFileSync(file, 'utf8'));
+    assert.equal(savedFile.credentials.read_token.slice(0, 8), 'aa_read_');
+    assert.deepEqual(savedFile.address, created.json.address);
+    assert.deepEqual([savedFile.cursor, savedFile.url], [0, svc.baseUrl], 'the create response, plus cursor and the service URL');
+    const all = await cli(['create', '--save', join(dir, 'all.json'), '--print-credentials'], env);
+    const { cursor: _c, url: _u, ...allSaved } = JSON.parse(readFileSync(join(dir, 'all.json'), 'utf8'));
+    assert.deepEqual(all.json, allSaved);
+    assert.match(all.json.credentials.read_token, /^aa_read_/, '--print-credentials prints the whole response');
 
     const d1 = await cli(['deliver', '--save', file, '--type', 'note', '--data', '{"n":1}', '--key', 'k'], env);
     assert.equal(d1.code, 0, d1.stderr);
@@ -81,17 +92,27 @@ describe('return-address CLI', () => {
     assert.deepEqual([none.code, none.stdout], [2, '']);
     assert.match(none.stderr, /timed out/);
 
-    const acked = await cli(['wait', '--save', file, '--type', 'note', '--ack', '--timeout', '5'], env);
+    // A filtered wait never moves the saved cursor, even with --ack: it passed over other events.
+    const filteredAck = await cli(['wait', '--save', file, '--type', 'pr', '--ack', '--timeout', '5'], env);
+    assert.equal(filteredAck.code, 0, filteredAck.stderr);
+    assert.equal(filteredAck.json.sequence, 2);
+    assert.equal(JSON.parse(readFileSync(file, 'utf8')).cursor, 0, 'event 1 (a note) can still be found');
+    const acked = await cli(['wait', '--save', file, '--ack', '--timeout', '5'], env);
     assert.equal(acked.code, 0, acked.stderr);
     assert.equal(acked.json.sequence, 1);
     assert.ok(acked.json.acknowledged_at, 'printed after the ack');
-    assert.equal(JSON.parse(readFileSync(file, 'utf8')).cursor, 1);
+    assert.equal(JSON.parse(readFileSync(file, 'utf8')).cursor, 1, 'an unfiltered wait --ack moves the cursor to its event');
 
+    // events moves the saved cursor only with --advance (once the page is handled).
     const page = await cli(['events', '--save', file], env);
     assert.equal(page.code, 0, page.stderr);
     assert.deepEqual(page.json.events.map((e: { sequence: number }) => e.sequence), [2]);
-    assert.equal(JSON.parse(readFileSync(file, 'utf8')).cursor, 2, 'events advances the saved cursor');
+    assert.equal(JSON.parse(readFileSync(file, 'utf8')).cursor, 1, 'events alone does not move the cursor');
+    assert.deepEqual((await cli(['events', '--save', file, '--advance'], env)).json.events.map((e: { sequence: number }) => e.sequence), [2]);
+    assert.equal(JSON.parse(readFileSync(file, 'utf8')).cursor, 2, 'events --advance does');
     assert.deepEqual((await cli(['events', '--save', file], env)).json.events, []);
+    const filteredPage = await cli(['events', '--save', file, '--after', '0', '--type', 'pr', '--match', 'data.n=2'], env);
+    assert.deepEqual([filteredPage.json.events.map((e: { sequence: number }) => e.sequence), filteredPage.json.next_cursor], [[2], 2]);
 
     const ack = await cli(['ack', '--save', file, page.json.events[0].id], env);
     assert.equal(ack.code, 0, ack.stderr);
@@ -109,18 +130,21 @@ describe('return-address CLI', () => {
     assert.match(gone.stderr, /not_found/);
   });
 
-  it('wait returns when an event arrives during the wait; --url beats RETURN_ADDRESS_URL', async () => {
+  it('wait returns when an event arrives during the wait; a fresh shell needs only the saved file; --url beats it', async () => {
     const file = join(dir, 'b.json');
     const deadUrl = `http://127.0.0.1:${await freePort()}`;
     assert.equal((await cli(['create', '--save', file, '--url', svc.baseUrl], { RETURN_ADDRESS_URL: deadUrl })).code, 0);
-    const waiting = cli(['wait', '--save', file, '--type', 'late', '--timeout', '30'], env);
+    // From here on no RETURN_ADDRESS_URL and no --url: the saved file knows the service.
+    const waiting = cli(['wait', '--save', file, '--type', 'late', '--timeout', '30'], {});
     await sleep(500);
-    assert.equal((await cli(['deliver', '--save', file, '--type', 'late', '--data', '"hi"'], env)).code, 0);
+    assert.equal((await cli(['deliver', '--save', file, '--type', 'late', '--data', '"hi"'], {})).code, 0);
     const w = await waiting;
     assert.equal(w.code, 0, w.stderr);
     assert.equal(w.json.data, 'hi');
     assert.equal(w.stderr, '', 'no spinner when stderr is not a terminal');
-    const unreachable = await cli(['get', '--save', file], { RETURN_ADDRESS_URL: deadUrl });
+    assert.equal((await cli(['events', '--save', file], {})).json.events.length, 1);
+    assert.equal((await cli(['get', '--save', file], { RETURN_ADDRESS_URL: deadUrl })).code, 0, 'the saved URL beats the variable');
+    const unreachable = await cli(['get', '--save', file, '--url', deadUrl], {});
     assert.equal(unreachable.code, 1);
     assert.match(unreachable.stderr, /network_error/);
   });

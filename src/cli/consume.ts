@@ -1,0 +1,82 @@
+// `return-address consume --exec CMD [--type T] [--match path=value]... [--consumer NAME]`
+// (decisions §14): at-least-once delivery of the queue to a command. Each event, in sequence order,
+// is given to CMD (run by the shell) as JSON on stdin, with RA_EVENT_ID, RA_EVENT_TYPE and
+// RA_SEQUENCE in its environment. Exit 0 acknowledges the event and commits the position (the saved
+// file's cursor, or the named consumer's on the service); any other exit retries the same event with
+// backoff (1 s doubling to 60 s), so nothing is skipped and the order holds. A crash or kill
+// re-runs at most the event that was not committed yet: CMD should dedupe by RA_EVENT_ID.
+import { spawn } from 'node:child_process';
+import { parseMatch, ReturnAddress } from '../client/index.js';
+import { loadSaved, savedUrl, writeSaved } from './saved-file.js';
+
+export const CONSUME_HELP = `Usage: return-address consume --save FILE --exec CMD [--type T]... [--match path=value]... [--consumer NAME] [--until-idle S]
+
+Runs CMD (through the shell) once per event after the saved cursor, in sequence order: the event's
+JSON on stdin, RA_EVENT_ID, RA_EVENT_TYPE and RA_SEQUENCE in its environment. Exit 0 acknowledges
+the event and saves the cursor past it; any other exit runs CMD again for the same event after
+1 s, 2 s, 4 s ... (at most 60 s), so no event is skipped and the order holds. After a crash or a
+kill, the event being handled is handed to CMD again: dedupe by RA_EVENT_ID.
+--type (exact, or a prefix like stripe.*) and --match select events on the service; the cursor
+still moves past the others. --consumer NAME keeps the position on the service (a named consumer)
+instead of in FILE. --until-idle S exits 0 once S seconds pass with no (matching) event; without
+it, consume runs until interrupted. One line per attempt on stderr.
+`;
+
+export async function consume(values: {
+  save?: string; url?: string; exec?: string; type?: string[]; match?: string[]; consumer?: string; 'until-idle'?: string;
+}, usage: (message: string) => Error): Promise<number> {
+  if (!values.exec) throw usage('--exec CMD is required');
+  const saved = loadSaved(values.save);
+  let match: ReturnType<typeof parseMatch>;
+  try {
+    match = parseMatch(values.match ?? []);
+  } catch (err) {
+    throw usage((err as Error).message);
+  }
+  const idle = values['until-idle'] === undefined ? undefined : Number(values['until-idle']);
+  if (idle !== undefined && !(Number.isInteger(idle) && idle >= 0 && idle <= 25)) throw usage('--until-idle must be a whole number of seconds from 0 to 25');
+  const ra = ReturnAddress.fromCreated(saved, { url: savedUrl(values.url, saved) });
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    await ra.consume((event) => runCommand(values.exec!, event), {
+      ...(values.type?.length ? { type: values.type } : {}),
+      ...(Object.keys(match).length > 0 ? { match } : {}),
+      ...(values.consumer !== undefined ? { consumer: values.consumer } : {}),
+      ...(idle !== undefined ? { idleSeconds: idle } : {}),
+      signal: stop.signal,
+      // The saved file is the position without a named consumer: written after each handled event.
+      onCommit: values.consumer === undefined ? (cursor) => writeSaved(values.save!, { ...saved, cursor }) : undefined,
+      onError: (err, event, attempt) => process.stderr.write(`consume: sequence ${event.sequence} ${event.type}: ${(err as Error).message}; retry ${attempt}\n`),
+    });
+  } catch (err) {
+    if (!stop.signal.aborted) throw err;
+  } finally {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  }
+  return 0;
+}
+
+/** Runs CMD for one event; resolves when it exits 0, rejects otherwise. */
+function runCommand(cmd: string, event: { id: string; type: string; sequence: number }): Promise<void> {
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, {
+      shell: true,
+      stdio: ['pipe', 'inherit', 'inherit'],
+      env: { ...process.env, RA_EVENT_ID: event.id, RA_EVENT_TYPE: event.type, RA_SEQUENCE: String(event.sequence) },
+    });
+    child.stdin.on('error', () => {}); // a command that does not read stdin closes it early
+    child.stdin.end(`${JSON.stringify(event)}\n`);
+    child.once('error', reject);
+    child.once('exit', (code, signal) => {
+      const ms = Date.now() - started;
+      process.stderr.write(`consume: sequence ${event.sequence} ${event.type} exit ${signal ?? code} (${ms} ms)\n`);
+      if (code === 0) resolve();
+      else reject(new Error(`the command exited with ${signal ?? code}`));
+    });
+  });
+}

@@ -1,0 +1,39 @@
+// The file `return-address create --save FILE` writes (decisions §12, §14): the create response
+// exactly as returned, plus `cursor` (the position the CLI's reads start after) and `url` (the
+// service that holds the address, so a fresh shell needs no flag or variable). The Python client
+// reads and writes the same format. It holds the read token and the inbox secret: mode 0600.
+import { chmodSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { type CreateAddressResponse, DEFAULT_URL } from '../client/index.js';
+
+export type Saved = CreateAddressResponse & { cursor: number; url?: string };
+
+export class SavedFileError extends Error {}
+
+export function loadSaved(file: string | undefined): Saved {
+  if (!file) throw new SavedFileError('--save FILE is required (the file `return-address create --save FILE` wrote)');
+  let saved: Saved;
+  try {
+    saved = JSON.parse(readFileSync(file, 'utf8')) as Saved;
+  } catch (err) {
+    throw new SavedFileError(`cannot read ${file}: ${(err as Error).message}`);
+  }
+  if (!saved?.address?.id || !saved.credentials?.read_token) throw new SavedFileError(`${file} is not a saved create response`);
+  if (typeof saved.cursor !== 'number') saved.cursor = 0;
+  return saved;
+}
+
+/** Write-then-rename, so a crash never leaves a half-written file with the only copy of the token. */
+export function writeSaved(file: string, saved: Saved): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(saved, null, 2)}\n`, { mode: 0o600 });
+  chmodSync(tmp, 0o600);
+  renameSync(tmp, file);
+}
+
+/**
+ * The service to talk to: --url, else the saved file's (the service that holds the address), else
+ * RETURN_ADDRESS_URL, else http://localhost:3000.
+ */
+export function savedUrl(flag: string | undefined, saved: Saved | undefined): string {
+  return (flag ?? saved?.url ?? process.env.RETURN_ADDRESS_URL ?? DEFAULT_URL).replace(/\/+$/, '');
+}
