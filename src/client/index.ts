@@ -115,6 +115,21 @@ export interface ConsumeOptions extends FilterOptions {
   signal?: AbortSignal;
 }
 
+/** consumeClaims: one worker among several on one address. */
+export interface ClaimConsumeOptions {
+  type?: string | string[];
+  match?: Record<string, string | number | boolean | null> | string[];
+  /** Each lease's length; the lease is extended every half of it while the handler runs. Default 60. */
+  leaseSeconds?: number;
+  /** After this many deliveries without an ack an event becomes dead. Default 5. */
+  maxDeliveries?: number;
+  /** Called when a handler fails (its event is then nacked with a delay of 1 s doubling per delivery, at most 60 s). */
+  onError?: (err: unknown, claim: Claim) => void;
+  /** Return once a claim waiting `idleSeconds` finds nothing (default: run until `signal` aborts). */
+  idleSeconds?: number;
+  signal?: AbortSignal;
+}
+
 export interface EventsOptions extends FilterOptions {
   after?: number;
   limit?: number;
@@ -345,6 +360,47 @@ export class ReturnAddress {
    */
   async claim(opts: ClaimOptions = {}, signal?: AbortSignal): Promise<Claim[]> {
     return (await request<{ claims: Claim[] }>(this.fetch, 'POST', `${this.base}/claims`, { token: this.token, json: opts, signal })).claims;
+  }
+
+  /**
+   * A worker among several sharing this address (claims, at-least-once): claims one event at a
+   * time, runs `handler`, acks through the lease when it resolves and nacks (with a growing delay)
+   * when it throws. The lease is extended while the handler runs. An ack answered lease_lost (the
+   * lease ran out and another worker took the event) is reported to `onError` and skipped.
+   */
+  async consumeClaims(handler: (event: Event, claim: Claim) => unknown, opts: ClaimConsumeOptions = {}): Promise<void> {
+    const leaseSeconds = opts.leaseSeconds ?? 60;
+    const ask: ClaimOptions = { max: 1, lease_seconds: leaseSeconds, wait: opts.idleSeconds ?? MAX_POLL_SECONDS, max_deliveries: opts.maxDeliveries ?? 5 };
+    if (opts.type !== undefined) ask.type = opts.type;
+    if (opts.match !== undefined) ask.match = opts.match;
+    for (;;) {
+      if (opts.signal?.aborted) return;
+      const claims = await this.retrying(() => this.claim(ask, opts.signal), Number.POSITIVE_INFINITY, opts.signal);
+      if (claims.length === 0 && opts.idleSeconds !== undefined) return;
+      for (const c of claims) {
+        const keepAlive = setInterval(() => { this.extendClaim(c.lease_id, leaseSeconds).catch(() => {}); }, (leaseSeconds * 1000) / 2);
+        let failure: { err: unknown } | undefined;
+        try {
+          await handler(c.event, c);
+        } catch (err) {
+          failure = { err };
+        } finally {
+          clearInterval(keepAlive);
+        }
+        try {
+          if (failure === undefined) await this.retrying(() => this.ackClaim(c.lease_id), Number.POSITIVE_INFINITY, opts.signal);
+          else {
+            opts.onError?.(failure.err, c);
+            const delay = Math.min(60, 2 ** (c.delivery_count - 1));
+            await this.retrying(() => this.nackClaim(c.lease_id, { delay_seconds: delay, reason: String((failure.err as Error)?.message ?? failure.err).slice(0, 500) }),
+              Number.POSITIVE_INFINITY, opts.signal);
+          }
+        } catch (err) {
+          if (!(err instanceof ReturnAddressError && err.code === 'lease_lost')) throw err;
+          opts.onError?.(err, c);
+        }
+      }
+    }
   }
 
   /** Acks a claimed event through its lease; a ReturnAddressError with code lease_lost once the event was claimed again. */
