@@ -3,6 +3,7 @@
 // checks the input, makes the lease ids' nonce, holds a waiting claim on the follower
 // (claim-wait.ts) and turns the store's outcomes into the API's errors.
 import { ApiError, notFound } from '../domain/errors.js';
+import { STORABLE_TEXT } from '../http/schemas.js';
 import { parseEventFilter } from '../domain/event-filter.js';
 import type { AddressRecord, EventRecord } from '../domain/model.js';
 import type { Store, WakeupHub } from '../domain/ports.js';
@@ -24,6 +25,9 @@ export interface NackInput {
   reason?: string | undefined;
   dead?: boolean | undefined;
 }
+
+/** No U+0000 and no lone surrogate, as every stored text field (http/schemas.ts's STORABLE_TEXT). */
+const STORABLE = new RegExp(STORABLE_TEXT, 'u');
 
 type Range = { min: number; max: number; default: number };
 
@@ -50,7 +54,7 @@ export function claimInput(raw: Partial<Record<keyof ClaimInput, unknown>>, para
 /** Checks a nack's body from a caller without a schema of its own. */
 export function nackInput(raw: Partial<Record<keyof NackInput, unknown>>, param = 'argument'): NackInput {
   const reason = raw.reason;
-  if (reason !== undefined && (typeof reason !== 'string' || reason.length > CLAIM_LIMITS.reason_chars || /[\u0000\ud800-\udfff]/u.test(reason))) {
+  if (reason !== undefined && (typeof reason !== 'string' || reason.length > CLAIM_LIMITS.reason_chars || !STORABLE.test(reason))) {
     throw new ApiError('invalid_request', `Invalid ${param} 'reason': a string of at most ${CLAIM_LIMITS.reason_chars} characters, without U+0000 or a lone surrogate.`);
   }
   if (raw.dead !== undefined && typeof raw.dead !== 'boolean') throw new ApiError('invalid_request', `Invalid ${param} 'dead': true or false.`);
