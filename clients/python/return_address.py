@@ -249,6 +249,30 @@ class ReturnAddress:
             body["reason"] = reason
         return _request("POST", "%s/claims/%s/nack" % (self._base(), urllib.parse.quote(lease_id)), self.token, body)["event"]
 
+    def consume_claims(self, handler, lease_seconds: int = 60, max_deliveries: int = 5, type: Any = None,
+                       match: Any = None, idle_seconds: Optional[int] = None) -> None:
+        """One worker among several on this address: claims one event at a time, calls handler(event),
+        acks the claim when it returns and nacks it (delay 1 s doubling per delivery, at most 60 s) when
+        it raises. A lease_lost answer (the lease ran out and another worker took the event) is skipped.
+        Returns once a claim waiting idle_seconds finds nothing; without idle_seconds it runs forever."""
+        wait = 25 if idle_seconds is None else idle_seconds
+        while True:
+            claims = self.claim(max=1, lease_seconds=lease_seconds, wait=wait, max_deliveries=max_deliveries, type=type, match=match)
+            if not claims and idle_seconds is not None:
+                return
+            for c in claims:
+                try:
+                    try:
+                        handler(c["event"])
+                    except Exception as e:  # the handler failed: give the event back
+                        delay = min(60, 2 ** (c["delivery_count"] - 1))
+                        self.nack_claim(c["lease_id"], delay_seconds=delay, reason=str(e)[:500])
+                        continue
+                    self.ack_claim(c["lease_id"])
+                except ReturnAddressError as e:
+                    if e.code != "lease_lost":
+                        raise
+
     def delete(self) -> None:
         _request("DELETE", self._base(), self.token)
 

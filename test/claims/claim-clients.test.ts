@@ -54,6 +54,15 @@ try:
     raise SystemExit("expected lease_lost")
 except ReturnAddressError as e:
     assert e.code == "lease_lost" and e.status == 409, e
+ra.nack_claim(again[0]["lease_id"])
+seen = []
+def handler(event):
+    seen.append(event["sequence"])
+    if len(seen) == 1:
+        raise RuntimeError("first try fails")
+ra.consume_claims(handler, lease_seconds=5, idle_seconds=8)  # the retry waits 4 s (third delivery)
+assert seen == [2, 2], seen
+assert ra.page(after=0)["events"][1]["acknowledged_at"]
 print("python claims ok")
 `;
     // Not spawnSync: the service runs in this process and must answer meanwhile.
