@@ -1,7 +1,7 @@
-// Copies what tsc does not: the SQL migrations, next to the compiled stores that read them, and
-// the /inspect page's static files.
+// Copies what tsc does not: the SQL migrations, next to the compiled stores that read them, the
+// /inspect page's static files, the approval page's style sheet, and the Markdown the guides are rendered from.
 import { cpSync, existsSync } from 'node:fs';
 
-for (const from of ['src/storage/sqlite/migrations', 'src/storage/postgres/migrations', 'src/inspect']) {
+for (const from of ['src/storage/sqlite/migrations', 'src/storage/postgres/migrations', 'src/inspect', 'src/docs/guides', 'src/approvals/assets']) {
   if (existsSync(from)) cpSync(from, `dist/${from}`, { recursive: true });
 }

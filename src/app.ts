@@ -13,6 +13,7 @@ import { escapeUndecodableSegments, parseQuery } from './http/plugins/request-ur
 import { closeQueryStrings } from './http/plugins/strict-query.js';
 import type { AppDeps } from './http/route-deps.js';
 import { addressRoutes } from './http/routes/addresses.js';
+import { approvalRoutes } from './http/routes/approvals.js';
 import { documentRoutes } from './http/routes/documents.js';
 import { consumerRoutes } from './consumers/consumer-routes.js';
 import { eventStreamRoutes } from './http/routes/event-stream.js';
@@ -112,5 +113,6 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   await app.register(mcpRoutes(deps));
   await app.register(inspectRoutes(deps));
   await app.register(consumerRoutes(deps));
+  await app.register(approvalRoutes(deps));
   return app;
 }

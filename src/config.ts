@@ -26,7 +26,7 @@ export interface Config {
   /** Bytes of stored data and metadata one address may hold; the oldest acknowledged events make room. */
   readonly maxBytesPerAddress: number;
   readonly maxPayloadBytes: number;
-  /** Largest body the capture URL takes (decisions.md §11). */
+  /** Largest body the capture URL takes (design.md, "Capture URL"). */
   readonly maxCaptureBytes: number;
   /** Stored JSON bytes one page of events may hold (always at least one event). */
   readonly maxPageBytes: number;
@@ -52,6 +52,8 @@ export interface Config {
   readonly sseHeartbeatMs: number;
   /** An event stream whose client has not read its buffered events within this long is dropped (SSE_DRAIN_TIMEOUT_MS). */
   readonly sseDrainTimeoutMs: number;
+  /** The shortest approval a client may ask for (MIN_APPROVAL_SECONDS, default 60; an operator may lower it to 1 for tests). */
+  readonly minApprovalSeconds: number;
   /** RA_DEBUG_GROUP_COMMIT: log the SQLite group commit's counters every second while it works. */
   readonly logGroupCommitStats: boolean;
 }
@@ -109,7 +111,7 @@ function trustProxy(env: Env): false | number | string[] {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-/** The longest long-poll a client may ask for (spec §4.1). The HTTP request timeout must exceed it. */
+/** The longest long-poll a client may ask for (the `wait` of GET …/events). The HTTP request timeout must exceed it. */
 export const MAX_WAIT_SECONDS = 25;
 /** MCP wait_for_event's longest wait (decisions.md §18): agent clients cut a tool call at about 60 s. */
 export const MAX_MCP_WAIT_SECONDS = 55;
@@ -191,5 +193,6 @@ export function loadConfig(env: Env = process.env): Config {
     sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 50, 30_000),
     sseDrainTimeoutMs: int(env, 'SSE_DRAIN_TIMEOUT_MS', 10_000, 50, 300_000),
     logGroupCommitStats: bool(env, 'RA_DEBUG_GROUP_COMMIT', false),
+    minApprovalSeconds: int(env, 'MIN_APPROVAL_SECONDS', 60, 1, 86_400),
   });
 }

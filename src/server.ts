@@ -7,6 +7,7 @@ import { ReturnAddressService } from './domain/return-address-service.js';
 import { startSmtpListener, type SmtpListener } from './email/smtp-listener.js';
 import type { DnsResolver } from './email/sender-authentication.js';
 import { ExpirySweeper } from './domain/expiry-sweeper.js';
+import { approvalServiceOf } from './approvals/approval-service.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { openStore } from './storage/open-store.js';
 import type { Store } from './domain/ports.js';
@@ -41,7 +42,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   let app: FastifyInstance | undefined;
   let smtp: SmtpListener | undefined;
   try {
-    app = await buildApp({ config, store, hub, service }, { loggerInstance: log });
+    app = await buildApp({ config, store, service }, { loggerInstance: log });
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe((addressId) => hub.notify(addressId), () => hub.notifyAll());
     }
@@ -52,7 +53,8 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       tlsCertFile: config.smtpTlsCert, tlsKeyFile: config.smtpTlsKey, maxBufferedBytes: config.smtpMaxBufferedBytes, maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
       dnsResolver: opts.dnsResolver, dnsLookupTimeoutMs: opts.dnsLookupTimeoutMs, authenticationBudgetMs: opts.authenticationBudgetMs,
     }, app.log.child({ component: 'smtp' }));
-    const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, app.log);
+    const approvals = approvalServiceOf({ store, service, config });
+    const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, app.log, [{ name: 'approvals', run: () => approvals.sweepDue() }]);
     sweeper.start();
 
     const started = { app, smtp };

@@ -89,15 +89,15 @@ export interface TestService {
   stop(opts?: { keepStorage?: boolean }): Promise<void>;
 }
 
-/**
- * Starts the whole service in this process on free ports. `env` overrides configuration;
- * `storage` reuses another service's data (two instances on one database, or a restart).
- */
 /** The tests' DNS: nothing exists (SPF/DKIM/DMARC come out none), answered at once, offline. */
 export const offlineResolver: DnsResolver = async (name) => {
   throw Object.assign(new Error(`queryTxt ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
 };
 
+/**
+ * Starts the whole service in this process on free ports. `env` overrides configuration;
+ * `storage` reuses another service's data (two instances on one database, or a restart).
+ */
 export async function startTestService(env: Record<string, string> = {}, storage?: TestStorage, opts: StartOptions = {}): Promise<TestService> {
   const st = storage ?? (await createTestStorage());
   // A free port can be taken by another process between the probe and the listen: try again.
@@ -145,7 +145,6 @@ export interface Res {
   status: number;
   headers: Headers;
   text: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   json: any;
   ms: number;
 }
@@ -179,7 +178,6 @@ export interface Addr {
   mcpUrl: string;
   email: string;
   slug: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   body: any;
 }
 

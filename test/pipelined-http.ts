@@ -13,7 +13,6 @@ export interface PipelinedRequest {
 
 export interface PipelinedResponse {
   status: number;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   json: any;
 }
 

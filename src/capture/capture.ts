@@ -1,5 +1,5 @@
-// The capture URL's rule (decisions.md §11): any request to it becomes one event, stored by the same
-// ReturnAddressService.deliver as endpoint 6 (same durability, group commit, sequence, dedupe, expiry
+// The capture URL's rule (design.md, "Capture URL"): any request to it becomes one event, stored by the same
+// ReturnAddressService.deliver as the inbox (same durability, group commit, sequence, dedupe, expiry
 // and queue limit), with `data` describing the request exactly enough for an agent to act on it or
 // to check a signature itself.
 import { createHash } from 'node:crypto';
@@ -39,7 +39,7 @@ export class Capture {
 
 /**
  * `data` of a captured request, as JSON text built around the body's own JSON text. Keys in the order
- * of decisions.md §11.
+ * of design.md, "Capture URL".
  */
 export function captureDataJson(request: CapturedRequest, body: ReadBody, signature: SignatureCheck): string {
   const raw = request.body;

@@ -1,6 +1,6 @@
 // One request to the capture URL as the capture rules see it: no framework types, so the rules are
-// tested and reused without HTTP (decisions.md §11).
-import { utf8HeaderValue } from '../http/header-text.js';
+// tested and reused without HTTP (design.md, "Capture URL").
+import { utf8HeaderValue } from '../domain/header-text.js';
 
 export interface CapturedRequest {
   method: string;

@@ -1,4 +1,4 @@
-// Providers that check a URL before they send to it (decisions.md §11): the answer each expects, so
+// Providers that check a URL before they send to it (design.md, "Capture URL"): the answer each expects, so
 // the provider saves the capture URL. The request is stored as an event all the same.
 import { queryObject } from './captured-request.js';
 import type { ReadBody } from './request-body.js';

@@ -1,4 +1,4 @@
-// A captured body, read the way its Content-Type says (decisions.md §11): JSON parsed, a form as an
+// A captured body, read the way its Content-Type says (design.md, "Capture URL"): JSON parsed, a form as an
 // object, text as a string, multipart fields as an object and its files as attachments; anything
 // else, and anything malformed (broken JSON, broken multipart, bytes that are not UTF-8), is null:
 // never an error, because `raw` keeps the exact bytes whatever happens here.

@@ -1,4 +1,4 @@
-// Who sent a captured request, from its headers and body (decisions.md §11): the event's type and
+// Who sent a captured request, from its headers and body (design.md, "Capture URL"): the event's type and
 // source, and the key that makes a provider's retry of one delivery a duplicate instead of a second
 // event. Values taken from a request become part of a type or key only when they look like what the
 // provider sends, so a hostile body cannot plant control characters or megabytes in them.
@@ -71,7 +71,7 @@ export function recognise(headers: Record<string, string>, parsedBody: unknown):
   return { type, source, dedupeKey: dedupeKey(h, body) };
 }
 
-/** The first key of decisions.md §11's order; provider keys carry the provider's name, e.g. "github:<delivery id>". */
+/** The first key in the dedupe order of the capture guide (src/docs/guides/llms-full/070-capture-url.md); provider keys carry the provider's name, e.g. "github:<delivery id>". */
 function dedupeKey(h: Record<string, string>, body: Json): string | undefined {
   const idempotencyKey = h['idempotency-key'];
   if (idempotencyKey !== undefined) {
@@ -85,6 +85,6 @@ function dedupeKey(h: Record<string, string>, body: Json): string | undefined {
     providerKey('github', h['x-github-delivery']) ??
     (isStripeEvent(body) ? providerKey('stripe', body.id) : undefined) ??
     providerKey('shopify', h['x-shopify-webhook-id']) ??
-    // Beyond decisions §11's list: Slack retries an Events API delivery (X-Slack-Retry-Num) with the same event_id.
+    // Slack retries an Events API delivery (X-Slack-Retry-Num) with the same event_id.
     (isSlack(h, body) && body.type === 'event_callback' ? providerKey('slack', body.event_id) : undefined);
 }

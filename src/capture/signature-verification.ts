@@ -1,4 +1,4 @@
-// data.signature of a captured request (decisions.md §11): which scheme signed it, judged by its
+// data.signature of a captured request (design.md, "Capture URL"): which scheme signed it, judged by its
 // headers, and whether the signature holds under the secret the address's reader set for that scheme.
 // Each scheme follows its provider's documented algorithm; comparisons take constant time. A bad
 // signature is recorded, never refused: the agent decides what an unverified event is worth.

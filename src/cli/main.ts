@@ -1,11 +1,12 @@
-// `return-address` CLI (decisions §12): a thin shell over the TypeScript client. JSON results go to
+// `return-address` CLI (design.md, "Agent toolkit and live view"): a thin shell over the TypeScript client. JSON results go to
 // stdout, human messages to stderr; exit 0 done/found, 2 wait timed out, 1 error.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ask, ASK_HELP } from './ask.js';
 import { parseMatch, ReturnAddress, ReturnAddressError, resolveUrl, type CreateEventBody, type WaitResult } from '../client/index.js';
 import { CONSUME_HELP, consume } from './consume.js';
-import { loadSaved as readSavedFile, SavedFileError, savedUrl, writeSaved } from './saved-file.js';
+import { loadSaved as readSavedFile, type Saved, SavedFileError, savedUrl, writeSaved } from './saved-file.js';
 
-class UsageError extends Error {}
+export class UsageError extends Error {}
 
 const COMMON = 'Common options:\n  --url URL      service base URL (default: the one saved in FILE, else $RETURN_ADDRESS_URL, else http://localhost:3000)\n  -h, --help     this help\n';
 const SAVE = '  --save FILE    the file `create --save` wrote (create response + cursor + url)\n';
@@ -23,11 +24,12 @@ Commands:
   ack        acknowledge an event
   deliver    deliver an event to the address's inbox URL
   delete     delete the address and its events
+  ask        ask a person: an approval page's URL on stderr, their answer's event on stdout
 
 Run \`return-address <command> --help\` for a command's options. JSON goes to stdout, messages to
-stderr. Exit codes: 0 success, 2 wait timed out, 1 error.
+stderr. Exit codes: 0 success, 2 wait timed out, 1 error (ask: 0 first option, 1 another, 2 no answer).
 `,
-  serve: `Usage: return-address serve\n\nRuns the service in the foreground, exactly like \`npm start\`. Configure it with the\nenvironment variables of the README (PORT, SMTP_PORT, BASE_URL, STORE, DATA_DIR, ...).\n`,
+  serve: `Usage: return-address serve\n\nRuns the service in the foreground, exactly like \`npm start\`. Configure it with the\nenvironment variables of the README (PORT, SMTP_PORT, BASE_URL, DATA_DIR or DATABASE_URL, ...).\n`,
   create: `Usage: return-address create [--name N] [--task-id T] [--ttl SECONDS] [--save FILE [--print-credentials]]\n\nCreates an address. Without --save, prints the whole create response (credentials included).\nWith --save, writes that response plus "cursor": 0 and "url" (this service) to FILE with mode\n0600 and prints only {address, endpoints: {events_url, mcp_url}, saved_to}: no credential reaches\nstdout (an agent's transcript). --print-credentials prints the whole response as well.\n\n${COMMON}`,
   wait: `Usage: return-address wait --save FILE [--type T] [--match path=value]... [--timeout S] [--ack]\n\nWaits (long-polling, reconnecting after network errors) for the first event after the saved\ncursor with type T and every path=value (dotted into the event: data.from.address=x), prints it\nas JSON and exits 0; exits 2 when --timeout seconds (default 300) pass without one.\n--ack acknowledges the event; without --type/--match it also advances the saved cursor to it,\nso the next wait starts after it. A filtered wait never moves the saved cursor: the events it\npassed over are still there for events and consume.\n\n${SAVE}${COMMON}`,
   events: `Usage: return-address events --save FILE [--after N] [--limit N] [--wait S] [--type T]... [--match path=value]... [--advance]\n\nPrints one page {events, next_cursor, has_more} after the saved cursor (or --after). The saved\ncursor moves to next_cursor only with --advance, once you have handled the page (or use\nconsume, which moves it event by event). --wait long-polls up to S seconds (max 25) when there\nis none; --type and --match filter on the service.\n\n${SAVE}${COMMON}`,
@@ -35,6 +37,7 @@ stderr. Exit codes: 0 success, 2 wait timed out, 1 error.
   get: `Usage: return-address get --save FILE\n\nPrints {"address": ...}.\n\n${SAVE}${COMMON}`,
   ack: `Usage: return-address ack --save FILE EVENT_ID\n\nAcknowledges the event (idempotent) and prints {"event": ...}.\n\n${SAVE}${COMMON}`,
   deliver: `Usage: return-address deliver --save FILE [--type T] [--source S] [--data JSON] [--key K]\n\nPOSTs an event to the saved inbox URL and prints {"event", "duplicate"}. --data is any JSON\nvalue; --key is an idempotency key.\n\n${SAVE}${COMMON}`,
+  ask: ASK_HELP,
   delete: `Usage: return-address delete --save FILE\n\nDeletes the address and all its events; prints {"deleted": "<address id>"}.\n\n${SAVE}${COMMON}`,
 };
 
@@ -48,11 +51,11 @@ function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[]
   }
 }
 
-function out(value: unknown): void {
+export function out(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
-function loadSaved(file: string | undefined) {
+export function loadSaved(file: string | undefined): Saved {
   try {
     return readSavedFile(file);
   } catch (err) {
@@ -195,6 +198,8 @@ async function run(argv: string[]): Promise<number> {
       out(await ra.deliver(body, { idempotencyKey: values.key }));
       return 0;
     }
+    case 'ask':
+      return ask(rest);
     case 'delete': {
       const { values } = parse(rest, {});
       const saved = loadSaved(values.save);

@@ -1,4 +1,4 @@
-// Identifiers and secrets (../shared/spec/decisions.md §1). Ids and slugs are random, never sequential (event ids
+// Identifiers and secrets (design.md, "Identifiers and secrets"). Ids and slugs are random, never sequential (event ids
 // carry their creation time inside, see newEventId); read tokens and inbox secrets are 32 random
 // bytes, handed out once and stored only as SHA-256 hashes, so a copy of the database lets nobody
 // read or write a queue.
@@ -8,7 +8,7 @@ const BASE36 = '0123456789abcdefghijklmnopqrstuvwxyz';
 const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
 
 // Ids are drawn on every delivery: one 4 KiB read of the CSPRNG serves ~80 of them instead of one
-// call each (that call was ~5% of the ingest path). Every byte is used once.
+// call each (bench/README.md, "Measurements behind small choices"). Every byte is used once.
 let pool = Buffer.alloc(0);
 let poolOffset = 0;
 function nextRandomByte(): number {
@@ -44,7 +44,7 @@ export const newAddressId = () => `addr_${randomString(BASE36, 26)}`;
  * even consecutive ones. The stores index ids by their time part first (`EVENT_ID_TIME_SQL` in
  * storage/rows.ts), so that index grows at one end: with an index on fully random ids, every
  * insert dirtied a leaf page of its own and a batch of deliveries wrote hundreds of index pages,
- * which made SQLite's insert twice as costly (61-64 µs against 27-31 µs per event in batches of 200).
+ * which made SQLite's insert about twice as costly (bench/README.md, "Measurements behind small choices").
  */
 const EVENT_ID_HEAD = 5;
 const EVENT_ID_TIME_DIGITS = 9;
@@ -57,14 +57,14 @@ export const newReadToken = () => `aa_read_${randomBytes(32).toString('base64url
 export const newInboxSecret = () => `aa_ingress_${randomBytes(32).toString('base64url')}`;
 
 // The one-shot `hash` skips the Hash object that createHash builds; every delivery checks a secret,
-// and the object's construction cost more than the digest itself (1.5-1.9 µs against 2.3-3.3 µs).
+// and the object's construction cost more than the digest itself (bench/README.md, "Measurements behind small choices").
 export const hashSecret = (secret: string): Buffer => hash('sha256', secret, 'buffer');
 
 /**
  * Constant-time check of a presented secret against a stored hash. It runs on every delivery and
  * every read, so the digest is taken as hex and compared with the stored bytes' hex: a Buffer digest
- * is a new ArrayBuffer per call, which under load cost 3-4 µs of GC and allocation per request
- * (alternating runs of 150,000 reads) where the hashing itself takes under 1 µs.
+ * is a new ArrayBuffer per call, whose GC and allocation cost more than the hashing itself
+ * (bench/README.md, "Measurements behind small choices").
  */
 export function secretMatches(presented: string, storedHash: Buffer): boolean {
   return equalInConstantTime(hash('sha256', presented, 'hex'), storedHash.toString('hex'));

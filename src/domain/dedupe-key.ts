@@ -3,7 +3,7 @@
 // must never match a key an HTTP sender with the inbox secret uses, or a mail could pre-empt (and
 // so suppress) a real delivery. Email keys are stored behind a prefix that no HTTP key can carry
 // (HTTP keys may hold no control character), and shown without it: an email event's dedupe_key
-// still reads as its Message-ID (../shared/spec/decisions.md §7).
+// still reads as its Message-ID (design.md, "Inbound email").
 
 const EMAIL_NAMESPACE = '\u0001email:';
 
@@ -21,7 +21,15 @@ export function emailDedupeKey(messageIdKey: string): string {
   return EMAIL_NAMESPACE + messageIdKey;
 }
 
+/**
+ * Approvals' keys (approval:{id}:{n}) are stored behind a control character for the same reason:
+ * an inbox sender could otherwise take an answer's key first and so suppress the answer. They are
+ * shown as approval:{id}:{n}.
+ */
+export const APPROVAL_KEY_PREFIX = '\u0001approval:';
+
 /** The key as an Event shows it. */
 export function shownDedupeKey(stored: string): string {
+  if (stored.startsWith(APPROVAL_KEY_PREFIX)) return stored.slice(1);
   return stored.startsWith(EMAIL_NAMESPACE) ? stored.slice(EMAIL_NAMESPACE.length) : stored;
 }

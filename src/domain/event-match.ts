@@ -1,6 +1,6 @@
 // One rule for "is this the event I am waiting for", shared by the TypeScript client, the CLI, the
 // Python module (which mirrors it) and MCP wait_for_event, so an agent gets the same answer
-// whichever way it waits (decisions §12).
+// whichever way it waits (design.md, "Agent toolkit and live view").
 
 /**
  * Dotted path (`data.from.address`) to the expected value, compared as text; a JSON number, boolean

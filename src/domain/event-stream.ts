@@ -2,7 +2,7 @@
 // sequence order and without a gap, for as long as the client stays, also when other instances
 // append (their notifications reach the same hub).
 //
-// The waiting is the Follower's (follower.ts, decisions.md §5), with a registration before every
+// The waiting is the Follower's (follower.ts; design.md, "The wakeup hub and followers"), with a registration before every
 // read: events read are handed to the sink and the cursor moves to the last one examined, then it
 // registers and reads again; an empty read waits for the waiter. This file says what a page means
 // to a stream: send it, and read on (or hold while the sink's buffer is full: nothing is read until

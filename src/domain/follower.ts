@@ -3,7 +3,7 @@
 // it says how to read and what a page means; this file alone decides when to register, when to
 // read and what to do with a wake-up, so the order that makes waiting correct is written once.
 //
-// The order (../shared/spec/decisions.md §5): register a waiter, then read; a wake-up that arrives
+// The order (design.md, "The wakeup hub and followers"): register a waiter, then read; a wake-up that arrives
 // while a read is in flight is remembered and handled once the read has answered; after every
 // page that goes on, register afresh before the next read. An event committed between a read and
 // the wait has then already signalled the registered waiter, so none slips through.

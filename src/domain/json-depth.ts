@@ -29,7 +29,7 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
   return false;
 }
 
-/** Levels of nesting a delivered `data` or `metadata` value may have (../shared/spec/decisions.md §6). */
+/** Levels of nesting a delivered `data` or `metadata` value may have (design.md, "The queue"). */
 export const MAX_VALUE_DEPTH = 64;
 /** The request body is one object around them. */
 export const MAX_BODY_DEPTH = MAX_VALUE_DEPTH + 1;

@@ -1,7 +1,7 @@
 // One read of the queue that may be held: endpoint 4 with wait > 0, and MCP's list_events and
 // wait_for_event through ReturnAddressService.listEvents.
 //
-// The waiting itself is the Follower's (follower.ts, decisions.md §5): read; if nothing is after
+// The waiting itself is the Follower's (follower.ts; design.md, "The wakeup hub and followers"): read; if nothing is after
 // the cursor, register a waiter, then re-read, then wait; after every 'changed', register again
 // and re-read. This file only says what a page means to a poll: events (or a scan that reached its
 // bound, has_more) answer at once; nothing waits, from where the read got to, until the deadline.

@@ -8,6 +8,7 @@ import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../clai
 import type { ConsumerPositions } from '../consumers/consumer-positions.js';
 import type { EventFilter } from './event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from './model.js';
+import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from '../approvals/approval-model.js';
 
 export type WakeReason = 'changed' | 'timeout' | 'shutdown';
 
@@ -140,4 +141,16 @@ export interface Store {
   claimEvents(addressId: string, r: ClaimRequest): Promise<ClaimBatch | null>;
   /** Acks, extends or nacks through a lease, only while it is still the event's lease (fencing). */
   settleClaim(addressId: string, eventId: string, leaseId: string, s: Settlement, now: number): Promise<SettleResult>;
+
+  /** Stores a new approval, durably; false when its address does not exist. */
+  createApproval(approval: ApprovalRecord): Promise<boolean>;
+  /** The approval with its answers (oldest first); null when there is none with this id. */
+  getApproval(approvalId: string): Promise<{ approval: ApprovalRecord; answers: ApprovalAnswerRecord[] } | null>;
+  /** Pending approvals whose expiresAt is at or before `now`, soonest first. */
+  dueApprovals(now: number, limit: number): Promise<ApprovalRecord[]>;
+  /**
+   * Changes an approval's state and appends the step's event in one transaction, only if the step's
+   * condition holds (approval-model.ts); durable before it resolves, like appendEvent.
+   */
+  approvalStep(step: ApprovalStep, limits: StoreLimits): Promise<ApprovalStepResult>;
 }

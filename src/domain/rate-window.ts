@@ -1,4 +1,4 @@
-// The provisioning rate limit's fixed windows (../shared/spec/decisions.md §2): one rule, which
+// The provisioning rate limit's fixed windows (design.md, "Create address and its rate limit"): one rule, which
 // both stores apply in their own transaction (SQLite with `countAttempt`, PostgreSQL in one upsert
 // that test/storage/store-contract.test.ts holds to the same cases).
 //

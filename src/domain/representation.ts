@@ -1,4 +1,4 @@
-// The API's JSON shapes of the records (spec §2): Address in camelCase, Event in snake_case.
+// The API's JSON shapes of the records: Address in camelCase, Event in snake_case.
 // Events are written as JSON text straight from the stored JSON of `data`/`metadata`, so listing
 // a page never parses and re-serialises payloads; `eventObject` parses for callers that need
 // a value (MCP structured content).

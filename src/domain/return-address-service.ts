@@ -39,7 +39,7 @@ export interface CreatedAddress {
 
 /**
  * The token of an `Authorization: Bearer <read token>` header; 401 when there is none of that form.
- * The three 401s of decisions §3 say which case it is and the fix (no header; not a bearer read token;
+ * The three 401s of design.md, "Errors" say which case it is and the fix (no header; not a bearer read token;
  * a well-formed token that is not this address's), and none depends on whether the address exists.
  */
 export function bearerToken(authorization: string | undefined): string {
@@ -126,7 +126,7 @@ export class ReturnAddressService {
   }
 
   /**
-   * Checks a bearer credential in the order of ../shared/spec/decisions.md §3: a well-formed bearer (else 401),
+   * Checks a bearer credential in the order of design.md, "Errors": a well-formed bearer (else 401),
    * then an existing address (else 404), then the token of that address (else 401).
    */
   async authenticate(addressId: string, authorization: string | undefined): Promise<AddressRecord> {
@@ -137,7 +137,7 @@ export class ReturnAddressService {
   /**
    * `authenticate` without waiting, when the store holds the address in memory (a queue being read
    * is): the address, or undefined when only `authenticate` can tell. Throws what it would throw.
-   * Reading a page skips two promise hops this way, ~3-4 µs of ~65.
+   * Reading a page skips two promise hops this way (bench/README.md, "The same-turn authentication").
    */
   authenticateNow(addressId: string, authorization: string | undefined): AddressRecord | undefined {
     const token = bearerToken(authorization);
@@ -351,6 +351,11 @@ export class ReturnAddressService {
 
   private isPastGrace(a: AddressRecord): boolean {
     return this.now() >= a.expiresAt + this.opts.expiredGraceSeconds * 1000;
+  }
+
+  /** Another room appended to the address through the store (an approval's step, approvals/): wake its readers. */
+  addressChanged(addressId: string): void {
+    this.changed(addressId);
   }
 
   /**

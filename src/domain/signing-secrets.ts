@@ -1,4 +1,4 @@
-// The signing secrets an address holds for the capture URL (decisions.md §11): replaced as a whole by
+// The signing secrets an address holds for the capture URL (design.md, "Capture URL"): replaced as a whole by
 // its reader, opened by its sender's requests to check signatures, never returned. Sealed as
 // signing-keys.ts explains.
 import { ApiError, notFound } from './errors.js';

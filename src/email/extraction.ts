@@ -1,4 +1,4 @@
-// data.extracted of an email event (../shared/spec/decisions.md §12): one-time codes, classified
+// data.extracted of an email event (design.md, "Inbound email"): one-time codes, classified
 // links and the reply text, read from the parsed message. Pure and bounded: each body is cut to
 // its first MAX_SCANNED_CHARS characters before any scan, and every scan is linear, so a huge or
 // hostile message costs the same small, bounded time. Mail content is untrusted input: nothing in

@@ -1,5 +1,5 @@
 // The http(s) links of a mail, each with what it is for: data.extracted.links
-// (../shared/spec/decisions.md §12). Links are read, never followed or fetched.
+// (design.md, "Inbound email"). Links are read, never followed or fetched.
 //
 // Sources, in order: the List-Unsubscribe header (always `unsubscribe`), the anchors of the HTML
 // part (classified by their visible text, then by their URL), the bare URLs of the text part

@@ -1,4 +1,4 @@
-// Raw RFC 5322 message + SMTP envelope -> the event input of ../shared/spec/decisions.md §7. Pure: no I/O, no
+// Raw RFC 5322 message + SMTP envelope -> the event input of design.md, "Inbound email". Pure: no I/O, no
 // clock, no randomness; the same bytes and envelope always give the same event.
 //
 // Shape rules (documented in llms-full.txt):
@@ -30,7 +30,7 @@ import type { SenderAuthentication } from './sender-authentication.js';
 
 export const EMAIL_EVENT_TYPE = 'email.received';
 export const EMAIL_EVENT_SOURCE = 'email';
-/** Longest dedupe key the queue accepts (../shared/spec/decisions.md §4). */
+/** Longest dedupe key the queue accepts (design.md, "Delivery and idempotency"). */
 const MAX_DEDUPE_KEY_LENGTH = 255;
 
 export interface EmailMailbox {
@@ -145,7 +145,6 @@ export async function mimeToEvent(raw: Uint8Array, envelope: SmtpEnvelope): Prom
 }
 
 export function dedupeKeyFor(messageId: string): string {
-  // eslint-disable-next-line no-control-regex
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
   const usable = messageId.length <= MAX_DEDUPE_KEY_LENGTH && !/[\u0000-\u001f\u007f]/.test(messageId);
   return usable ? messageId : `sha256:${createHash('sha256').update(messageId, 'utf8').digest('hex')}`;

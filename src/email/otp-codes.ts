@@ -1,4 +1,4 @@
-// One-time codes in a mail's text: data.extracted.otp_codes (../shared/spec/decisions.md §12).
+// One-time codes in a mail's text: data.extracted.otp_codes (design.md, "Inbound email").
 //
 // A candidate is 4-8 digits, two equal groups of 3 or 4 digits ("123 456", "123-456"), or 4-8
 // upper-case letters and digits with at least one of each. It counts only when a code word is near:

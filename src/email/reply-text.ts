@@ -1,4 +1,4 @@
-// The new text of a mail: data.extracted.reply_text (../shared/spec/decisions.md §12). The text
+// The new text of a mail: data.extracted.reply_text (design.md, "Inbound email"). The text
 // part with the quoted history and the signature removed:
 // - everything from the first quote header on: "On … wrote:" (also split over two lines, and
 //   "Am … schrieb …:", "Le … a écrit :", "El … escribió:", "在 … 写道："), "-----Original Message-----"

@@ -1,4 +1,4 @@
-// data.authentication of an email event (../shared/spec/decisions.md §12): SPF, DKIM and DMARC as
+// data.authentication of an email event (design.md, "Inbound email"): SPF, DKIM and DMARC as
 // mailauth reports them, checked once per message at the end of DATA.
 //
 // Bounded: every DNS lookup gets its own timeout and all lookups of one message share a total

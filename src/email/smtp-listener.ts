@@ -1,4 +1,4 @@
-// The SMTP side door into the queue (../shared/spec/decisions.md §7): smtp-server wiring around the domain service.
+// The SMTP side door into the queue (design.md, "Inbound email"): smtp-server wiring around the domain service.
 //
 // A message's life: RCPT TO is checked against live addresses (550 otherwise); DATA is buffered up
 // to MAX_EMAIL_BYTES (552 beyond); at the end of DATA the message is parsed once and delivered as

@@ -10,8 +10,9 @@ import { EVENT_STATE_NAMES, type EventFilter, MAX_MATCH_CONDITIONS, MAX_TYPE_PAT
 
 /** A query value as the router leaves it: text, or a number when it is only digits. */
 const QueryText = Type.Union([Type.String(), Type.Integer()]);
+const queryText = (options: { description: string; examples?: string[] }) => Type.Union([Type.String(), Type.Integer()], options);
 const repeatable = (max: number, description: string) =>
-  Type.Optional(Type.Union([QueryText, Type.Array(QueryText, { maxItems: max * 10 })], { description }));
+  Type.Optional(Type.Union([Type.String(), Type.Integer(), Type.Array(QueryText, { maxItems: max * 10 })], { description }));
 
 export const SCAN_BOUND_TEXT = `A filtered read examines at most ${SCAN_EVENTS} events after the cursor (or ${SCAN_BYTES / 1024 / 1024} MiB of their stored ` +
   'JSON); reaching that bound answers the matches found so far with has_more: true, and next_cursor is the last event examined, matching or not.';
@@ -23,8 +24,8 @@ export const READ_OPTION_PROPERTIES = {
     `Repeat it for all of several (at most ${MAX_MATCH_CONDITIONS}). Paths start with data, metadata, type, source, id, address_id, sequence or dedupe_key; ` +
     'a digit segment indexes an array (data.links.0.url). Strings compare exactly; a number, true, false or null matches its JSON text (so =true matches JSON true and "true"); ' +
     'a path holding an array matches when a member does; objects and missing paths never match.'),
-  state: Type.Optional(Type.Union([QueryText], { description: `Which events: ${EVENT_STATE_NAMES.join(', ')} (default all).` })),
-  consumer: Type.Optional(Type.Union([QueryText], {
+  state: Type.Optional(queryText({ description: `Which events: ${EVENT_STATE_NAMES.join(', ')} (default all).` })),
+  consumer: Type.Optional(queryText({
     description: 'A named consumer (pattern [a-z0-9_.:-]{1,64}) whose position the server keeps: without after, the read starts after its stored position ' +
       '(0 for a new name); with after=N, N is stored first (durably), then events after N are read. So asking for the next page (after=next_cursor) ' +
       'confirms the previous one. GET …/consumers lists them.',

@@ -1,4 +1,4 @@
-// TypeBox schemas of the API (spec §2). The routes validate with exactly these, and /openapi.json
+// TypeBox schemas of the API. The routes validate with exactly these, and /openapi.json
 // is generated from them, so the document and the behaviour cannot drift apart.
 import { HTTP_DEDUPE_KEY_PATTERN } from '../domain/dedupe-key.js';
 import { Type, type TSchema } from 'typebox';
@@ -40,7 +40,7 @@ export const CreateAddressResponse = Type.Object(
     address: Address,
     credentials: Type.Object(
       {
-        read_token: Type.String({ pattern: '^aa_read_[A-Za-z0-9_-]{43}$', description: 'Bearer token for endpoints 2-5 and MCP. Returned only here, once; it cannot be recovered. Store it.' }),
+        read_token: Type.String({ pattern: '^aa_read_[A-Za-z0-9_-]{43}$', description: 'Bearer token for reading this address (get, events, ack, delete, stream, signing secrets) and its MCP URL. Returned only here, once; it cannot be recovered. Store it.' }),
         note: Type.String(),
       },
       { additionalProperties: false },
@@ -197,6 +197,7 @@ export const DOCUMENT_TAGS = [
   { name: 'claims', description: 'Several workers sharing one address: lease events, then ack, extend or nack through the lease (a fencing token); redelivery after a lease runs out, dead events after max_deliveries.' },
   { name: 'inbox', description: 'Write-only delivery of an event by whoever must call back, with the secret in the URL.' },
   { name: 'capture', description: 'The capture URL: any request from any sender (GitHub, Stripe, Slack, OAuth redirects) stored as it came, and the secrets that check their signatures.' },
+  { name: 'approvals', description: 'Ask a person: a page with one button per option, whose answer arrives as an event (approval.decided) in the queue.' },
   { name: 'mcp', description: 'The same queue as a Model Context Protocol server (Streamable HTTP, stateless).' },
   { name: 'documents', description: 'This description and the plain-text guides for agents.' },
   { name: 'inspect', description: 'A live page for a person to watch a queue.' },

@@ -10,15 +10,15 @@
 // batch, `id: null`) is answered as JSON-RPC says: 400 with an Invalid Request error (-32600, id null),
 // and a tools/call whose params the SDK would refuse with a raw validation dump (-32603) gets
 // Invalid params (-32602) naming the field.
+import { approvalServiceOf } from '../approvals/approval-service.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { Consumers } from '../consumers/consumers.js';
 import { ApiError, internalErrorBody } from '../domain/errors.js';
 import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
-import { sendApiError } from '../http/plugins/error-handling.js';
+import { sendApiError, toApiError } from '../http/plugins/error-handling.js';
 import type { AppDeps } from '../http/route-deps.js';
 import { METHOD_NOT_ALLOWED_REF } from '../http/openapi-document.js';
-import { toApiError } from '../http/plugins/error-handling.js';
 import { AddressParams, BEARER, ErrorBody, errorResponses } from '../http/schemas.js';
 
 // The SDK (with zod, express and hono under it) adds ~30 MB to the process: it is loaded on the
@@ -122,8 +122,10 @@ function acceptsStreamableHttp(accept: string | undefined): boolean {
   return accept?.includes('application/json') === true && accept.includes('text/event-stream');
 }
 
-export const mcpRoutes = ({ config, service, store }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
-  const consumers = new Consumers(store);
+export const mcpRoutes = (deps: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
+  const { config, service } = deps;
+  const approvals = approvalServiceOf(deps);
+  const consumers = new Consumers(deps.store);
   app.post('/api/v1/addresses/:addressId/mcp', {
     onRequest: requireReadToken(service),
     schema: {
@@ -135,6 +137,7 @@ export const mcpRoutes = ({ config, service, store }: AppDeps): FastifyPluginAsy
         'wait_for_event {after=0, timeout=25 (0-55 s), type?, match?, state?, consumer?} -> {event | null, next_cursor}. Results are the same JSON as the HTTP API, ' +
         'as structuredContent and as JSON text. Send Accept: application/json, text/event-stream; answers are application/json, except a call ' +
         'whose params._meta carries a progressToken: it is answered as text/event-stream with notifications/progress at least every 10 s, then the result. ' +
+        'request_approval {question, details?, options?, fields?, expires_in_seconds?, max_responses?} -> {approval} (with its url); get_approval {approval_id} -> {approval}. ' +
         'GET and DELETE answer 405 (no server-initiated stream, no session to end).',
       tags: ['mcp'],
       security: BEARER,
@@ -181,9 +184,9 @@ export const mcpRoutes = ({ config, service, store }: AppDeps): FastifyPluginAsy
 
     // Ends long waits when the client goes away; the response finishing fires it too, harmlessly.
     const gone = new AbortController();
-    const server = buildMcpServer({ service, consumers, address, emailDomain: config.emailDomain, signal: gone.signal, log: request.log });
+    const server = buildMcpServer({ service, consumers, address, emailDomain: config.emailDomain, signal: gone.signal, log: request.log, approvals });
     // A call that carries a progress token is answered as an SSE stream, so notifications/progress
-    // can precede its result (decisions.md §18); every other answer stays plain JSON.
+    // can precede its result (design.md, MCP); every other answer stays plain JSON.
     const wantsProgress = messages.some((m) => (m as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsProgress });
     reply.raw.once('close', () => {

@@ -1,4 +1,4 @@
-// The MCP tools of one address (../shared/spec/decisions.md §8): a thin adapter over ReturnAddressService, built
+// The MCP tools of one address (design.md, "MCP"): a thin adapter over ReturnAddressService, built
 // fresh for every HTTP request (stateless Streamable HTTP), so nothing is shared between requests
 // and any instance behind a load balancer can answer any call.
 //
@@ -23,6 +23,8 @@ import { EventsQuery } from '../http/schemas.js';
 import { registerClaimTools } from './claim-tools.js';
 import { type Consumers, consumerName } from '../consumers/consumers.js';
 import { EVENT_STATE_NAMES, MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter } from '../domain/event-filter.js';
+import type { ApprovalService } from '../approvals/approval-service.js';
+import { registerApprovalTools } from './approval-tools.js';
 
 interface Range { minimum: number; maximum: number; default: number }
 
@@ -32,13 +34,13 @@ function rangeOf(schema: object): Range {
   return { minimum, maximum: maximum ?? Number.MAX_SAFE_INTEGER, default: def };
 }
 
-/** The ranges of endpoint 4 (spec §4.1), read from the HTTP schema so the tools cannot drift from it. */
 /**
  * A list_events result carries its page twice (structuredContent and text), and a batch may call it
  * many times: its pages stop at 1 MiB of stored JSON (still at least one event; has_more says so).
  */
 export const MCP_PAGE_BYTES = 1024 * 1024;
 
+/** The ranges of GET …/events, read from the HTTP schema so the tools cannot drift from it. */
 const AFTER = rangeOf(EventsQuery.properties.after);
 const LIMIT = rangeOf(EventsQuery.properties.limit);
 const WAIT = rangeOf(EventsQuery.properties.wait);
@@ -101,7 +103,7 @@ const WaitForEventInput = z.strictObject({
   consumer: ConsumerArg,
 });
 
-// ---- output schemas: the API's shapes (spec §2), loose on formats so any deployment's values pass ----
+// ---- output schemas: the API's shapes, loose on formats so any deployment's values pass ----
 
 const Address = z.object({
   id: z.string().describe('addr_…'),
@@ -154,6 +156,8 @@ export interface ToolContext {
   /** Aborts when the HTTP client goes away: long waits end then. */
   signal: AbortSignal;
   log: FastifyBaseLogger;
+  /** request_approval and get_approval (approval-tools.ts). */
+  approvals?: ApprovalService;
 }
 
 /**
@@ -253,6 +257,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
   }));
 
   registerClaimTools(server, ctx, run, Event);
+  registerApprovalTools(server, address, ctx.approvals, run);
 
   // registerTool advertises tools.listChanged: true; this server is stateless (one per request) and
   // its tools never change, so it never sends notifications/tools/list_changed.

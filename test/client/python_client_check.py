@@ -36,7 +36,7 @@ def later():
 threading.Thread(target=later).start()
 e = ra.wait_for(type="pr", match=parse_match(["data.state=merged", "data.n=3"]), timeout=20)
 assert e and e["sequence"] == 4, e
-assert ra.ack(e["id"])["acknowledged_at"]
+assert ra.ack(e["id"])["event"]["acknowledged_at"], "ack returns {event} as HTTP does"
 
 assert event_matches({"type": "t", "data": {"ok": True, "v": None}}, "t", {"data.ok": "true", "data.v": "null"})
 assert not event_matches({"type": "t", "data": {}}, None, {"data.missing": "None"})
@@ -62,23 +62,87 @@ try:
 except ReturnAddressError as err:
     assert (err.status, err.code) == (0, "network_error"), err
 
-# The CLI: create --save (0600, response + cursor), wait with exit 0 / 2, --ack advances the cursor.
+# The CLI: create --save (0600, response + cursor + url, no credential on stdout), a fresh
+# environment using only the saved file, a filtered wait that does not move the cursor, --ack.
 env = dict(os.environ, RETURN_ADDRESS_URL=url)
+fresh = {k: v for k, v in os.environ.items() if k != "RETURN_ADDRESS_URL"}
 path = os.path.join(tempfile.mkdtemp(), "a.json")
 r = subprocess.run([sys.executable, module, "create", "--save", path], env=env, capture_output=True, text=True)
 assert r.returncode == 0, r.stderr
 assert os.stat(path).st_mode & 0o777 == 0o600
+assert "aa_read_" not in r.stdout and "aa_ingress_" not in r.stdout, r.stdout
 saved = json.load(open(path))
-assert saved == dict(json.loads(r.stdout), cursor=0)
-r = subprocess.run([sys.executable, module, "deliver", "--save", path, "--type", "x", "--data", '{"code":"123456"}'], env=env, capture_output=True, text=True)
+assert saved["url"] == url and saved["cursor"] == 0 and json.loads(r.stdout)["address"] == saved["address"]
+r = subprocess.run([sys.executable, module, "deliver", "--save", path, "--type", "y", "--data", '{"n":1}'], env=fresh, capture_output=True, text=True)
 assert r.returncode == 0, r.stderr
-r = subprocess.run([sys.executable, module, "wait", "--save", path, "--type", "x", "--match", "data.code=123456", "--ack", "--timeout", "5"], env=env, capture_output=True, text=True)
+r = subprocess.run([sys.executable, module, "deliver", "--save", path, "--type", "x", "--data", '{"code":"123456","ok":true}'], env=fresh, capture_output=True, text=True)
+assert r.returncode == 0, r.stderr
+r = subprocess.run([sys.executable, module, "wait", "--save", path, "--type", "x", "--match", "data.ok=true", "--ack", "--timeout", "5"], env=fresh, capture_output=True, text=True)
 assert r.returncode == 0 and json.loads(r.stdout)["acknowledged_at"], r.stderr
-assert json.load(open(path))["cursor"] == 1
-r = subprocess.run([sys.executable, module, "wait", "--save", path, "--timeout", "1"], env=env, capture_output=True, text=True)
+assert json.load(open(path))["cursor"] == 0, "a filtered wait never moves the saved cursor"
+r = subprocess.run([sys.executable, module, "events", "--save", path], env=fresh, capture_output=True, text=True)
+assert [e["sequence"] for e in json.loads(r.stdout)["events"]] == [1, 2] and json.load(open(path))["cursor"] == 0, r.stderr
+r = subprocess.run([sys.executable, module, "events", "--save", path, "--advance", "--type", "y"], env=fresh, capture_output=True, text=True)
+assert json.loads(r.stdout)["next_cursor"] == 2 and json.load(open(path))["cursor"] == 2, r.stderr
+r = subprocess.run([sys.executable, module, "wait", "--save", path, "--timeout", "1"], env=fresh, capture_output=True, text=True)
 assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout)
+
+# save()/load() use the CLI's file; consume(handler) is at-least-once and in order.
+loaded = ReturnAddress.load(path)
+assert (loaded.id, loaded.url, loaded.cursor) == (saved["address"]["id"], url, 2)
+for i in range(3, 8):
+    loaded.deliver(type="job", data={"i": i})
+seen = []
+failed = []
+def handler(event):
+    if event["sequence"] == 4 and not failed:
+        failed.append(1)
+        raise RuntimeError("once")
+    seen.append(event["sequence"])
+loaded.consume(handler, type="job", on_commit=lambda c: loaded.save(path), idle_seconds=1, retry_delay=0.05)
+assert seen == [3, 4, 5, 6, 7], seen
+assert ReturnAddress.load(path).cursor == 7
+assert all(e["acknowledged_at"] for e in loaded.events(after=2))
+named = []
+loaded.consume(lambda e: named.append(e["sequence"]), consumer="py", type="job", idle_seconds=1)
+assert named == [3, 4, 5, 6, 7], named
+r = subprocess.run([sys.executable, module, "consume", "--save", path, "--exec", "test \"$RA_EVENT_TYPE\" = job", "--consumer", "py2",
+                    "--type", "job", "--until-idle", "1"], env=fresh, capture_output=True, text=True)
+assert r.returncode == 0 and r.stderr.count("exit 0") == 5, r.stderr
+r = subprocess.run([sys.executable, module, "ask", "--save", path, "Nobody answers?", "--option", "go=Go", "--option", "stop=Stop",
+                    "--field", "why!:select:Why:a|b", "--timeout", "1"], env=env, capture_output=True, text=True)
+assert r.returncode == 2 and "/approve/apr_" in r.stderr and r.stdout == "", (r.returncode, r.stderr)
 r = subprocess.run([sys.executable, module, "delete", "--save", path], env=env, capture_output=True, text=True)
 assert r.returncode == 0 and json.loads(r.stdout)["deleted"] == saved["address"]["id"]
+
+# ---- ask(): the person answers on the page's URL (here: the page's form POST); the decided event comes back ----
+import urllib.request as _ur
+
+
+def answer(option, fields=None):
+    def on_url(link, approval):
+        assert approval["status"] == "pending" and link.startswith(url + "/approve/" + approval["id"] + "/")
+        def post():
+            time.sleep(0.3)
+            body = "option=" + option + "".join("&field.%s=%s" % kv for kv in (fields or {}).items())
+            _ur.urlopen(_ur.Request(link, data=body.encode(), method="POST",
+                                    headers={"Content-Type": "application/x-www-form-urlencoded"}), timeout=10).read()
+        threading.Thread(target=post).start()
+    return on_url
+
+
+ev = ra.ask("Approve the purchase?", fields=[{"name": "note", "label": "Note", "type": "text"}], on_url=answer("approve", {"note": "ok"}), timeout=20)
+assert ev and ev["type"] == "approval.decided" and ev["data"]["option"] == "approve" and ev["data"]["fields"] == {"note": "ok"}, ev
+got = ra.get_approval(ev["data"]["approval_id"])
+assert got["status"] == "decided" and got["answers"][0]["option"] == "approve", got
+pending = ra.create_approval("Cancel me")
+assert ra.cancel_approval(pending["id"])["status"] == "cancelled"
+assert ra.ask("Nobody?", on_url=lambda u, a: None, timeout=1) is None
+try:
+    ra.create_approval("q", options=[{"id": "a", "label": "A"}])
+    raise AssertionError("one option accepted")
+except ReturnAddressError as err:
+    assert err.status == 400 and "options" in err.message, err
 
 ra.delete()
 try:

@@ -11,7 +11,6 @@ import { RawSmtp, sendRaw, simpleMessage } from './smtp-client.js';
 
 const DOMAIN = 'mail.example.test';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function events(svc: TestService, a: Addr): Promise<any[]> {
   const res = await listEvents(svc.baseUrl, a, { limit: 100 });
   assert.equal(res.status, 200, res.text);

@@ -1,6 +1,6 @@
 // The credential checks, as onRequest hooks: they run before the body is read and before the query,
 // the headers or the body are validated, so a caller without the credential learns nothing from
-// validation errors and cannot make the service read or parse a body (decisions.md §3). Bearer
+// validation errors and cannot make the service read or parse a body (design.md, "Errors"). Bearer
 // read tokens guard endpoints 2-5 and MCP; the inbox secret in the path guards endpoint 6.
 import type { FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { AddressRecord } from '../../domain/model.js';

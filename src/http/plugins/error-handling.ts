@@ -1,4 +1,4 @@
-// One place that turns every failure into the documented error body (../shared/spec/decisions.md §3):
+// One place that turns every failure into the documented error body (design.md, "Errors"):
 // thrown ApiErrors, Fastify's own errors (validation, body parsing, limits), unknown routes and
 // wrong methods, undecodable URLs and broken HTTP. 5xx details go to the log, never to the client.
 import { HTTP_DEDUPE_KEY_PATTERN } from '../../domain/dedupe-key.js';

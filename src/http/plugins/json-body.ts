@@ -7,11 +7,6 @@ import { ApiError } from '../../domain/errors.js';
 import { MAX_BODY_DEPTH, MAX_VALUE_DEPTH, nestsDeeperThan } from '../../domain/json-depth.js';
 
 /**
- * Unparseable text is invalid_json whatever else is wrong with it (decisions §3), so JSON.parse
- * runs first: V8's parser is iterative and takes any depth. The depth scan then refuses deep input
- * before the validator or a serializer, which are recursive, see it.
- */
-/**
  * Text that may hold a number JSON.parse turns into Infinity: an exponent of three digits or more, or
  * 309 digits in a row. Cheap, and true for almost no real body; only then is the body parsed again to
  * look.
@@ -27,6 +22,11 @@ function hasNonFiniteNumber(text: string): boolean {
   return found;
 }
 
+/**
+ * Unparseable text is invalid_json whatever else is wrong with it (design.md, "Errors"), so JSON.parse
+ * runs first: V8's parser is iterative and takes any depth. The depth scan then refuses deep input
+ * before the validator or a serializer, which are recursive, see it.
+ */
 export function parseJsonBody(text: string): unknown {
   if (text.length === 0) return undefined;
   let value: unknown;

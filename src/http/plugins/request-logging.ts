@@ -1,5 +1,5 @@
 // What the request log may contain: never the Authorization header, never the secret path segment
-// of an inbox or capture URL (../shared/spec/decisions.md §1).
+// of an inbox, capture or approval page URL (design.md, "Identifiers and secrets").
 import type { LoggerOptions } from 'pino';
 
 /**
@@ -8,11 +8,11 @@ import type { LoggerOptions } from 'pino';
  * `/api/v1/%69nbox/…`, `//api/v1/inbox/…` and `/API/V1/INBOX/…` reach a route (or a 404) with the
  * secret in them all the same.
  */
-const SECRET_SEGMENT = /^(\/api\/v1\/(?:inbox|hooks)\/[^/?#]*\/)[^/?#]+/i;
+const SECRET_SEGMENT = /^(\/(?:api\/v1\/(?:inbox|hooks)|approve)\/[^/?#]*\/)[^/?#]+/i;
 /** The capture URL, whose query strings carry other services' credentials (OAuth codes, Meta verify tokens). */
 const CAPTURE_PATH = /^\/api\/v1\/hooks\//i;
 /** Anything shaped like one of our credentials, anywhere in the URL (a query string, a typo'd path). */
-const CREDENTIAL = /aa_(?:ingress|read)_[^/?#&;=\s]*/gi;
+const CREDENTIAL = /aa_(?:ingress|read|approve)_[^/?#&;=\s]*/gi;
 
 /** Percent-decodes what can be decoded; a malformed escape is left as it is. */
 function decodeLeniently(s: string): string {

@@ -1,6 +1,6 @@
 // What the router sees of a request's URL: undecodable path segments made literal, and query
 // strings parsed without coercion. Both keep every request on its route, so the route's own checks
-// (credential first, decisions.md §3) answer it instead of the router.
+// (credential first, design.md, "Errors") answer it instead of the router.
 
 /**
  * A path segment that cannot be percent-decoded ("%ff", "%zz", a lone "%") made the router answer

@@ -1,4 +1,4 @@
-// GET /api/v1/addresses/{id}/events/stream: the queue as Server-Sent Events (decisions.md §13).
+// GET /api/v1/addresses/{id}/events/stream: the queue as Server-Sent Events (design.md, "Agent toolkit and live view").
 // The domain's EventStream decides what to send and when; this file only frames it as SSE and
 // bounds what one client may cost: a page is written only once the previous one has drained, and
 // a client that has not drained its buffer within SSE_DRAIN_TIMEOUT_MS is dropped.
@@ -14,7 +14,7 @@ import { authenticatedAddress, requireReadToken } from '../plugins/authenticatio
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, BEARER, errorResponses } from '../schemas.js';
 import { Consumers } from '../../consumers/consumers.js';
-import { READ_OPTION_PROPERTIES, readOptions, SCAN_BOUND_TEXT } from '../read-options.js';
+import { READ_OPTION_PROPERTIES, readOptions } from '../read-options.js';
 
 const MAX_CURSOR = Number.MAX_SAFE_INTEGER;
 
@@ -72,17 +72,9 @@ export const eventStreamRoutes = ({ service, config, store }: AppDeps): FastifyP
       operationId: 'streamEvents',
       summary: 'Stream the event queue live (Server-Sent Events)',
       description: 'A text/event-stream of every event with sequence > after, in order and without a gap, then each new one as it is ' +
-        'committed (also by another instance). Each event is one message: `id: <sequence>`, `event: event`, `data: <the Event JSON, as in ' +
-        'GET …/events>`. To resume after a dropped connection send `Last-Event-ID: <last id received>` (EventSource does) or `?after=`; ' +
-        `Last-Event-ID wins when both are given. A comment line \`: ping\` is sent after every ${config.sseHeartbeatMs / 1000} s without an event ` +
-        '(SSE_HEARTBEAT_MS). Deleting the address ends the stream with `event: error` and `data: {"error":{"code":"not_found",…}}`; ' +
-        'a server shutdown ends it with a comment; reconnect and resume either way. A client that leaves its buffered events unread for ' +
-        `${config.sseDrainTimeoutMs / 1000} s (SSE_DRAIN_TIMEOUT_MS) is disconnected. Credential and query errors are answered before ` +
-        'the stream starts, as JSON, in the same order as GET …/events. ' +
-        'With type, match or state, only matching events are sent, and each message\'s id is still its sequence, so Last-Event-ID resumes ' +
-        `without a gap (events after it are examined again). ${SCAN_BOUND_TEXT.replace('A filtered read', 'Each filtered read of the stream')} ` +
-        'With consumer=NAME the stream starts after the consumer\'s stored position, or at Last-Event-ID / after, which is stored first: ' +
-        'reconnecting with Last-Event-ID confirms what was received.',
+        'committed; resume with `Last-Event-ID` (or `?after=`). Message format, heartbeats (SSE_HEARTBEAT_MS) and disconnects: ' +
+        '/llms-full.txt, section "Live event stream". type, match and state send only matching events (ids stay sequences, so Last-Event-ID resumes without a gap); ' +
+        'consumer=NAME starts after that consumer\'s stored position, or at Last-Event-ID / after, stored first: /llms-full.txt, section "Reading without loss".',
       tags: ['events'],
       security: BEARER,
       params: AddressParams,

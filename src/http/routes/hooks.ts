@@ -1,4 +1,4 @@
-// The capture URL (decisions.md §11): any method, any sub-path, any content type, each request one
+// The capture URL (design.md, "Capture URL"): any method, any sub-path, any content type, each request one
 // event. Its own plugin context holds the only parser that takes every content type, as bytes, up to
 // MAX_CAPTURE_BYTES; the rest of the API keeps its JSON-only parser and MAX_PAYLOAD_BYTES.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
@@ -84,15 +84,10 @@ export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAs
     return sendJsonText(reply, `{"event":{"id":"${event.id}","sequence":${event.sequence}},"duplicate":${duplicate}}`, duplicate ? 200 : 202);
   }
 
-  const description = 'Takes any request as it is and stores it as one event; the secret in the path is the only credential and it cannot read. ' +
-    `Any of GET, POST, PUT, PATCH, DELETE, on this path or any sub-path below it; any content type; a body of at most ${bodyLimit} bytes (MAX_CAPTURE_BYTES), else 413. ` +
-    'The event: type/source name a recognised sender (github.<X-GitHub-Event>/github, stripe.<body.type>/stripe, slack.<event.type or type>/slack, ' +
-    '<body.type>/webhook for Standard Webhooks and Svix), else http.request/https; data = {method, path, query, headers, content_type, body, raw, attachments, remote_ip, signature}. ' +
-    'A malformed body (broken JSON, broken multipart, bytes that are not UTF-8) is still stored, with body null and the bytes in raw. ' +
-    'Dedupe key: Idempotency-Key, else webhook:<webhook-id or svix-id>, github:<X-GitHub-Delivery>, stripe:<body.id of a Stripe event>, shopify:<X-Shopify-Webhook-Id>, slack:<event_id of a Slack Events API delivery>. ' +
-    'Answers: Slack url_verification → 200 {"challenge"}; GET ?hub.mode=subscribe&hub.challenge=X (Meta) → 200 text/plain X; ?validationToken=X (Microsoft Graph) → 200 text/plain X; ' +
-    'a GET whose Accept includes text/html (an OAuth redirect in a browser) → 200 static HTML page that echoes nothing; anything else → 202 {"event":{"id","sequence"},"duplicate":false}, ' +
-    'or 200 with duplicate: true for a repeated key. A 2xx means the event is durably stored. Unknown address or wrong secret: 404 (checked before the body is read); expired: 410; queue full: 429.';
+  const description = 'Takes any request as it is and stores it as one event (any method of GET, POST, PUT, PATCH, DELETE, ' +
+    `any sub-path, any content type, at most ${bodyLimit} bytes: MAX_CAPTURE_BYTES); a 2xx means it is durably stored. ` +
+    'The secret in the path is the only credential and it cannot read. Event shape, sender recognition, dedupe keys, ' +
+    'handshakes and signatures: /llms-full.txt, section "Capture URL".';
   const responses = {
     200: {
       description: 'A handshake answered, the browser page, or a repeated idempotency key (duplicate: true).',

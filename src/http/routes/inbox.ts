@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { eventJson } from '../../domain/representation.js';
-import { utf8HeaderValue } from '../header-text.js';
+import { utf8HeaderValue } from '../../domain/header-text.js';
 import { authenticatedAddress, requireInboxSecret } from '../plugins/authentication.js';
 import { sendJsonText } from '../json-text.js';
 import type { AppDeps } from '../route-deps.js';
@@ -20,12 +20,9 @@ export const inboxRoutes = ({ service, config }: AppDeps): FastifyPluginAsyncTyp
     schema: {
       operationId: 'deliverEvent',
       summary: 'Deliver an event (write-only)',
-      description: 'The secret in the path is the only credential; it cannot read the queue. Content-Type must be application/json. ' +
-        `The body is at most ${config.maxPayloadBytes} bytes. A 2xx means the event is durably stored. ` +
-        'Idempotency: the Idempotency-Key header, else the body dedupe_key, is the event\'s dedupe_key; a repeat returns 200, ' +
-        'duplicate: true and the original event unchanged, for as long as that event exists. Header and body key both given and different: 409. ' +
-        'An unknown address and a wrong secret are both 404, indistinguishably, and are checked first: before the body is read ' +
-        'and before the body, the query or the headers are validated (so they answer 404 whatever else is wrong). After expiresAt: 410.',
+      description: 'The secret in the path is the only credential; it cannot read the queue. A 2xx means the event is durably stored; ' +
+        `a repeated Idempotency-Key (or dedupe_key) answers 200 with the original event. JSON, at most ${config.maxPayloadBytes} bytes. ` +
+        'Order of checks, idempotency and every error: /llms-full.txt, section "Deliver".',
       tags: ['inbox'],
       security: NO_AUTH,
       params: InboxParams,

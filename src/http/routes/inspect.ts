@@ -1,4 +1,4 @@
-// GET /inspect: a static page for a person to watch an address's queue live (decisions.md §13).
+// GET /inspect: a static page for a person to watch an address's queue live (design.md, "Agent toolkit and live view").
 // Three files from src/inspect, read once at start and served with a Content-Security-Policy that
 // allows nothing but this origin's own script, style and requests: no inline script, no third party.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';

@@ -28,6 +28,8 @@ import { PostgresConsumerPositions } from './postgres-consumers.js';
 import { filterSql, needsDataJson, postgresJsonb, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
+import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from '../../approvals/approval-model.js';
+import { APPROVAL_COLUMNS, approvalValues, toAnswer, toApproval, type ApprovalAnswerRow, type ApprovalRow } from '../approval-rows.js';
 import { AppendBatcher } from './append-batcher.js';
 import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../../claims/claim-rules.js';
 import { PostgresClaims } from './postgres-claims.js';
@@ -124,12 +126,12 @@ export class PostgresStore implements Store {
       idle_in_transaction_session_timeout: 60_000,
     });
     this.consumers = new PostgresConsumerPositions(this.pool);
+    this.claims = new PostgresClaims(this.pool, CHANGE_CHANNEL);
+    this.log = opts.log ?? SILENT_LOG;
+    let idleConnectionsLost = 0;
     // An idle pooled connection died (server restart, terminated backend): the pool drops it and
     // opens a new one on demand. Without this handler the 'error' event would crash the process;
     // with it, the loss is still seen in the log.
-    this.log = opts.log ?? SILENT_LOG;
-    this.claims = new PostgresClaims(this.pool, CHANGE_CHANNEL);
-    let idleConnectionsLost = 0;
     this.pool.on('error', (err) => {
       idleConnectionsLost++;
       this.log.warn({ err, idleConnectionsLost }, 'an idle PostgreSQL connection failed; the pool opens a new one when needed');
@@ -294,8 +296,6 @@ export class PostgresStore implements Store {
     return toAppendResult(row);
   }
 
-
-
   async listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null> {
     // One statement: no row when the address does not exist, one row of NULLs when its page is empty.
     const r = await this.pool.query<{ [K in keyof EventRow]: EventRow[K] | null } & { fetched: string | null }>(
@@ -343,5 +343,39 @@ export class PostgresStore implements Store {
     return this.claims.settle(addressId, eventId, leaseId, s, now);
   }
 
-  /** Runs `fn` in a transaction on one pooled connection; resolves after COMMIT returned. */
+  async createApproval(a: ApprovalRecord): Promise<boolean> {
+    const r = await this.pool.query(
+      `INSERT INTO approvals (${APPROVAL_COLUMNS})
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 WHERE EXISTS (SELECT 1 FROM addresses WHERE id = $2)`,
+      approvalValues(a),
+    );
+    return r.rowCount === 1;
+  }
+
+  async getApproval(approvalId: string): Promise<{ approval: ApprovalRecord; answers: ApprovalAnswerRecord[] } | null> {
+    const r = await this.pool.query<ApprovalRow>(`SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE id = $1`, [approvalId]);
+    if (!r.rows[0]) return null;
+    const answers = await this.pool.query<ApprovalAnswerRow>('SELECT n, event_id, answer FROM approval_answers WHERE approval_id = $1 ORDER BY n', [approvalId]);
+    return { approval: toApproval(r.rows[0]), answers: answers.rows.map(toAnswer) };
+  }
+
+  async dueApprovals(now: number, limit: number): Promise<ApprovalRecord[]> {
+    const r = await this.pool.query<ApprovalRow>(
+      `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`, [now, limit]);
+    return r.rows.map(toApproval);
+  }
+
+  /** One round trip: ra_approval_step (migration 0009) checks and changes the approval and appends its event, in one transaction. */
+  async approvalStep(step: ApprovalStep, limits: StoreLimits): Promise<ApprovalStepResult> {
+    if (this.closing) throw new StoreClosedError();
+    const e = step.event;
+    const r = await this.pool.query<EventRowOrNull & { outcome: string }>(
+      'SELECT * FROM ra_approval_step($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
+      [step.kind, step.approvalId, e.addressId, e.id, e.type, e.source, e.data, e.createdAt, limits.maxEventsPerAddress, limits.maxBytesPerAddress, CHANGE_CHANNEL],
+    );
+    const row = r.rows[0];
+    if (!row) throw new Error('ra_approval_step answered no row');
+    if (row.outcome === 'refused' || row.outcome === 'closed') return { kind: row.outcome };
+    return toAppendResult(row);
+  }
 }

@@ -34,6 +34,8 @@ import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.j
 import { readMigrations } from '../migration-files.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, INSERTED_EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
+import { stepDedupeKey, type ApprovalAnswerRecord, type ApprovalRecord, type ApprovalStep, type ApprovalStepResult } from '../../approvals/approval-model.js';
+import { APPROVAL_COLUMNS, approvalValues, toAnswer, toApproval, type ApprovalAnswerRow, type ApprovalRow } from '../approval-rows.js';
 import { Checkpointer, type CheckpointerOptions, type SyncFile } from './checkpointer.js';
 import { GroupCommit, GroupCommitStats, type ItemOutcome } from './group-commit.js';
 import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../../claims/claim-rules.js';
@@ -68,6 +70,8 @@ class QueueFull extends Error {}
 interface AppendInput {
   event: NewEvent;
   limits: StoreLimits;
+  /** An approval's state change, made in the same transaction as the append (approvalItem). */
+  approval?: ApprovalStep;
 }
 
 export interface SqliteStoreOptions {
@@ -112,7 +116,7 @@ export class SqliteStore implements Store {
   readonly consumers: ConsumerPositions;
   readonly path: string;
   private readonly db: Database.Database;
-  private readonly appends: GroupCommit<AppendInput, AppendResult>;
+  private readonly appends: GroupCommit<AppendInput, ApprovalStepResult>;
   /** Kept only with RA_DEBUG_GROUP_COMMIT: timing every commit and sync is not free on the hot path. */
   private readonly appendStats: GroupCommitStats | undefined;
   private closed = false;
@@ -267,7 +271,7 @@ export class SqliteStore implements Store {
       ackedSizes: db.prepare<[string], { sequence: number; bytes: number }>(ACKED_SIZES_SQL),
       pruneAckedUpTo: db.prepare<[string, number]>('DELETE FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL AND sequence <= ?'),
       setCounters: db.prepare<[number, number, number, string]>('UPDATE addresses SET last_sequence = ?, event_count = ?, event_bytes = ? WHERE id = ?'),
-      // Positional parameters: binding by name from an object cost ~1 µs more per event.
+      // Positional parameters: binding by name from an object costs more per event (bench/README.md).
       insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, number]>(
         `INSERT INTO events (${INSERTED_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
       ),
@@ -276,6 +280,13 @@ export class SqliteStore implements Store {
         { address: '?', after: '?', below: '?', limit: '?', budget: '?' },
       )),
       // The event id is bound twice: its time part leads the index on ids (EVENT_ID_TIME_SQL).
+      insertApproval: db.prepare(`INSERT INTO approvals (${APPROVAL_COLUMNS}) VALUES (${APPROVAL_COLUMNS.split(',').map(() => '?').join(', ')})`),
+      approval: db.prepare<[string], ApprovalRow>(`SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE id = ?`),
+      approvalAnswers: db.prepare<[string], ApprovalAnswerRow>('SELECT n, event_id, answer FROM approval_answers WHERE approval_id = ? ORDER BY n'),
+      dueApprovals: db.prepare<[number, number], ApprovalRow>(
+        `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?`),
+      closeApproval: db.prepare<[string, number | null, number, string]>('UPDATE approvals SET status = ?, closed_at = ?, responses = ? WHERE id = ?'),
+      insertAnswer: db.prepare<[string, number, string, string]>('INSERT INTO approval_answers (approval_id, n, event_id, answer) VALUES (?, ?, ?, ?)'),
       ack: db.prepare<[number, string, string, string], EventRow>(
         `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?)
          WHERE ${EVENT_ID_TIME_SQL} = substr(?, 10, 9) AND id = ? AND address_id = ? RETURNING ${EVENT_COLUMNS}`,
@@ -382,21 +393,76 @@ export class SqliteStore implements Store {
 
   appendEvent(event: NewEvent, limits: StoreLimits): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new StoreClosedError());
-    return this.appends.submit({ event, limits });
+    return this.appends.submit({ event, limits }) as Promise<AppendResult>;
+  }
+
+  async createApproval(a: ApprovalRecord): Promise<boolean> {
+    if (!this.q.addressExists.get(a.addressId)) return false;
+    this.q.insertApproval.run(...approvalValues(a));
+    await this.durable();
+    return true;
+  }
+
+  async getApproval(approvalId: string): Promise<{ approval: ApprovalRecord; answers: ApprovalAnswerRecord[] } | null> {
+    const r = this.q.approval.get(approvalId);
+    return r ? { approval: toApproval(r), answers: this.q.approvalAnswers.all(approvalId).map(toAnswer) } : null;
+  }
+
+  async dueApprovals(now: number, limit: number): Promise<ApprovalRecord[]> {
+    return this.q.dueApprovals.all(now, limit).map(toApproval);
+  }
+
+  /** Through the group commit like any append: in a batch's transaction, answered once durable. */
+  approvalStep(step: ApprovalStep, limits: StoreLimits): Promise<ApprovalStepResult> {
+    if (this.closed) return Promise.reject(new StoreClosedError());
+    return this.appends.submit({ event: step.event, limits, approval: step });
+  }
+
+  /**
+   * An approval's step inside a batch (the same rules as PostgreSQL's ra_approval_step): this
+   * process is the only writer and the batch runs alone, so reading the row and changing it in the
+   * same transaction decides every race. The approval changes only if the event was created.
+   * Unlike the event, the approval's row is readable as soon as the batch commits, a moment before
+   * it is durable: a page may say "answered" while the answerer's 200 still waits for the fsync.
+   */
+  private approvalItem(step: ApprovalStep, limits: StoreLimits, counters: Map<string, QueueCounters | null>): ApprovalStepResult {
+    const e = step.event;
+    const row = this.q.approval.get(step.approvalId);
+    const a = row !== undefined && row.address_id === e.addressId ? toApproval(row) : undefined;
+    const now = e.createdAt;
+    if (a?.status !== 'pending' ||
+      (step.kind === 'respond' && (a.expiresAt <= now || a.responses >= a.maxResponses)) ||
+      (step.kind === 'cancel' && a.expiresAt <= now) ||
+      (step.kind === 'expire' && a.expiresAt > now)) return { kind: 'refused' };
+    if (step.kind === 'expire' && a.responses > 0) {
+      this.q.closeApproval.run('decided', a.expiresAt, a.responses, a.id);
+      return { kind: 'closed' };
+    }
+    const result = this.appendItem({ event: { ...e, dedupeKey: stepDedupeKey(step.kind, a.id, a.responses) }, limits }, counters);
+    if (result.kind !== 'created') return result;
+    if (step.kind === 'respond') {
+      const n = a.responses + 1;
+      const full = n >= a.maxResponses;
+      this.q.closeApproval.run(full ? 'decided' : 'pending', full ? now : null, n, a.id);
+      this.q.insertAnswer.run(a.id, n, e.id, e.data);
+    } else {
+      this.q.closeApproval.run(step.kind === 'cancel' ? 'cancelled' : 'expired', now, a.responses, a.id);
+    }
+    return result;
   }
 
   /**
    * One transaction for the whole batch. Items are isolated without a savepoint each: an item
    * writes with one statement, which SQLite rolls back alone if it fails; only an item that must
-   * prune first takes a savepoint. (A savepoint per item cost 6-10 µs of 32-40 µs per event in
-   * batches of 13 over 100 addresses.)
+   * prune first takes a savepoint (a savepoint per item was a fifth of an append's cost:
+   * (bench/README.md, "Measurements behind small choices")).
    */
-  private commitAppends(inputs: readonly AppendInput[]): ItemOutcome<AppendResult>[] {
+  private commitAppends(inputs: readonly AppendInput[]): ItemOutcome<ApprovalStepResult>[] {
     const outcomes = this.db.transaction(() => {
       const counters = new Map<string, QueueCounters | null>();
-      const result = inputs.map((input): ItemOutcome<AppendResult> => {
+      const result = inputs.map((input): ItemOutcome<ApprovalStepResult> => {
         try {
-          return { ok: true, value: this.appendItem(input, counters) };
+          return { ok: true, value: input.approval ? this.approvalItem(input.approval, input.limits, counters) : this.appendItem(input, counters) };
         } catch (error) {
           if (error instanceof QueueFull) return { ok: true, value: { kind: 'queue_full' } };
           // Some errors (a full disk, an I/O error) make SQLite roll the whole transaction back:
@@ -421,7 +487,7 @@ export class SqliteStore implements Store {
   }
 
   /** A batch is on disk: its events become visible (batches become durable in commit order). */
-  private markDurable(outcomes: readonly ItemOutcome<AppendResult>[]): void {
+  private markDurable(outcomes: readonly ItemOutcome<ApprovalStepResult>[]): void {
     for (const [addressId] of firstCreated(outcomes)) {
       this.forget(addressId);
       const pending = this.undurable.get(addressId);
@@ -558,7 +624,7 @@ const pageWeight = (p: EventPageRecord | undefined): number => {
 };
 
 /** The first sequence each address received in a batch's outcomes (sequences ascend within a batch). */
-function firstCreated(outcomes: readonly ItemOutcome<AppendResult>[]): Map<string, number> {
+function firstCreated(outcomes: readonly ItemOutcome<ApprovalStepResult>[]): Map<string, number> {
   const first = new Map<string, number>();
   for (const o of outcomes) {
     if (o.ok && o.value.kind === 'created' && !first.has(o.value.event.addressId)) first.set(o.value.event.addressId, o.value.event.sequence);

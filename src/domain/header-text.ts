@@ -1,3 +1,4 @@
+// Shared by the inbox route and the capture rules, so it lives below both (design.md, "Rooms").
 // Node reads header values as latin1, one character per byte, so a UTF-8 header arrives as mojibake:
 // an Idempotency-Key "ключ" would never equal the body's dedupe_key "ключ" (409), and would count
 // its bytes, not its characters, against the 255-character limit.
