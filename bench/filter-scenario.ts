@@ -35,7 +35,8 @@ async function measure(service: Child): Promise<number[]> {
       body: JSON.stringify({ type: 'stripe.charge.succeeded', data: { id: `ch_${i + j}`, amount: 4200, livemode: false, customer: { email: 'a@b.c' } } }),
     }).then((r) => r.arrayBuffer())));
   }
-  const url = `${events}?type=stripe.invoice.*&match=data.livemode=true&limit=50`;
+  // The type passes every event, so the JSON condition is evaluated on all 10,000 (the costly case).
+  const url = `${events}?type=stripe.*&match=data.livemode=true&limit=50`;
   const times: number[] = [];
   for (let i = 0; i < READS + 3; i++) {
     const t0 = performance.now();
@@ -54,7 +55,7 @@ function row(key: string, label: string, [p50, p95, max]: number[]): Row {
   return {
     key, label, unit: 'ms', service: p50, target: 'reported', met: true,
     note: `p95 ${p95!.toFixed(1)} ms, max ${max!.toFixed(1)} ms over ${READS} reads; one request examines ${EVENTS.toLocaleString('en-US')} events ` +
-      '(type=stripe.invoice.* and match=data.livemode=true, none matching), answered empty with next_cursor = the last event examined',
+      '(type=stripe.* matching all, match=data.livemode=true none, so the JSON is read for every event), answered empty with next_cursor = the last event examined',
   };
 }
 

@@ -25,6 +25,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -118,6 +119,24 @@ def parse_match(pairs: List[str]) -> Dict[str, str]:
     return out
 
 
+class _NoCredentialsAcrossOrigins(urllib.request.HTTPRedirectHandler):
+    """Follows redirects, but drops Authorization when one leads to another scheme, host or port
+    (as browsers and requests do): the read token is for this service only."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None:
+            old, nxt = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(new.full_url)
+            if (old.scheme, old.hostname, old.port) != (nxt.scheme, nxt.hostname, nxt.port):
+                for name in [k for k in new.headers if k.lower() == "authorization"]:
+                    del new.headers[name]
+                new.unredirected_hdrs.pop("Authorization", None)
+        return new
+
+
+_opener = urllib.request.build_opener(_NoCredentialsAcrossOrigins)
+
+
 def _request(method: str, url: str, token: Optional[str] = None, body: Any = None,
              headers: Optional[Dict[str, str]] = None, timeout: float = 30) -> Any:
     h = dict(headers or {})
@@ -129,7 +148,7 @@ def _request(method: str, url: str, token: Optional[str] = None, body: Any = Non
         data = json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method, headers=h)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as res:
+        with _opener.open(req, timeout=timeout) as res:
             text = res.read().decode()
             return json.loads(text) if text else None
     except urllib.error.HTTPError as e:
@@ -418,13 +437,24 @@ def load_file(path: str) -> Dict[str, Any]:
 
 def save_file(path: str, saved: Dict[str, Any]) -> None:
     """Writes the saved file atomically (write, then rename), mode 0600: it holds the credentials."""
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(saved, f, indent=2)
-        f.write("\n")
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    # An unpredictable name created exclusively (mkstemp: O_EXCL, mode 0600), then renamed over the
+    # file: a name derived from the pid could be planted first (a symlink, a readable file).
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(saved, f, indent=2)
+            f.write("\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+_save = save_file  # the name earlier versions used
 
 
 def _out(v: Any) -> None:

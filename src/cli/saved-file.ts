@@ -2,7 +2,8 @@
 // exactly as returned, plus `cursor` (the position the CLI's reads start after) and `url` (the
 // service that holds the address, so a fresh shell needs no flag or variable). The Python client
 // reads and writes the same format. It holds the read token and the inbox secret: mode 0600.
-import { chmodSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, fchmodSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { type CreateAddressResponse, DEFAULT_URL } from '../client/index.js';
 
 export type Saved = CreateAddressResponse & { cursor: number; url?: string };
@@ -22,11 +23,23 @@ export function loadSaved(file: string | undefined): Saved {
   return saved;
 }
 
-/** Write-then-rename, so a crash never leaves a half-written file with the only copy of the token. */
+/**
+ * Write-then-rename, so a crash never leaves a half-written file with the only copy of the token.
+ * The temporary name is unpredictable and created exclusively (O_EXCL, mode 0600): with a name
+ * derived from the pid, another local user could plant a symlink or a readable file there first.
+ */
 export function writeSaved(file: string, saved: Saved): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(saved, null, 2)}\n`, { mode: 0o600 });
-  chmodSync(tmp, 0o600);
+  const tmp = `${file}.${randomBytes(12).toString('hex')}.tmp`;
+  const fd = openSync(tmp, 'wx', 0o600);
+  try {
+    writeFileSync(fd, `${JSON.stringify(saved, null, 2)}\n`);
+    fchmodSync(fd, 0o600);
+  } catch (err) {
+    closeSync(fd);
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+  closeSync(fd);
   renameSync(tmp, file);
 }
 

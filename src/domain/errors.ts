@@ -16,6 +16,7 @@ export const ERROR_CATALOGUE = {
   rate_limited: { status: 429, description: 'Too many addresses created from this client IP; retry after Retry-After seconds.' },
   too_many_consumers: { status: 409, description: 'A read named a new consumer, but the address already holds MAX_CONSUMERS_PER_ADDRESS (100) consumers; delete one or reuse a name.' },
   queue_full: { status: 429, description: 'The address is full: MAX_EVENTS_PER_ADDRESS events or MAX_BYTES_PER_ADDRESS bytes, and pruning its acknowledged events cannot make room; acknowledge some, then retry after Retry-After seconds.' },
+  unavailable: { status: 503, description: 'The service cannot take this request now: storage cannot be reached or written (a database outage, a full disk; nothing was stored), or capture bytes being received by all clients passed MAX_INFLIGHT_CAPTURE_BYTES. Retry after Retry-After seconds. Never sent for something the client did.' },
   internal: { status: 500, description: 'An unexpected server error. Nothing about it is revealed; it is logged.' },
 } as const;
 

@@ -9,6 +9,7 @@ import type { ConsumerPositions } from '../consumers/consumer-positions.js';
 import type { EventFilter } from './event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from './model.js';
 import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from '../approvals/approval-model.js';
+import type { BlobName, StoredBlob } from '../blobs/event-blob.js';
 
 export type WakeReason = 'changed' | 'timeout' | 'shutdown';
 
@@ -119,8 +120,8 @@ export interface Store {
    * Events with sequence > after, ascending, at most `limit`; null when the address does not exist.
    * `after` is a safe integer >= 0 (the callers validate it), so no store clamps it.
    * The page also stops before the event whose stored JSON (`data` and `metadata`, in UTF-8 bytes)
-   * would take the page's total past `maxBytes`, but always holds the first event, however large:
-   * a page is bounded in memory and in the size of its rendering, and a cursor still moves on.
+   * would take the page's total past `maxBytes`, which callers keep at least MAX_EVENT_BYTES (so
+   * the first event always fits): a page is bounded in memory and in the size of its rendering.
    * Rows past the cut are never loaded into the process.
    */
   listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null>;
@@ -131,6 +132,11 @@ export interface Store {
    * not exist. See event-filter-sql.ts's scanPage for nextCursor and hasMore.
    */
   scanEvents(addressId: string, after: number, filter: EventFilter, limit: number, maxBytes: number): Promise<ScanPageRecord | null>;
+  /**
+   * A blob stored beside an event of this address (blobs/event-blob.ts), opened for reading in
+   * chunks; null when the address, the event or the blob does not exist.
+   */
+  openBlob(addressId: string, eventId: string, name: BlobName): Promise<StoredBlob | null>;
   /** Sets acknowledged_at once (a second ack keeps the first time); null when no such event. */
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
   /**

@@ -138,7 +138,7 @@ export const EventsQuery = Type.Object({
   wait: Type.Optional(Type.Integer({ minimum: 0, maximum: 25, default: 0, description: 'Long-poll: seconds to hold the request while nothing is after the cursor. Returns within milliseconds of an event.' })),
 }, { additionalProperties: false, description: 'Only after, limit and wait: any other query parameter is 400 invalid_request naming it.' });
 
-const AddressIdParam = Type.String({ description: 'Address id (addr_…).' });
+export const AddressIdParam = Type.String({ description: 'Address id (addr_…).' });
 export const AddressParams = Type.Object({ addressId: AddressIdParam });
 export const EventParams = Type.Object({ addressId: AddressIdParam, eventId: Type.String({ description: 'Event id (evt_…).' }) });
 export const InboxParams = Type.Object({

@@ -38,7 +38,18 @@ export class SqlParams {
  * 'TRUE' when the filter keeps everything.
  */
 export function filterSql(f: EventFilter, p: SqlParams): string {
+  const { plain, json } = filterSqlParts(f, p);
+  return plain === 'TRUE' ? json : json === 'TRUE' ? plain : `${plain} AND ${json}`;
+}
+
+/**
+ * The filter in two parts: `plain`, over the columns alone (state, type, top-level fields), and
+ * `json`, the conditions that look into data or metadata. A scan evaluates `plain` first, so the
+ * JSON is parsed only for the events that pass it. Either is 'TRUE' when empty.
+ */
+export function filterSqlParts(f: EventFilter, p: SqlParams): { plain: string; json: string } {
   const parts: string[] = [];
+  const jsonParts: string[] = [];
   const where = EVENT_STATES[f.state].where;
   if (where !== null) parts.push(where);
   if (f.types.length > 0) {
@@ -46,8 +57,8 @@ export function filterSql(f: EventFilter, p: SqlParams): string {
       ? `substr(type, 1, ${p.add(t.text.length)}) = ${p.add(t.text)}`
       : `type = ${p.add(t.text)}`)).join(' OR ')})`);
   }
-  for (const m of f.match) parts.push(conditionSql(m, p));
-  return parts.length === 0 ? 'TRUE' : parts.join(' AND ');
+  for (const m of f.match) (m.root === 'data' || m.root === 'metadata' ? jsonParts : parts).push(conditionSql(m, p));
+  return { plain: parts.length === 0 ? 'TRUE' : parts.join(' AND '), json: jsonParts.length === 0 ? 'TRUE' : jsonParts.join(' AND ') };
 }
 
 /** Whether the scan must give PostgreSQL the row's data as jsonb (`dj`). */
@@ -142,10 +153,14 @@ export interface ScanSqlParts {
   budget: string;
   /** Size of a row's stored JSON in the dialect. */
   bytes: string;
-  /** The filter's condition (filterSql). */
+  /** The filter's condition (filterSql), or its part over the columns alone (filterSqlParts' plain). */
   filter: string;
-  /** Also select `data` as jsonb `dj` (PostgreSQL, when the filter reads data). */
-  dataJson: string | null;
+  /**
+   * PostgreSQL, when the filter reads data: `data` as jsonb (`dj`) and the JSON part of the filter.
+   * The cast runs only for the events that pass `filter`, behind an OFFSET 0 fence so the planner
+   * cannot fold it back into every row.
+   */
+  dataJson: { expr: string; filter: string } | null;
 }
 
 /**
@@ -159,7 +174,7 @@ export interface ScanSqlParts {
  */
 export function scanSql(s: ScanSqlParts): string {
   return `WITH fetched_events AS (
-      SELECT ${EVENT_COLUMNS}, ${s.bytes} AS bytes${s.dataJson === null ? '' : `, ${s.dataJson} AS dj`} FROM events
+      SELECT ${EVENT_COLUMNS}, ${s.bytes} AS bytes FROM events
       WHERE address_id = ${s.address} AND sequence > ${s.after}${s.below === null ? '' : ` AND sequence < ${s.below}`}
       ORDER BY sequence LIMIT ${s.scanEvents} + 1
     ), numbered AS (
@@ -171,7 +186,9 @@ export function scanSql(s: ScanSqlParts): string {
     ), matches AS (
       SELECT *, SUM(bytes) OVER (ORDER BY sequence ROWS UNBOUNDED PRECEDING) AS page_running,
              ROW_NUMBER() OVER (ORDER BY sequence) AS page_rn, COUNT(*) OVER () AS matched
-      FROM (SELECT * FROM examined WHERE ${s.filter} ORDER BY sequence LIMIT ${s.limit}) AS first_matches
+      FROM (SELECT * FROM ${s.dataJson === null ? `examined WHERE ${s.filter}`
+        : `(SELECT *, ${s.dataJson.expr} AS dj FROM examined WHERE ${s.filter} OFFSET 0) AS plain_matches WHERE ${s.dataJson.filter}`}
+        ORDER BY sequence LIMIT ${s.limit}) AS first_matches
     )
     SELECT m.id, m.address_id, m.sequence, m.type, m.source, m.data, m.metadata, m.dedupe_key, m.created_at, m.acknowledged_at,
            m.delivery_count, m.dead_at, m.dead_reason, m.matched, summary.last_examined, summary.examined, summary.fetched, summary.address_found

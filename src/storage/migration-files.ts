@@ -1,6 +1,6 @@
 // Numbered plain-SQL migrations, shared by both backends' runners: `0001_initial.sql`, …
 //
-// Numbers are aligned across the two stores (decisions §17): a migration that exists for one store
+// Numbers are aligned across the two stores (docs/design.md, "Running it"): a migration that exists for one store
 // only leaves a gap in the other's numbers, so files are applied in number order and a gap is
 // fine. What is not fine is a database that has recorded a number this release does not know
 // beyond its own last one: a newer release migrated it, and this one would run against a schema

@@ -150,4 +150,57 @@ try:
     raise AssertionError("deleted address still readable")
 except ReturnAddressError as err:
     assert err.status == 404
+# The save file goes through an unpredictable name created exclusively: a planted pid-named
+# symlink is not followed (issue 27).
+import return_address as _ra  # noqa: E402
+work = tempfile.mkdtemp()
+victim = os.path.join(work, "victim.txt")
+with open(victim, "w") as f:
+    f.write("untouched")
+target = os.path.join(work, "saved.json")
+os.symlink(victim, "%s.%d.tmp" % (target, os.getpid()))
+_ra._save(target, {"credentials": {"read_token": "aa_read_x"}, "cursor": 0})
+assert open(victim).read() == "untouched", "the symlink target was not written"
+assert os.stat(target).st_mode & 0o777 == 0o600
+assert json.load(open(target))["cursor"] == 0
+assert sorted(os.listdir(work)) == sorted(["victim.txt", "saved.json", "saved.json.%d.tmp" % os.getpid()]), os.listdir(work)
+
+# Authorization is not sent on a redirect to another origin (as browsers and requests do), and is
+# kept on a redirect within the same origin.
+import http.server  # noqa: E402
+seen = {}
+class Other(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        seen[self.path] = self.headers.get("Authorization")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b"{}")
+    def log_message(self, *a):
+        pass
+other = http.server.HTTPServer(("127.0.0.1", 0), Other)
+class First(Other):
+    def do_GET(self):
+        seen[self.path] = self.headers.get("Authorization")
+        if self.path == "/cross":
+            self.send_response(302)
+            self.send_header("Location", "http://127.0.0.1:%d/landed" % other.server_port)
+            self.end_headers()
+        elif self.path == "/same":
+            self.send_response(302)
+            self.send_header("Location", "/same-landed")
+            self.end_headers()
+        else:
+            Other.do_GET(self)
+first = http.server.HTTPServer(("127.0.0.1", 0), First)
+for srv in (first, other):
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+_ra._request("GET", "http://127.0.0.1:%d/cross" % first.server_port, token="aa_read_secret")
+assert seen["/cross"] == "Bearer aa_read_secret"
+assert seen["/landed"] is None, "the token went to another origin: %r" % seen["/landed"]
+_ra._request("GET", "http://127.0.0.1:%d/same" % first.server_port, token="aa_read_secret")
+assert seen["/same-landed"] == "Bearer aa_read_secret"
+first.shutdown()
+other.shutdown()
+
 print("python client: all checks passed")

@@ -39,6 +39,9 @@ describe('log redaction', () => {
     assert.equal(redactUrl(`/approve/apr_x/${APPROVE}`), '/approve/apr_x/[REDACTED]');
     // The capture URL's query holds other services' credentials (an OAuth code): dropped whole.
     assert.equal(redactUrl(`/api/v1/hooks/addr_x/${SECRET}/oauth?code=4%2F0Aea&state=s`), '/api/v1/hooks/addr_x/[REDACTED]/oauth?[REDACTED]');
+    // Absolute-form targets (what a forward proxy sends, issue 27): the OAuth code was logged in clear.
+    assert.equal(redactUrl(`http://ra.example:3000/api/v1/hooks/addr_x/${SECRET}/oauth?code=4%2F0Aea&state=s`), 'http://ra.example:3000/api/v1/hooks/addr_x/[REDACTED]/oauth?[REDACTED]');
+    assert.equal(redactUrl(`HTTP://h//api/v1/HOOKS/addr_x/${SECRET}?code=c`), 'HTTP://h/api/v1/HOOKS/addr_x/[REDACTED]?[REDACTED]');
   });
 
   it('keeps them out of a real service log', async () => {

@@ -33,7 +33,14 @@ function decodeLeniently(s: string): string {
  * The URL as it may be logged: decoded, slashes folded, the secret segment, a capture URL's whole
  * query and every credential replaced by [REDACTED]. Decoded twice, so a doubly-encoded credential is found too.
  */
-export function redactUrl(url: string): string {
+export function redactUrl(target: string): string {
+  // An absolute-form target (`GET http://host/api/v1/hooks/…?code=…`, what a forward proxy sends) is
+  // matched on its path like any other: its origin is kept aside, so the rules below still apply.
+  const origin = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(target)?.[0] ?? '';
+  return origin.replace(CREDENTIAL, '[REDACTED]') + redactOriginForm(target.slice(origin.length));
+}
+
+function redactOriginForm(url: string): string {
   const q = url.search(/[?#]/);
   const path = decodeLeniently(decodeLeniently(q === -1 ? url : url.slice(0, q))).replace(/\/{2,}/g, '/');
   const query = q === -1 ? '' : url.slice(q);

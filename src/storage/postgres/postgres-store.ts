@@ -25,7 +25,7 @@ import { type EventFilter, SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-fi
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
 import type { ConsumerPositions } from '../../consumers/consumer-positions.js';
 import { PostgresConsumerPositions } from './postgres-consumers.js';
-import { filterSql, needsDataJson, postgresJsonb, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
+import { filterSql, filterSqlParts, needsDataJson, postgresJsonb, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from '../../approvals/approval-model.js';
@@ -33,6 +33,7 @@ import { APPROVAL_COLUMNS, approvalValues, toAnswer, toApproval, type ApprovalAn
 import { AppendBatcher } from './append-batcher.js';
 import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../../claims/claim-rules.js';
 import { PostgresClaims } from './postgres-claims.js';
+import { BLOB_CHUNK_BYTES, blobBytes, type BlobInput, type BlobName, type StoredBlob } from '../../blobs/event-blob.js';
 import { ChangeListener, type ListenerState } from './change-listener.js';
 import { runMigrations } from './migrator.js';
 import { retryAfterSeconds, staleRateWindowsBefore, windowStartOf } from '../../domain/rate-window.js';
@@ -106,7 +107,8 @@ export class PostgresStore implements Store {
       maxBatchBytes: 4 * 1024 * 1024,
       aloneFromBytes: 64 * 1024,
       // String lengths, not UTF-8 bytes: a bound, not an invoice, and free to compute.
-      sizeOf: ({ event }) => event.data.length + (event.metadata?.length ?? 0),
+      // An event with blobs always goes alone: its blobs are inserted in its own transaction (appendOnce).
+      sizeOf: ({ event }) => event.data.length + (event.metadata?.length ?? 0) + (event.blobs?.length ? 64 * 1024 : 0),
     },
   );
 
@@ -139,7 +141,7 @@ export class PostgresStore implements Store {
   }
 
   migrate(): Promise<void> {
-    return runMigrations(this.clientConfig, MIGRATIONS_DIR);
+    return runMigrations(this.clientConfig, MIGRATIONS_DIR, this.log);
   }
 
   async ping(): Promise<void> {
@@ -287,6 +289,7 @@ export class PostgresStore implements Store {
 
   /** One round trip: ra_append_event (migration 0002) locks, dedupes, prunes, inserts and notifies. */
   private async appendOnce(e: NewEvent, limits: StoreLimits): Promise<AppendResult> {
+    if (e.blobs !== undefined && e.blobs.length > 0) return this.appendWithBlobs(e, e.blobs, limits);
     const r = await this.pool.query<EventRowOrNull & { outcome: string }>(
       'SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
       [e.addressId, e.id, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt, limits.maxEventsPerAddress, limits.maxBytesPerAddress, CHANGE_CHANNEL],
@@ -294,6 +297,71 @@ export class PostgresStore implements Store {
     const row = r.rows[0];
     if (!row) throw new Error('ra_append_event answered no row');
     return toAppendResult(row);
+  }
+
+
+
+  /**
+   * An event and its blobs in one transaction (migration 0006): the append function counts the
+   * blobs' bytes toward the quota, and the blobs are inserted only when the event is new. COMMIT
+   * returns before the caller is answered, as for every append.
+   */
+  private async appendWithBlobs(e: NewEvent, blobs: readonly BlobInput[], limits: StoreLimits): Promise<AppendResult> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const r = await client.query<EventRowOrNull & { outcome: string }>(
+        'SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)',
+        [e.addressId, e.id, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt, limits.maxEventsPerAddress, limits.maxBytesPerAddress,
+          CHANGE_CHANNEL, blobBytes(blobs)],
+      );
+      const row = r.rows[0];
+      if (!row) throw new Error('ra_append_event answered no row');
+      const result = toAppendResult(row);
+      if (result.kind === 'created') {
+        for (const b of blobs) {
+          await client.query('INSERT INTO event_blobs (address_id, sequence, name, content_type, sha256, size, bytes) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+            [e.addressId, result.event.sequence, b.name, b.contentType, b.sha256, b.bytes.byteLength, Buffer.from(b.bytes.buffer, b.bytes.byteOffset, b.bytes.byteLength)]);
+        }
+      }
+      await client.query('COMMIT');
+      client.release();
+      return result;
+    } catch (err) {
+      // A failed transaction is rolled back by discarding its connection (it may be broken anyway).
+      client.release(err instanceof Error ? err : true);
+      throw err;
+    }
+  }
+
+  async openBlob(addressId: string, eventId: string, name: BlobName): Promise<StoredBlob | null> {
+    const r = await this.pool.query<{ sequence: string; content_type: string; sha256: string; size: string }>(
+      `SELECT b.sequence, b.content_type, b.sha256, b.size FROM events e
+       JOIN event_blobs b ON b.address_id = e.address_id AND b.sequence = e.sequence
+       WHERE substr(e.id, 10, 9) = substr($1::text, 10, 9) AND e.id = $1 AND e.address_id = $2 AND b.name = $3`,
+      [eventId, addressId, name],
+    );
+    const b = r.rows[0];
+    if (!b) return null;
+    const pool = this.pool;
+    const size = Number(b.size);
+    return {
+      contentType: b.content_type,
+      size,
+      sha256: b.sha256,
+      async *chunks() {
+        // STORAGE EXTERNAL (migration 0006): each substring reads only its chunk's TOAST pages.
+        for (let offset = 0; offset < size; offset += BLOB_CHUNK_BYTES) {
+          const c = await pool.query<{ chunk: Buffer | null }>(
+            'SELECT substring(bytes FROM $1 FOR $2) AS chunk FROM event_blobs WHERE address_id = $3 AND sequence = $4 AND name = $5',
+            [offset + 1, BLOB_CHUNK_BYTES, addressId, b.sequence, name],
+          );
+          const chunk = c.rows[0]?.chunk;
+          if (!chunk) throw new Error('the blob was deleted while it was being read');
+          yield chunk;
+        }
+      },
+    };
   }
 
   async listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null> {
@@ -310,13 +378,15 @@ export class PostgresStore implements Store {
     return { events: rows.map(toEvent), hasMore };
   }
 
-  /** A filtered read in one statement (event-filter-sql.ts); `data` is cast to jsonb once per examined row, only when the filter reads it. */
+  /** A filtered read in one statement (event-filter-sql.ts); `data` is cast to jsonb once per event that passes the rest of the filter, only when the filter reads it. */
   async scanEvents(addressId: string, after: number, filter: EventFilter, limit: number, maxBytes: number): Promise<ScanPageRecord | null> {
     const p = new SqlParams('postgres');
     const sql = scanSql({
       address: p.add(addressId), after: p.add(after), below: null, scanEvents: SCAN_EVENTS, scanBytes: SCAN_BYTES,
       limit: `${p.add(limit + 1)}::bigint`, budget: p.add(maxBytes), bytes: 'octet_length(data) + coalesce(octet_length(metadata), 0)',
-      filter: filterSql(filter, p), dataJson: needsDataJson(filter) ? postgresJsonb('data') : null,
+      ...(needsDataJson(filter)
+        ? (({ plain, json }) => ({ filter: plain, dataJson: { expr: postgresJsonb('data'), filter: json } }))(filterSqlParts(filter, p))
+        : { filter: filterSql(filter, p), dataJson: null }),
     });
     const r = await this.pool.query<ScanRow>(sql, p.bound());
     return scanPage(r.rows, after, limit);

@@ -21,17 +21,18 @@
 // are cached per address and dropped on any change to that address's events (an append, a batch
 // becoming durable, an ack, a deletion). Both are bounded.
 import Database from 'better-sqlite3';
-import { chmodSync, closeSync, existsSync, fdatasync, mkdirSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fdatasync, mkdirSync, openSync, statfsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EventFilter } from '../../domain/event-filter.js';
 import { SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
+import { BLOB_CHUNK_BYTES, blobBytes, type BlobName, type StoredBlob } from '../../blobs/event-blob.js';
 import type { ConsumerPositions } from '../../consumers/consumer-positions.js';
 import { SqliteConsumerPositions } from './sqlite-consumers.js';
 import { filterSql, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
 import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
-import { readMigrations } from '../migration-files.js';
+import { assertSchemaNotNewer, readMigrations } from '../migration-files.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, INSERTED_EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { stepDedupeKey, type ApprovalAnswerRecord, type ApprovalRecord, type ApprovalStep, type ApprovalStepResult } from '../../approvals/approval-model.js';
@@ -81,6 +82,8 @@ export interface SqliteStoreOptions {
   log?: Log;
   /** Log the group commit's and checkpointer's counters every second while they change. */
   logGroupCommitStats?: boolean;
+  /** Free bytes the database's disk must keep for the store to report ready (default 32 MiB). */
+  minFreeBytes?: number;
 }
 
 /**
@@ -96,7 +99,7 @@ interface QueueCounters {
 }
 
 /** An address's acknowledged events, oldest first, with their stored bytes: what pruning may delete. */
-export const ACKED_SIZES_SQL = `SELECT sequence, length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) AS bytes
+export const ACKED_SIZES_SQL = `SELECT sequence, length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) + blob_bytes AS bytes
   FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence`;
 
 /**
@@ -115,6 +118,7 @@ export class SqliteStore implements Store {
   readonly capabilities = { crossInstanceWakeups: false };
   readonly consumers: ConsumerPositions;
   readonly path: string;
+  private readonly minFreeBytes: number;
   private readonly db: Database.Database;
   private readonly appends: GroupCommit<AppendInput, ApprovalStepResult>;
   /** Kept only with RA_DEBUG_GROUP_COMMIT: timing every commit and sync is not free on the hot path. */
@@ -142,13 +146,19 @@ export class SqliteStore implements Store {
 
   constructor(path: string, opts: SqliteStoreOptions = {}) {
     this.path = path;
+    this.minFreeBytes = opts.minFreeBytes ?? 32 * 1024 * 1024;
     if (path !== ':memory:') keepPrivate(path);
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
     this.db.pragma('foreign_keys = ON');
     this.db.pragma('busy_timeout = 5000');
-    this.migrateNow();
+    try {
+      this.migrateNow(opts.log ?? SILENT_LOG);
+    } catch (err) {
+      this.db.close(); // a refused or failed migration leaves no handle on the file
+      throw err;
+    }
     this.q = this.prepare();
     this.claims = new SqliteClaims(this.db, (addressId) => this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER);
     this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
@@ -223,20 +233,24 @@ export class SqliteStore implements Store {
   /** Migrations run in the constructor (statements are prepared against the final schema). */
   async migrate(): Promise<void> {}
 
-  private migrateNow(): void {
+  private migrateNow(log: Log): void {
     this.db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
-    const applied = new Set(
-      (this.db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
+    const applied = new Map(
+      (this.db.prepare('SELECT version, name FROM schema_migrations').all() as { version: number; name: string }[]).map((r) => [r.version, r.name]),
     );
-    for (const m of readMigrations(MIGRATIONS_DIR)) {
+    const migrations = readMigrations(MIGRATIONS_DIR);
+    assertSchemaNotNewer('SQLite', applied, migrations);
+    for (const m of migrations) {
       if (applied.has(m.version)) continue;
+      const started = performance.now();
       // Record first, inside the migration's own transaction: a second runner fails on the
       // primary key instead of applying the DDL twice.
       this.db.transaction(() => {
         this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
         this.db.exec(m.sql);
       }).immediate();
+      log.info({ migration: m.name, version: m.version, ms: Math.round(performance.now() - started) }, 'applied SQLite migration');
     }
   }
 
@@ -275,6 +289,18 @@ export class SqliteStore implements Store {
       insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, number]>(
         `INSERT INTO events (${INSERTED_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
       ),
+      setBlobBytes: db.prepare<[number, string, number]>('UPDATE events SET blob_bytes = ? WHERE address_id = ? AND sequence = ?'),
+      insertBlob: db.prepare<[string, number, string, string, string, number, Uint8Array]>(
+        'INSERT INTO event_blobs (address_id, sequence, name, content_type, sha256, size, bytes) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      blob: db.prepare<[string, string, string, string], { sequence: number; content_type: string; sha256: string; size: number }>(
+        `SELECT b.sequence, b.content_type, b.sha256, b.size FROM events e
+         JOIN event_blobs b ON b.address_id = e.address_id AND b.sequence = e.sequence
+         WHERE ${EVENT_ID_TIME_SQL.replace('id', 'e.id')} = substr(?, 10, 9) AND e.id = ? AND e.address_id = ? AND b.name = ?`,
+      ),
+      blobChunk: db.prepare<[number, number, string, number, string], { chunk: Buffer }>(
+        'SELECT substr(bytes, ?, ?) AS chunk FROM event_blobs WHERE address_id = ? AND sequence = ? AND name = ?',
+      ),
       page: db.prepare<[string, number, number, number, number], EventRow & { fetched: number }>(boundedPageSql(
         'length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0)',
         { address: '?', after: '?', below: '?', limit: '?', budget: '?' },
@@ -297,6 +323,14 @@ export class SqliteStore implements Store {
   async ping(): Promise<void> {
     if (this.appends.failure) throw this.appends.failure;
     this.db.prepare('SELECT 1').get();
+    // A full disk still answers SELECT 1: readiness also asks for room to write (decisions.md §20).
+    if (this.path !== ':memory:') {
+      const fs = statfsSync(dirname(this.path));
+      const free = fs.bavail * fs.bsize;
+      if (free < this.minFreeBytes) {
+        throw Object.assign(new Error(`the disk holding the database has ${free} bytes free, below the ${this.minFreeBytes} a write may need`), { name: 'StoreNotWritable' });
+      }
+    }
   }
 
   async close(): Promise<void> {
@@ -514,7 +548,7 @@ export class SqliteStore implements Store {
       const existing = this.q.eventByKey.get(e.addressId, e.dedupeKey);
       if (existing) return { kind: 'duplicate', event: toEvent(existing) };
     }
-    const size = Buffer.byteLength(e.data) + (e.metadata === null ? 0 : Buffer.byteLength(e.metadata));
+    const size = Buffer.byteLength(e.data) + (e.metadata === null ? 0 : Buffer.byteLength(e.metadata)) + blobBytes(e.blobs);
     if (c.eventCount >= limits.maxEventsPerAddress || c.eventBytes + size > limits.maxBytesPerAddress) {
       return this.appendAfterPrune(e, c, size, c.eventCount - limits.maxEventsPerAddress + 1, c.eventBytes + size - limits.maxBytesPerAddress);
     }
@@ -524,11 +558,17 @@ export class SqliteStore implements Store {
   private insertNext(e: NewEvent, c: QueueCounters, size: number, pruned: number, prunedBytes: number): AppendResult {
     const sequence = c.lastSequence + 1;
     this.q.insertEvent.run(e.id, e.addressId, sequence, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt);
+    if (e.blobs !== undefined && e.blobs.length > 0) {
+      // Same transaction as the event: durable with it, in the same fdatasync of the WAL.
+      this.q.setBlobBytes.run(blobBytes(e.blobs), e.addressId, sequence);
+      for (const b of e.blobs) this.q.insertBlob.run(e.addressId, sequence, b.name, b.contentType, b.sha256, b.bytes.byteLength, b.bytes);
+    }
     c.lastSequence = sequence;
     c.eventCount += 1 - pruned;
     c.eventBytes += size - prunedBytes;
     c.changed = true;
-    return { kind: 'created', event: { ...e, sequence, acknowledgedAt: null } };
+    const { blobs: _stored, ...record } = e;
+    return { kind: 'created', event: { ...record, sequence, acknowledgedAt: null } };
   }
 
   async listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null> {
@@ -586,6 +626,27 @@ export class SqliteStore implements Store {
       this.scanStatements.set(sql, stmt);
     }
     return scanPage(stmt.all(...p.bound()), after, limit);
+  }
+
+  async openBlob(addressId: string, eventId: string, name: BlobName): Promise<StoredBlob | null> {
+    const b = this.q.blob.get(eventId, eventId, addressId, name);
+    // An event not yet durable is not visible (see `undurable`), nor are its bytes.
+    if (!b || b.sequence >= (this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER)) return null;
+    const q = this.q;
+    return {
+      contentType: b.content_type,
+      size: b.size,
+      sha256: b.sha256,
+      async *chunks() {
+        // One chunk per turn of the event loop, each a bounded read: a download never holds the blob whole.
+        for (let offset = 0; offset < b.size; offset += BLOB_CHUNK_BYTES) {
+          const row = q.blobChunk.get(offset + 1, BLOB_CHUNK_BYTES, addressId, b.sequence, name);
+          if (!row) throw new Error('the blob was deleted while it was being read');
+          yield row.chunk;
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
+      },
+    };
   }
 
   async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
