@@ -19,6 +19,8 @@ import { documentRoutes } from './http/routes/documents.js';
 import { consumerRoutes } from './consumers/consumer-routes.js';
 import { eventStreamRoutes } from './http/routes/event-stream.js';
 import { eventRoutes } from './http/routes/events.js';
+import { claimRoutes } from './http/routes/claims.js';
+import { CLAIM_COMPONENT_SCHEMAS } from './claims/claim-schemas.js';
 import { eventBlobRoutes } from './http/routes/event-blobs.js';
 import { healthRoutes, isHealthProbe } from './http/routes/health.js';
 import { hookRoutes } from './http/routes/hooks.js';
@@ -106,7 +108,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
         ...(config.createTokens.length > 0 ? { createToken: { type: 'http', scheme: 'bearer', description: 'A create token of this instance (its operator\'s CREATE_TOKENS): required to create an address.' } } : {}),
       } },
     },
-    transformObject: finishDocument({ components: [...COMPONENT_SCHEMAS, JsonRpcError], extraOperations: MCP_DOCUMENT_ONLY }),
+    transformObject: finishDocument({ components: [...COMPONENT_SCHEMAS, ...CLAIM_COMPONENT_SCHEMAS, JsonRpcError], extraOperations: MCP_DOCUMENT_ONLY }),
   });
 
   await app.register(healthRoutes(deps));
@@ -114,6 +116,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   await app.register(addressRoutes(deps));
   await app.register(eventRoutes(deps));
   await app.register(eventStreamRoutes(deps));
+  await app.register(claimRoutes(deps));
   await app.register(eventBlobRoutes(deps));
   await app.register(inboxRoutes(deps));
   await app.register(hookRoutes(deps));

@@ -352,6 +352,53 @@ class ReturnAddress:
         body = {k: v for k, v in (("github", github), ("stripe", stripe), ("slack", slack),
                                   ("standard_webhooks", standard_webhooks)) if v is not None}
         return _request("PUT", self._base() + "/signing-secrets", self.token, body=body)
+    # Claims: several workers on one address. Each claim is {event, lease_id, lease_expires_at,
+    # delivery_count}; settle it through its lease (ReturnAddressError code "lease_lost" once superseded).
+    def claim(self, max: int = 1, lease_seconds: int = 60, wait: int = 0, max_deliveries: int = 5,
+              type: Any = None, match: Any = None) -> List[Dict[str, Any]]:
+        body: Dict[str, Any] = {"max": max, "lease_seconds": lease_seconds, "wait": wait, "max_deliveries": max_deliveries}
+        if type is not None:
+            body["type"] = type
+        if match is not None:
+            body["match"] = match
+        return _request("POST", "%s/claims" % self._base(), self.token, body, timeout=wait + 30)["claims"]
+
+    def ack_claim(self, lease_id: str) -> Dict[str, Any]:
+        return _request("POST", "%s/claims/%s/ack" % (self._base(), urllib.parse.quote(lease_id)), self.token)["event"]
+
+    def extend_claim(self, lease_id: str, lease_seconds: int = 60) -> str:
+        return _request("POST", "%s/claims/%s/extend" % (self._base(), urllib.parse.quote(lease_id)), self.token,
+                        {"lease_seconds": lease_seconds})["lease_expires_at"]
+
+    def nack_claim(self, lease_id: str, delay_seconds: int = 0, reason: Optional[str] = None, dead: bool = False) -> Dict[str, Any]:
+        body: Dict[str, Any] = {"delay_seconds": delay_seconds, "dead": dead}
+        if reason is not None:
+            body["reason"] = reason
+        return _request("POST", "%s/claims/%s/nack" % (self._base(), urllib.parse.quote(lease_id)), self.token, body)["event"]
+
+    def consume_claims(self, handler, lease_seconds: int = 60, max_deliveries: int = 5, type: Any = None,
+                       match: Any = None, idle_seconds: Optional[int] = None) -> None:
+        """One worker among several on this address: claims one event at a time, calls handler(event),
+        acks the claim when it returns and nacks it (delay 1 s doubling per delivery, at most 60 s) when
+        it raises. A lease_lost answer (the lease ran out and another worker took the event) is skipped.
+        Returns once a claim waiting idle_seconds finds nothing; without idle_seconds it runs forever."""
+        wait = 25 if idle_seconds is None else idle_seconds
+        while True:
+            claims = self.claim(max=1, lease_seconds=lease_seconds, wait=wait, max_deliveries=max_deliveries, type=type, match=match)
+            if not claims and idle_seconds is not None:
+                return
+            for c in claims:
+                try:
+                    try:
+                        handler(c["event"])
+                    except Exception as e:  # the handler failed: give the event back
+                        delay = min(60, 2 ** (c["delivery_count"] - 1))
+                        self.nack_claim(c["lease_id"], delay_seconds=delay, reason=str(e)[:500])
+                        continue
+                    self.ack_claim(c["lease_id"])
+                except ReturnAddressError as e:
+                    if e.code != "lease_lost":
+                        raise
 
     def delete(self) -> None:
         _request("DELETE", self._base(), self.token)

@@ -20,10 +20,16 @@ kill, the event being handled is handed to CMD again: dedupe by RA_EVENT_ID.
 still moves past the others. --consumer NAME keeps the position on the service (a named consumer)
 instead of in FILE. --until-idle S exits 0 once S seconds pass with no (matching) event; without
 it, consume runs until interrupted. One line per attempt on stderr.
+--claim shares the address with other workers instead (claims, POST …/claims): each event goes
+to one worker at a time under a lease (--lease S, default 60; extended while CMD runs); exit 0
+acks the claim, any other exit nacks it (claimable again after 1 s, 2 s, 4 s ... at most 60 s),
+and after --max-deliveries N (default 5) deliveries without an ack the event becomes dead. Order
+across workers is not kept; the saved cursor is not used.
 `;
 
 export async function consume(values: {
   save?: string; url?: string; exec?: string; type?: string[]; match?: string[]; consumer?: string; 'until-idle'?: string;
+  claim?: boolean; lease?: string; 'max-deliveries'?: string;
 }, usage: (message: string) => Error): Promise<number> {
   if (!values.exec) throw usage('--exec CMD is required');
   const saved = loadSaved(values.save);
@@ -41,6 +47,21 @@ export async function consume(values: {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
+    if (values.claim) {
+      if (values.consumer !== undefined) throw usage('--claim and --consumer do not go together: claims keep no position');
+      const lease = values.lease === undefined ? 60 : Number(values.lease);
+      const maxDeliveries = values['max-deliveries'] === undefined ? 5 : Number(values['max-deliveries']);
+      if (!(Number.isInteger(lease) && lease >= 5 && lease <= 3600)) throw usage('--lease must be a whole number of seconds from 5 to 3600');
+      if (!(Number.isInteger(maxDeliveries) && maxDeliveries >= 1 && maxDeliveries <= 100)) throw usage('--max-deliveries must be a whole number from 1 to 100');
+      await ra.consumeClaims((event) => runCommand(values.exec!, event), {
+        ...(values.type?.length ? { type: values.type } : {}),
+        ...(Object.keys(match).length > 0 ? { match } : {}),
+        ...(idle !== undefined ? { idleSeconds: idle } : {}),
+        leaseSeconds: lease, maxDeliveries, signal: stop.signal,
+        onError: (err, c) => process.stderr.write(`consume: sequence ${c.event.sequence} ${c.event.type} delivery ${c.delivery_count}: ${(err as Error).message}\n`),
+      });
+      return 0;
+    }
     await ra.consume((event) => runCommand(values.exec!, event), {
       ...(values.type?.length ? { type: values.type } : {}),
       ...(Object.keys(match).length > 0 ? { match } : {}),

@@ -190,6 +190,7 @@ async function run(argv: string[]): Promise<number> {
       const { values } = parse(rest, {
         exec: { type: 'string' }, type: { type: 'string', multiple: true }, match: { type: 'string', multiple: true },
         consumer: { type: 'string' }, 'until-idle': { type: 'string' },
+        claim: { type: 'boolean' }, lease: { type: 'string' }, 'max-deliveries': { type: 'string' },
       });
       return consume(values, (message) => new UsageError(message));
     }

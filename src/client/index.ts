@@ -21,6 +21,23 @@ export type ErrorBody = Static<typeof S.ErrorBody>;
 export type SigningSecretsBody = Static<typeof S.SigningSecretsBody>;
 export type SigningSecretsResponse = Static<typeof S.SigningSecretsResponse>;
 
+/** A claim's lease on one event (POST …/claims). */
+export interface Claim {
+  event: Event;
+  lease_id: string;
+  lease_expires_at: string;
+  delivery_count: number;
+}
+
+export interface ClaimOptions {
+  max?: number;
+  lease_seconds?: number;
+  wait?: number;
+  max_deliveries?: number;
+  type?: string | string[];
+  match?: Record<string, string | number | boolean | null> | string[];
+}
+
 /** An approval (POST …/approvals): url only in the answer to its creation. */
 export interface Approval {
   id: string;
@@ -147,6 +164,21 @@ export interface ConsumeOptions extends FilterOptions {
   idleSeconds?: number;
   /** First retry delay in ms (doubling to 60 s); default 1000. */
   retryDelayMs?: number;
+  signal?: AbortSignal;
+}
+
+/** consumeClaims: one worker among several on one address. */
+export interface ClaimConsumeOptions {
+  type?: string | string[];
+  match?: Record<string, string | number | boolean | null> | string[];
+  /** Each lease's length; the lease is extended every half of it while the handler runs. Default 60. */
+  leaseSeconds?: number;
+  /** After this many deliveries without an ack an event becomes dead. Default 5. */
+  maxDeliveries?: number;
+  /** Called when a handler fails (its event is then nacked with a delay of 1 s doubling per delivery, at most 60 s). */
+  onError?: (err: unknown, claim: Claim) => void;
+  /** Return once a claim waiting `idleSeconds` finds nothing (default: run until `signal` aborts). */
+  idleSeconds?: number;
   signal?: AbortSignal;
 }
 
@@ -416,6 +448,71 @@ export class ReturnAddress {
     }
     if (!res.ok) throw new ReturnAddressError(res.status, 'bad_response', `GET ${url}: HTTP ${res.status}`);
     return Buffer.from(await res.arrayBuffer());
+  }
+
+  /**
+   * Claims (several workers on one address): leases up to `max` of the oldest claimable events for
+   * `lease_seconds`; with `wait`, holds until one is claimable. Settle each with its lease_id.
+   */
+  async claim(opts: ClaimOptions = {}, signal?: AbortSignal): Promise<Claim[]> {
+    return (await request<{ claims: Claim[] }>(this.fetch, 'POST', `${this.base}/claims`, { token: this.token, json: opts, signal })).claims;
+  }
+
+  /**
+   * A worker among several sharing this address (claims, at-least-once): claims one event at a
+   * time, runs `handler`, acks through the lease when it resolves and nacks (with a growing delay)
+   * when it throws. The lease is extended while the handler runs. An ack answered lease_lost (the
+   * lease ran out and another worker took the event) is reported to `onError` and skipped.
+   */
+  async consumeClaims(handler: (event: Event, claim: Claim) => unknown, opts: ClaimConsumeOptions = {}): Promise<void> {
+    const leaseSeconds = opts.leaseSeconds ?? 60;
+    const ask: ClaimOptions = { max: 1, lease_seconds: leaseSeconds, wait: opts.idleSeconds ?? MAX_POLL_SECONDS, max_deliveries: opts.maxDeliveries ?? 5 };
+    if (opts.type !== undefined) ask.type = opts.type;
+    if (opts.match !== undefined) ask.match = opts.match;
+    for (;;) {
+      if (opts.signal?.aborted) return;
+      const claims = await this.retrying(() => this.claim(ask, opts.signal), Number.POSITIVE_INFINITY, opts.signal);
+      if (claims.length === 0 && opts.idleSeconds !== undefined) return;
+      for (const c of claims) {
+        const keepAlive = setInterval(() => { this.extendClaim(c.lease_id, leaseSeconds).catch(() => {}); }, (leaseSeconds * 1000) / 2);
+        let failure: { err: unknown } | undefined;
+        try {
+          await handler(c.event, c);
+        } catch (err) {
+          failure = { err };
+        } finally {
+          clearInterval(keepAlive);
+        }
+        try {
+          if (failure === undefined) await this.retrying(() => this.ackClaim(c.lease_id), Number.POSITIVE_INFINITY, opts.signal);
+          else {
+            opts.onError?.(failure.err, c);
+            const delay = Math.min(60, 2 ** (c.delivery_count - 1));
+            await this.retrying(() => this.nackClaim(c.lease_id, { delay_seconds: delay, reason: String((failure.err as Error)?.message ?? failure.err).slice(0, 500) }),
+              Number.POSITIVE_INFINITY, opts.signal);
+          }
+        } catch (err) {
+          if (!(err instanceof ReturnAddressError && err.code === 'lease_lost')) throw err;
+          opts.onError?.(err, c);
+        }
+      }
+    }
+  }
+
+  /** Acks a claimed event through its lease; a ReturnAddressError with code lease_lost once the event was claimed again. */
+  async ackClaim(leaseId: string): Promise<Event> {
+    return (await request<{ event: Event }>(this.fetch, 'POST', `${this.base}/claims/${encodeURIComponent(leaseId)}/ack`, { token: this.token })).event;
+  }
+
+  /** Extends a lease: it now ends `leaseSeconds` from now. Returns the new end (ISO 8601). */
+  async extendClaim(leaseId: string, leaseSeconds?: number): Promise<string> {
+    const json = leaseSeconds === undefined ? {} : { lease_seconds: leaseSeconds };
+    return (await request<{ lease_expires_at: string }>(this.fetch, 'POST', `${this.base}/claims/${encodeURIComponent(leaseId)}/extend`, { token: this.token, json })).lease_expires_at;
+  }
+
+  /** Gives a claimed event back: claimable again after `delay_seconds`, or dead (after max_deliveries, or with `dead: true`). */
+  async nackClaim(leaseId: string, opts: { delay_seconds?: number; reason?: string; dead?: boolean } = {}): Promise<Event> {
+    return (await request<{ event: Event }>(this.fetch, 'POST', `${this.base}/claims/${encodeURIComponent(leaseId)}/nack`, { token: this.token, json: opts })).event;
   }
 
   /** Deletes the address and all its events. */

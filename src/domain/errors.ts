@@ -8,6 +8,7 @@ export const ERROR_CATALOGUE = {
   not_found: { status: 404, description: 'Unknown address, unknown event, wrong inbox secret, unknown route, or an id of the wrong shape.' },
   method_not_allowed: { status: 405, description: 'The path exists but not with this method; the Allow header lists the methods it has.' },
   idempotency_key_mismatch: { status: 409, description: 'The Idempotency-Key header and the body dedupe_key are both present and differ.' },
+  lease_lost: { status: 409, description: 'A claim\'s lease no longer holds its event (the lease id is a fencing token): the event was claimed again after this lease ran out or was nacked, or it is acknowledged or dead. Do not redo the side effects; the current lease holder settles the event.' },
   approval_closed: { status: 409, description: 'The approval takes no more answers: it has max_responses answers, expired, or was cancelled (POST to its page, or DELETE).' },
   address_expired: { status: 410, description: 'The address is past expiresAt and refuses deliveries.' },
   payload_too_large: { status: 413, description: 'The body is larger than MAX_PAYLOAD_BYTES (MAX_CAPTURE_BYTES on the capture URL; answered with Connection: close), or the event it makes would be larger than a whole address may hold (MAX_BYTES_PER_ADDRESS).' },

@@ -13,6 +13,7 @@ import { ApiError } from './errors.js';
 export const EVENT_STATES = {
   unacked: { description: 'not acknowledged', where: 'acknowledged_at IS NULL' },
   acked: { description: 'acknowledged', where: 'acknowledged_at IS NOT NULL' },
+  dead: { description: 'claimed max_deliveries times without an ack, or nacked as dead; never claimed again', where: 'dead_at IS NOT NULL' },
   all: { description: 'every event (the default)', where: null },
 } as const satisfies Record<string, { description: string; where: string | null }>;
 

@@ -23,6 +23,7 @@ export interface StreamSink {
 }
 
 export class EventStream implements Follow<Page> {
+  readonly waiterKind = 'stream' as const;
   private readonly follower: Follower<Page>;
   private readonly resume = () => this.follower.resume();
 

@@ -30,6 +30,8 @@ export type AfterPage = 'wait' | 'again' | 'hold' | 'done';
 export type FollowEnd = 'done' | 'timeout' | 'shutdown' | 'cancelled' | 'failed';
 
 export interface Follow<P> {
+  /** What kind of wait this is, for the operator's count of waiters by kind (metrics). */
+  readonly waiterKind: 'long_poll' | 'stream' | 'claim';
   /** One read of the store (the follow knows its own cursor). A rejection ends the follow with `failed`. */
   read(): Promise<P>;
   /** What the page means (see AfterPage). May hand the page on, e.g. write it to a client. */
@@ -43,6 +45,11 @@ export interface Follow<P> {
 }
 
 export class Follower<P> implements WakeListener {
+  /** The hub holds followers; the metrics count them by the kind of their follow. */
+  get waiterKind(): Follow<P>['waiterKind'] {
+    return this.follow.waiterKind;
+  }
+
   private waiter: Waiter | undefined;
   private reading = false;
   /** A wake-up that arrived while a read was in flight: handled once the read has answered. */

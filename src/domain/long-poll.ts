@@ -19,6 +19,7 @@ import type { WakeupHub } from './ports.js';
 export type PollCallback = (err: unknown, page: Page | undefined) => void;
 
 export class LongPoll implements Follow<Page> {
+  readonly waiterKind = 'long_poll' as const;
   private readonly follower: Follower<Page>;
   /**
    * The latest page read: what a timeout, a shutdown or cancel() answers. Its nextCursor is where

@@ -34,13 +34,18 @@ export interface EventRecord {
   dedupeKey: string | null;
   createdAt: number;
   acknowledgedAt: number | null;
+  /** Claims made of the event (src/claims); absent, like the two below, when it was never claimed. */
+  deliveryCount?: number;
+  /** When it became dead (max_deliveries reached, or nacked as dead): never claimed again. */
+  deadAt?: number | null;
+  deadReason?: string | null;
 }
 
 /**
  * A new event as the store receives it: not yet acknowledged, and without the sequence, which the store allocates.
  * `blobs` are written in the same transaction, only when the event is created (not for a duplicate).
  */
-export type NewEvent = Omit<EventRecord, 'sequence' | 'acknowledgedAt'> & { blobs?: readonly BlobInput[] };
+export type NewEvent = Omit<EventRecord, 'sequence' | 'acknowledgedAt' | 'deliveryCount' | 'deadAt' | 'deadReason'> & { blobs?: readonly BlobInput[] };
 
 export type AppendResult =
   | { kind: 'created'; event: EventRecord }

@@ -4,6 +4,7 @@
 // `if (postgres)` scattered through the code. `WakeupHub` is implemented in process by
 // src/wakeup/wakeup-hub.ts. Dependencies point inward: those modules import this file, never the
 // other way round.
+import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../claims/claim-rules.js';
 import type { ConsumerPositions } from '../consumers/consumer-positions.js';
 import type { EventFilter } from './event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from './model.js';
@@ -160,6 +161,14 @@ export interface Store {
   watchExternalChanges?(onChange: () => void): void;
   /** Sets acknowledged_at once (a second ack keeps the first time); null when no such event. */
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
+  /**
+   * Claims (src/claims): leases the oldest claimable events of the address that pass the filter,
+   * after making dead the open events whose final lease ran out; resolves once durable. No two
+   * claims, from any instance, ever hold live leases on one event. null: no such address.
+   */
+  claimEvents(addressId: string, r: ClaimRequest): Promise<ClaimBatch | null>;
+  /** Acks, extends or nacks through a lease, only while it is still the event's lease (fencing). */
+  settleClaim(addressId: string, eventId: string, leaseId: string, s: Settlement, now: number): Promise<SettleResult>;
 
   /** Stores a new approval, durably; false when its address does not exist. */
   createApproval(approval: ApprovalRecord): Promise<boolean>;

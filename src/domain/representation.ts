@@ -26,6 +26,9 @@ export interface EventView {
   dedupe_key?: string;
   created_at: string;
   acknowledged_at?: string;
+  delivery_count?: number;
+  dead_at?: string;
+  dead_reason?: string;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -49,6 +52,8 @@ export function eventJson(e: EventRecord): string {
   if (e.dedupeKey !== null) s += `,"dedupe_key":${JSON.stringify(shownDedupeKey(e.dedupeKey))}`;
   s += `,"created_at":"${iso(e.createdAt)}"`;
   if (e.acknowledgedAt !== null) s += `,"acknowledged_at":"${iso(e.acknowledgedAt)}"`;
+  if (e.deliveryCount !== undefined) s += `,"delivery_count":${e.deliveryCount}`;
+  if (e.deadAt !== undefined && e.deadAt !== null) s += `,"dead_at":"${iso(e.deadAt)}","dead_reason":${JSON.stringify(e.deadReason ?? '')}`;
   return `${s}}`;
 }
 

@@ -13,6 +13,7 @@ import { LongPoll, type PollCallback } from './long-poll.js';
 import type { AddressRecord, Delivery, EventInput, EventRecord, ListQuery, NewEvent, Page } from './model.js';
 import type { Store, WakeupHub } from './ports.js';
 import { NO_OBSERVER, type DeliveryOutcome, type DeliveryRoute, type ServiceObserver } from './service-observer.js';
+import { ClaimService } from '../claims/claim-service.js';
 
 export interface ServiceOptions {
   defaultTtlSeconds: number;
@@ -83,13 +84,17 @@ export class ReturnAddressService {
   private readonly pendingStreamReads = new Map<string, Promise<Page>>();
   /** Told about deliveries, commits, signatures and approvals (the metrics set it; a no-op otherwise). */
   observer: ServiceObserver = NO_OBSERVER;
+  /** Claims for several workers on one address (src/claims). */
+  readonly claims: ClaimService;
 
   constructor(
     private readonly store: Store,
     private readonly hub: WakeupHub,
     private readonly opts: ServiceOptions,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.claims = new ClaimService(store, hub, now);
+  }
 
   async createAddress(input: CreateAddressInput, clientKey: string): Promise<CreatedAddress> {
     const createdAt = this.now();

@@ -92,6 +92,9 @@ export const Event = Type.Object(
     dedupe_key: Type.Optional(Type.String()),
     created_at: Type.String({ format: 'date-time' }),
     acknowledged_at: Type.Optional(Type.String({ format: 'date-time', description: 'Present once the event is acknowledged.' })),
+    delivery_count: Type.Optional(Type.Integer({ minimum: 0, description: 'How many times a claim (POST …/claims) handed the event to a worker; present once it was claimed.' })),
+    dead_at: Type.Optional(Type.String({ format: 'date-time', description: 'Present once the event is dead: claimed max_deliveries times without an ack, or nacked with dead: true. A dead event is never claimed again; list them with state=dead.' })),
+    dead_reason: Type.Optional(Type.String({ description: 'Why the event is dead (the last nack\'s reason, or that its final lease ran out); present with dead_at.' })),
   },
   { additionalProperties: false, title: 'Event' },
 );
@@ -191,6 +194,7 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
 export const DOCUMENT_TAGS = [
   { name: 'addresses', description: 'Create, read and delete a return address (its email address, inbox URL and read token).' },
   { name: 'events', description: 'The ordered, durable queue of an address: read with a cursor and long-polling, acknowledge.' },
+  { name: 'claims', description: 'Several workers sharing one address: lease events, then ack, extend or nack through the lease (a fencing token); redelivery after a lease runs out, dead events after max_deliveries.' },
   { name: 'inbox', description: 'Write-only delivery of an event by whoever must call back, with the secret in the URL.' },
   { name: 'capture', description: 'The capture URL: any request from any sender (GitHub, Stripe, Slack, OAuth redirects) stored as it came, and the secrets that check their signatures.' },
   { name: 'approvals', description: 'Ask a person: a page with one button per option, whose answer arrives as an event (approval.decided) in the queue.' },

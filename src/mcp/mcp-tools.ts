@@ -21,6 +21,7 @@ import { addressView, eventJson, eventPageJson } from '../domain/representation.
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { MAX_MCP_WAIT_SECONDS } from '../config.js';
 import { EventsQuery } from '../http/schemas.js';
+import { registerClaimTools } from './claim-tools.js';
 import { type Consumers, consumerName } from '../consumers/consumers.js';
 import { EVENT_STATE_NAMES, MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter } from '../domain/event-filter.js';
 import type { ApprovalService } from '../approvals/approval-service.js';
@@ -127,6 +128,9 @@ const Event = z.object({
   dedupe_key: z.string().optional(),
   created_at: z.string().describe('ISO 8601 date-time.'),
   acknowledged_at: z.string().optional().describe('ISO 8601 date-time; present once acknowledged.'),
+  delivery_count: z.number().int().min(0).optional().describe('How many times claim_events handed the event out; present once claimed.'),
+  dead_at: z.string().optional().describe('ISO 8601 date-time; present once the event is dead (never claimed again).'),
+  dead_reason: z.string().optional(),
 });
 
 const AddressResponse = z.object({ address: Address });
@@ -166,6 +170,9 @@ export interface ToolContext {
  */
 const JSON_SCHEMA_VALIDATOR = new AjvJsonSchemaValidator();
 
+/** Runs a tool body that renders the API's JSON text (see buildMcpServer). */
+export type RunTool = (tool: string, extra: { signal: AbortSignal }, fn: (signal: AbortSignal) => Promise<string>) => Promise<CallToolResult>;
+
 /** Builds the MCP server for one request on one (already authenticated) address. */
 export function buildMcpServer(ctx: ToolContext): McpServer {
   const { service, address, consumers } = ctx;
@@ -181,7 +188,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
    * Runs a tool body that renders the API's JSON text. Domain failures become isError results with
    * the API's error body; anything else is logged and hidden, as the HTTP API hides 5xx details.
    */
-  const run = async (tool: string, extra: { signal: AbortSignal }, fn: (signal: AbortSignal) => Promise<string>): Promise<CallToolResult> => {
+  const run: RunTool = async (tool, extra: { signal: AbortSignal }, fn: (signal: AbortSignal) => Promise<string>): Promise<CallToolResult> => {
     try {
       return jsonResult(await fn(AbortSignal.any([ctx.signal, extra.signal])));
     } catch (err) {
@@ -268,6 +275,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     }
   }));
 
+  registerClaimTools(server, ctx, run, Event);
   registerApprovalTools(server, address, ctx.approvals, run);
 
   // registerTool advertises tools.listChanged: true; this server is stateless (one per request) and

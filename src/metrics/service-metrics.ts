@@ -10,8 +10,6 @@
 import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
-import { EventStream } from '../domain/event-stream.js';
-import { LongPoll } from '../domain/long-poll.js';
 import type { Store, WakeListener } from '../domain/ports.js';
 import type { DeliveryOutcome, DeliveryRoute, ServiceObserver } from '../domain/service-observer.js';
 import type { InProcessWakeupHub } from '../wakeup/wakeup-hub.js';
@@ -28,12 +26,10 @@ export const WAITER_KINDS = ['long_poll', 'stream', 'claim'] as const;
 const APPROVAL_STATUSES = ['pending', 'decided', 'expired', 'cancelled'] as const;
 const SIGNATURE_RESULTS = ['verified', 'failed', 'unverified', 'unsigned'] as const;
 
-/** The kind of a registered waiter: a long-poll, an event stream, or a listener that says it is a claim. */
+/** The kind of a registered waiter: every wait is a Follower (domain/follower.ts) that says what it follows. */
 export function waiterKind(listener: WakeListener): string {
-  if (listener instanceof LongPoll) return 'long_poll';
-  if (listener instanceof EventStream) return 'stream';
   const declared = (listener as { waiterKind?: unknown }).waiterKind;
-  return declared === 'claim' ? 'claim' : 'other';
+  return typeof declared === 'string' && (WAITER_KINDS as readonly string[]).includes(declared) ? declared : 'other';
 }
 
 function packageVersion(): string {

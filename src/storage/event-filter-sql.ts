@@ -191,7 +191,7 @@ export function scanSql(s: ScanSqlParts): string {
         ORDER BY sequence LIMIT ${s.limit}) AS first_matches
     )
     SELECT m.id, m.address_id, m.sequence, m.type, m.source, m.data, m.metadata, m.dedupe_key, m.created_at, m.acknowledged_at,
-           m.matched, summary.last_examined, summary.examined, summary.fetched, summary.address_found
+           m.delivery_count, m.dead_at, m.dead_reason, m.matched, summary.last_examined, summary.examined, summary.fetched, summary.address_found
     FROM (SELECT MAX(sequence) AS last_examined, COUNT(*) AS examined, MAX(fetched) AS fetched,
                  (SELECT COUNT(*) FROM addresses WHERE id = ${s.address}) AS address_found FROM examined) AS summary
     LEFT JOIN matches AS m ON (m.page_rn = 1 OR m.page_running <= ${s.budget})
@@ -210,6 +210,9 @@ export interface ScanRow {
   dedupe_key: string | null;
   created_at: number | string | null;
   acknowledged_at: number | string | null;
+  delivery_count: number | string | null;
+  dead_at: number | string | null;
+  dead_reason: string | null;
   matched: number | string | null;
   last_examined: number | string | null;
   examined: number | string;

@@ -27,6 +27,10 @@ export interface EventRow {
   dedupe_key: string | null;
   created_at: Int;
   acknowledged_at: Int | null;
+  /** Claims (migration 0008); absent from rows an append function returns, which are never claimed. */
+  delivery_count?: Int | null;
+  dead_at?: Int | null;
+  dead_reason?: string | null;
 }
 
 export const ADDRESS_COLUMNS = 'id, slug, name, task_id, read_token_hash, inbox_secret_hash, signing_keys, created_at, expires_at';
@@ -37,7 +41,9 @@ export const ADDRESS_COLUMNS = 'id, slug, name, task_id, read_token_hash, inbox_
  */
 export const EVENT_ID_TIME_SQL = 'substr(id, 10, 9)';
 
-export const EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at';
+export const EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at, delivery_count, dead_at, dead_reason';
+/** The columns an insert writes (the claim columns take their defaults). */
+export const INSERTED_EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at';
 
 export const toAddress = (r: AddressRow): AddressRecord => ({
   id: r.id,
@@ -62,7 +68,16 @@ export const toEvent = (r: EventRow): EventRecord => ({
   dedupeKey: r.dedupe_key,
   createdAt: Number(r.created_at),
   acknowledgedAt: r.acknowledged_at === null ? null : Number(r.acknowledged_at),
+  ...claimFields(r),
 });
+
+/** The claim columns, only when the event was ever claimed: an event no one claimed reads as before. */
+function claimFields(r: EventRow): Pick<EventRecord, 'deliveryCount' | 'deadAt' | 'deadReason'> {
+  const deliveries = r.delivery_count === undefined || r.delivery_count === null ? 0 : Number(r.delivery_count);
+  const deadAt = r.dead_at === undefined || r.dead_at === null ? null : Number(r.dead_at);
+  if (deliveries === 0 && deadAt === null) return {};
+  return { deliveryCount: deliveries, deadAt, deadReason: r.dead_reason ?? null };
+}
 
 /**
  * One page of an address's events bounded by count and by bytes, as SQL both backends run: the

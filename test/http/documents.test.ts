@@ -107,6 +107,7 @@ describe('published documents', () => {
       '"$INBOX_URL"': '/api/v1/inbox/addr_x/aa_ingress_x',
       '"$MCP_URL"': '/api/v1/addresses/addr_x/mcp',
       '"$APPROVALS_URL"': '/api/v1/addresses/addr_x/approvals',
+      '"$CLAIMS_URL"': '/api/v1/addresses/addr_x/claims',
     };
     let checked = 0;
     for (const text of [full, short]) {

@@ -128,7 +128,7 @@ describe(`filtered reads over HTTP and SSE (${STORE})`, () => {
   it('bad filters are 400 invalid_request naming the parameter and the fix', async () => {
     const a = await createAddress(svc.baseUrl);
     const cases: [[string, string][], RegExp][] = [
-      [[['state', 'done']], /'state'.*unacked, acked, all/],
+      [[['state', 'done']], /'state'.*unacked, acked, dead, all/],
       [[['state', 'all'], ['state', 'acked']], /'state'.*more than once/],
       [[['match', 'nopair']], /'match'.*no '='.*path=value/],
       [[['match', '=v']], /'match'.*empty/],

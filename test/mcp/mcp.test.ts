@@ -107,7 +107,7 @@ describe('MCP endpoint', () => {
     const c = await session(await createAddress(base));
     const { tools } = await c.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-    assert.deepEqual(Object.keys(byName).sort(), ['ack_event', 'get_address', 'get_approval', 'list_events', 'request_approval', 'wait_for_event']);
+    assert.deepEqual(Object.keys(byName).sort(), ['ack_event', 'claim_events', 'get_address', 'get_approval', 'list_events', 'request_approval', 'settle_claim', 'wait_for_event']);
     for (const t of tools) {
       assert.ok((t.description ?? '').length > 40, `${t.name} has a description an agent can act on`);
       assert.equal(t.inputSchema.type, 'object');
@@ -258,7 +258,7 @@ describe('MCP endpoint', () => {
       ['ack_event', {}, /event_id/],
       ['ack_event', { event_id: 42 }, /event_id/],
       ['wait_for_event', { timeout: 56 }, /timeout/],
-      ['wait_for_event', { state: 'done' }, /state.*unacked, acked, all/],
+      ['wait_for_event', { state: 'done' }, /state.*unacked, acked, dead, all/],
       ['wait_for_event', { match: ['nopair'] }, /match.*path=value/],
       ['list_events', { match: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`data.k${i}`, 'v'])) }, /match.*at most 20/],
       ['list_events', { consumer: 'Bad Name' }, /consumer.*a-z/],

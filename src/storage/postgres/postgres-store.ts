@@ -31,6 +31,8 @@ import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_
 import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from '../../approvals/approval-model.js';
 import { APPROVAL_COLUMNS, approvalValues, toAnswer, toApproval, type ApprovalAnswerRow, type ApprovalRow } from '../approval-rows.js';
 import { AppendBatcher } from './append-batcher.js';
+import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../../claims/claim-rules.js';
+import { PostgresClaims } from './postgres-claims.js';
 import { BLOB_CHUNK_BYTES, blobBytes, type BlobInput, type BlobName, type StoredBlob } from '../../blobs/event-blob.js';
 import { ChangeListener, type ListenerState } from './change-listener.js';
 import { runMigrations } from './migrator.js';
@@ -93,6 +95,7 @@ export class PostgresStore implements Store {
   readonly consumers: ConsumerPositions;
   private readonly clientConfig: pg.ClientConfig;
   private readonly pool: pg.Pool;
+  private readonly claims: PostgresClaims;
   private listener: ChangeListener | undefined;
   private readonly log: Log;
   private closing: Promise<void> | undefined;
@@ -125,6 +128,7 @@ export class PostgresStore implements Store {
       idle_in_transaction_session_timeout: 60_000,
     });
     this.consumers = new PostgresConsumerPositions(this.pool);
+    this.claims = new PostgresClaims(this.pool, CHANGE_CHANNEL);
     this.log = opts.log ?? SILENT_LOG;
     let idleConnectionsLost = 0;
     // An idle pooled connection died (server restart, terminated backend): the pool drops it and
@@ -436,6 +440,17 @@ export class PostgresStore implements Store {
       [now, eventId, addressId],
     );
     return r.rows[0] ? toEvent(r.rows[0]) : null;
+  }
+
+  /** A claim in one statement (postgres-claims.ts). */
+  claimEvents(addressId: string, r: ClaimRequest): Promise<ClaimBatch | null> {
+    if (this.closing) return Promise.reject(new StoreClosedError());
+    return this.claims.claim(addressId, r);
+  }
+
+  settleClaim(addressId: string, eventId: string, leaseId: string, s: Settlement, now: number): Promise<SettleResult> {
+    if (this.closing) return Promise.reject(new StoreClosedError());
+    return this.claims.settle(addressId, eventId, leaseId, s, now);
   }
 
   async createApproval(a: ApprovalRecord): Promise<boolean> {

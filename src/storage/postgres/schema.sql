@@ -225,7 +225,14 @@ CREATE TABLE public.events (
     dedupe_key text,
     created_at bigint NOT NULL,
     acknowledged_at bigint,
-    blob_bytes bigint DEFAULT 0 NOT NULL
+    blob_bytes bigint DEFAULT 0 NOT NULL,
+    delivery_count integer DEFAULT 0 NOT NULL,
+    max_deliveries integer,
+    lease_id text,
+    lease_expires_at bigint,
+    available_at bigint,
+    dead_at bigint,
+    dead_reason text
 );
 
 CREATE TABLE public.rate_windows (
@@ -277,9 +284,13 @@ CREATE INDEX events_acknowledged ON public.events USING btree (address_id, seque
 
 CREATE INDEX events_acknowledged_at ON public.events USING btree (acknowledged_at) WHERE (acknowledged_at IS NOT NULL);
 
+CREATE INDEX events_dead ON public.events USING btree (address_id, sequence) WHERE (dead_at IS NOT NULL);
+
 CREATE UNIQUE INDEX events_dedupe_key ON public.events USING btree (address_id, dedupe_key) WHERE (dedupe_key IS NOT NULL);
 
 CREATE UNIQUE INDEX events_id ON public.events USING btree (substr(id, 10, 9), id);
+
+CREATE INDEX events_open ON public.events USING btree (address_id, sequence) WHERE ((acknowledged_at IS NULL) AND (dead_at IS NULL));
 
 CREATE INDEX events_unacknowledged ON public.events USING btree (created_at) WHERE (acknowledged_at IS NULL);
 

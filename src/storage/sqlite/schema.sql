@@ -68,7 +68,7 @@ CREATE TABLE events (
   metadata        TEXT,               -- JSON text of an object of strings
   dedupe_key      TEXT,
   created_at      INTEGER NOT NULL,
-  acknowledged_at INTEGER, blob_bytes INTEGER NOT NULL DEFAULT 0,
+  acknowledged_at INTEGER, blob_bytes INTEGER NOT NULL DEFAULT 0, delivery_count INTEGER NOT NULL DEFAULT 0, max_deliveries INTEGER, lease_id TEXT, lease_expires_at INTEGER, available_at INTEGER, dead_at INTEGER, dead_reason TEXT,
   -- A bug that reused a sequence must fail loudly instead of reordering a queue.
   UNIQUE (address_id, sequence)
 ) STRICT;
@@ -92,8 +92,12 @@ CREATE INDEX events_acknowledged ON events (address_id, sequence) WHERE acknowle
 
 CREATE INDEX events_acknowledged_at ON events (acknowledged_at) WHERE acknowledged_at IS NOT NULL;
 
+CREATE INDEX events_dead ON events (address_id, sequence) WHERE dead_at IS NOT NULL;
+
 CREATE UNIQUE INDEX events_dedupe_key ON events (address_id, dedupe_key) WHERE dedupe_key IS NOT NULL;
 
 CREATE UNIQUE INDEX events_id ON events (substr(id, 10, 9), id);
+
+CREATE INDEX events_open ON events (address_id, sequence) WHERE acknowledged_at IS NULL AND dead_at IS NULL;
 
 CREATE INDEX events_unacknowledged ON events (created_at) WHERE acknowledged_at IS NULL;

@@ -35,12 +35,14 @@ import { SqliteConsumerPositions } from './sqlite-consumers.js';
 import { filterSql, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
 import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
 import { assertSchemaNotNewer, readMigrations } from '../migration-files.js';
-import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
+import { ADDRESS_COLUMNS, EVENT_COLUMNS, INSERTED_EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { stepDedupeKey, type ApprovalAnswerRecord, type ApprovalRecord, type ApprovalStep, type ApprovalStepResult } from '../../approvals/approval-model.js';
 import { APPROVAL_COLUMNS, approvalValues, toAnswer, toApproval, type ApprovalAnswerRow, type ApprovalRow } from '../approval-rows.js';
 import { Checkpointer, type CheckpointerOptions, type SyncFile } from './checkpointer.js';
 import { GroupCommit, GroupCommitStats, type ItemOutcome } from './group-commit.js';
+import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../../claims/claim-rules.js';
+import { SqliteClaims } from './sqlite-claims.js';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -152,6 +154,7 @@ export class SqliteStore implements Store {
   private seenDataVersion: number;
   private readonly dataVersion: Database.Statement<[], number>;
   private onExternalChange: (() => void) | undefined;
+  private readonly claims: SqliteClaims;
   /** An append that must first prune acknowledged events, in a savepoint: a prune that frees too little rolls back. */
   private readonly appendAfterPrune: (e: NewEvent, c: QueueCounters, size: number, needEvents: number, needBytes: number) => AppendResult;
 
@@ -178,6 +181,7 @@ export class SqliteStore implements Store {
     this.q = this.prepare();
     this.dataVersion = this.db.prepare<[], number>('PRAGMA data_version').pluck();
     this.seenDataVersion = this.dataVersion.get() as number;
+    this.claims = new SqliteClaims(this.db, (addressId) => this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER);
     this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
     // Room for both limits: the shortest run of oldest acknowledged events that frees enough
     // events and bytes, or QueueFull (the savepoint undoes nothing, since nothing was written).
@@ -315,7 +319,7 @@ export class SqliteStore implements Store {
       setCounters: db.prepare<[number, number, number, string]>('UPDATE addresses SET last_sequence = ?, event_count = ?, event_bytes = ? WHERE id = ?'),
       // Positional parameters: binding by name from an object costs more per event (bench/README.md).
       insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, number]>(
-        `INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
+        `INSERT INTO events (${INSERTED_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
       ),
       setBlobBytes: db.prepare<[number, string, number]>('UPDATE events SET blob_bytes = ? WHERE address_id = ? AND sequence = ?'),
       insertBlob: db.prepare<[string, number, string, string, string, number, Uint8Array]>(
@@ -768,6 +772,25 @@ export class SqliteStore implements Store {
     this.forget(addressId);
     await this.durable();
     return toEvent(r);
+  }
+
+  /** A claim (sqlite-claims.ts), answered once on disk; it changes rows that cached pages show. */
+  async claimEvents(addressId: string, r: ClaimRequest): Promise<ClaimBatch | null> {
+    if (this.closed) throw new StoreClosedError();
+    const batch = this.claims.claim(addressId, r);
+    if (batch && (batch.claims.length > 0 || batch.died > 0)) {
+      this.forget(addressId);
+      await this.durable();
+    }
+    return batch;
+  }
+
+  async settleClaim(addressId: string, eventId: string, leaseId: string, s: Settlement, now: number): Promise<SettleResult> {
+    if (this.closed) throw new StoreClosedError();
+    const result = this.claims.settle(addressId, eventId, leaseId, s, now);
+    if (result.outcome === 'settled') this.forget(addressId);
+    await this.durable();
+    return result;
   }
 }
 
