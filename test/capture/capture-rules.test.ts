@@ -4,7 +4,7 @@
 // tests hold the rules that no fixture list can cover: nothing a sender sends makes them throw
 // (but a bad Idempotency-Key), raw always gives the exact bytes back, a signature holds only for its bytes.
 import assert from 'node:assert/strict';
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -86,7 +86,7 @@ describe('capture rules on the fixture corpus (test/fixtures/capture)', () => {
       assert.deepEqual(data.signature, signature);
       assert.equal(data.content_type, request.headers['content-type'] ?? null);
       assert.equal(data.raw.size, request.body.length);
-      assert.equal(data.raw.sha256, (await import('node:crypto')).createHash('sha256').update(request.body).digest('hex'));
+      assert.equal(data.raw.sha256, createHash('sha256').update(request.body).digest('hex'));
       const back = data.raw.encoding === 'utf8' ? Buffer.from(data.raw.content, 'utf8') : Buffer.from(data.raw.content, 'base64');
       assert.ok(back.equals(request.body), 'raw.content must decode to the exact bytes');
       if (e.rawEncoding) assert.equal(data.raw.encoding, e.rawEncoding);
