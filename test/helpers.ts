@@ -10,6 +10,7 @@ import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { startService, type RunningService, type StartOptions } from '../src/server.js';
 import type { DnsResolver } from '../src/email/sender-authentication.js';
+import { injectRequest, injectedAppFor } from './inject.js';
 
 export const STORE = (process.env.STORE ?? 'sqlite') as 'sqlite' | 'postgres';
 export const PG_ADMIN_URL = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -157,8 +158,15 @@ export async function api(baseUrl: string, method: string, path: string, opts: {
     body = JSON.stringify(opts.json);
     headers['content-type'] ??= 'application/json';
   }
+  const url = /^https?:/.test(path) ? path : baseUrl + path;
+  // An injected service (test/inject.ts) answers through app.inject, without a socket.
+  const injected = injectedAppFor(url);
+  if (injected) {
+    if (opts.signal) throw new Error('an injected service cannot abort a request: keep this test on a socket (startTestService)');
+    return injectRequest(injected, method, url, headers, body);
+  }
   const t0 = performance.now();
-  const res = await fetch(/^https?:/.test(path) ? path : baseUrl + path, { method, headers, body, signal: opts.signal });
+  const res = await fetch(url, { method, headers, body, signal: opts.signal });
   const text = await res.text();
   let json: unknown;
   try {

@@ -2,7 +2,8 @@
 // shape with its code, validation that names the field, limits, order of auth checks, ack.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { api, createAddress, deliver, listEvents, range, type Res, type TestService, startTestService } from '../helpers.js';
+import { api, createAddress, deliver, listEvents, range, type Res, startTestService } from '../helpers.js';
+import { type InjectedService, startInjectedService } from '../inject.js';
 
 function assertError(r: Res, status: number, code: string): string {
   assert.equal(r.status, status, r.text);
@@ -14,10 +15,10 @@ function assertError(r: Res, status: number, code: string): string {
 }
 
 describe('HTTP contract', () => {
-  let svc: TestService;
+  let svc: InjectedService;
   let base: string;
   before(async () => {
-    svc = await startTestService({ MAX_PAYLOAD_BYTES: '65536' });
+    svc = await startInjectedService({ MAX_PAYLOAD_BYTES: '65536' });
     base = svc.baseUrl;
   });
   after(() => svc.stop());
@@ -28,7 +29,8 @@ describe('HTTP contract', () => {
     assert.deepEqual(Object.keys(address).sort(), ['createdAt', 'email', 'expiresAt', 'id', 'name', 'slug', 'taskId']);
     assert.match(address.id, /^addr_[0-9a-z]{26}$/);
     assert.match(address.slug, /^[a-z][0-9a-z]{11}$/);
-    assert.equal(address.email, `${address.slug}@127.0.0.1`);
+    // EMAIL_DOMAIN defaults to BASE_URL's host.
+    assert.equal(address.email, `${address.slug}@${new URL(base).hostname}`);
     assert.match(credentials.read_token, /^aa_read_[A-Za-z0-9_-]{43}$/);
     assert.equal(endpoints.inbox_url, `${base}/api/v1/inbox/${address.id}/${a.secret}`);
     assert.match(a.secret, /^aa_ingress_[A-Za-z0-9_-]{43}$/);
@@ -208,7 +210,7 @@ describe('HTTP contract', () => {
 
 describe('limits and expiry', () => {
   it('queue_full when every stored event is unacknowledged; the oldest acknowledged is pruned first', async () => {
-    const svc = await startTestService({ MAX_EVENTS_PER_ADDRESS: '3' });
+    const svc = await startInjectedService({ MAX_EVENTS_PER_ADDRESS: '3' });
     try {
       const a = await createAddress(svc.baseUrl);
       const evs = [];
@@ -228,7 +230,7 @@ describe('limits and expiry', () => {
   });
 
   it('the provisioning rate limit answers 429 with Retry-After; refused attempts do not count', async () => {
-    const svc = await startTestService({ CREATE_RATE_LIMIT: '3', CREATE_RATE_WINDOW_SECONDS: '3600' });
+    const svc = await startInjectedService({ CREATE_RATE_LIMIT: '3', CREATE_RATE_WINDOW_SECONDS: '3600' });
     try {
       // Invalid requests are refused before they count.
       for (let i = 0; i < 5; i++) assert.equal((await api(svc.baseUrl, 'POST', '/api/v1/addresses', { json: { bad: 1 } })).status, 400);
@@ -246,6 +248,7 @@ describe('limits and expiry', () => {
     }
   });
 
+  // The sweeper runs only in a started service.
   it('after expiresAt deliveries get 410 while reads work; after the grace period the sweeper deletes it', async () => {
     const svc = await startTestService({ DEFAULT_TTL_SECONDS: '1', EXPIRED_GRACE_SECONDS: '1', SWEEP_INTERVAL_SECONDS: '1' });
     try {

@@ -3,7 +3,8 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { api, startTestService, type TestService } from '../helpers.js';
+import { api } from '../helpers.js';
+import { type InjectedService, startInjectedService } from '../inject.js';
 import { OpenApiValidator } from '../openapi-validator.js';
 
 /** "METHOD /path/{param}" of every route in Fastify's printRoutes tree (HEAD only when asked for). */
@@ -24,9 +25,9 @@ function servedRoutes(tree: string, opts: { head: boolean }): Set<string> {
 }
 
 describe('published documents', () => {
-  let svc: TestService;
+  let svc: InjectedService;
   before(async () => {
-    svc = await startTestService({ MAX_EVENTS_PER_ADDRESS: '1234', EMAIL_DOMAIN: 'mail.example.test' });
+    svc = await startInjectedService({ MAX_EVENTS_PER_ADDRESS: '1234', EMAIL_DOMAIN: 'mail.example.test' });
   });
   after(() => svc.stop());
 
@@ -52,7 +53,7 @@ describe('published documents', () => {
         else documented.add(key);
       }
     }
-    const tree = svc.running.app.printRoutes({ commonPrefix: false });
+    const tree = svc.app.printRoutes({ commonPrefix: false });
     // HEAD: Fastify adds it to every GET route; the ones a route declares itself are documented.
     const served = servedRoutes(tree, { head: false });
     const servedHead = servedRoutes(tree, { head: true });

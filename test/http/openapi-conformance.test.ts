@@ -3,14 +3,15 @@
 // headers (test/openapi-validator.ts). A generated client trusts exactly these declarations.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { type Addr, type Res, type TestService, api, sleep, startTestService } from '../helpers.js';
+import { type Addr, type Res, api, sleep } from '../helpers.js';
+import { type InjectedService, startInjectedService } from '../inject.js';
 import { OpenApiValidator } from '../openapi-validator.js';
 
 const MCP_HEADERS = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
 
 describe('live responses conform to /openapi.json', () => {
-  let svc: TestService;
-  let limited: TestService;
+  let svc: InjectedService;
+  let limited: InjectedService;
   let v: OpenApiValidator;
   const seen = new Set<string>();
 
@@ -24,8 +25,8 @@ describe('live responses conform to /openapi.json', () => {
   }
 
   before(async () => {
-    svc = await startTestService({ MAX_EVENTS_PER_ADDRESS: '3', MAX_PAYLOAD_BYTES: '1024', DEFAULT_TTL_SECONDS: '1' });
-    limited = await startTestService({ CREATE_RATE_LIMIT: '1' });
+    svc = await startInjectedService({ MAX_EVENTS_PER_ADDRESS: '3', MAX_PAYLOAD_BYTES: '1024', DEFAULT_TTL_SECONDS: '1' });
+    limited = await startInjectedService({ CREATE_RATE_LIMIT: '1' });
     v = new OpenApiValidator((await api(svc.baseUrl, 'GET', '/openapi.json')).json);
   });
   after(async () => {

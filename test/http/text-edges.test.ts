@@ -4,15 +4,16 @@
 // instead of being stored as null. An Idempotency-Key is read as UTF-8 and limited in characters.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { type TestService, api, createAddress, listEvents, startTestService } from '../helpers.js';
+import { api, createAddress, listEvents } from '../helpers.js';
+import { type InjectedService, startInjectedService } from '../inject.js';
 
 /** The header value Node would read for these UTF-8 bytes (fetch sends a latin1 string byte for byte). */
 const utf8Header = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
 
 describe('text and number edges', () => {
-  let svc: TestService;
+  let svc: InjectedService;
   before(async () => {
-    svc = await startTestService();
+    svc = await startInjectedService();
   });
   after(() => svc.stop());
   const post = (url: string, body: string, headers: Record<string, string> = {}) =>
