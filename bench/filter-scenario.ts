@@ -1,4 +1,4 @@
-// The filtered-read row (decisions.md §14): what one GET …/events with a filter costs when it must
+// The filtered-read row (design.md, "Reading without loss"): what one GET …/events with a filter costs when it must
 // examine 10,000 events that do not match (the scan's bound, SCAN_EVENTS), on each store. The
 // filter (a type and a JSON path) is evaluated by the database; the answer is an empty page whose
 // next_cursor is the last event examined.

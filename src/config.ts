@@ -33,7 +33,7 @@ export interface Config {
   /** Stored JSON bytes one page of events may hold; at least MAX_EVENT_BYTES, so every event fits a page. */
   readonly maxPageBytes: number;
   /**
-   * MAX_EVENT_BYTES: an event's stored JSON (data and metadata) is at most this (decisions.md §20);
+   * MAX_EVENT_BYTES: an event's stored JSON (data and metadata) is at most this (design.md, "Bounded work");
    * a body or attachment that does not fit is stored beside the event (src/blobs/event-blob.ts).
    */
   readonly maxEventBytes: number;
@@ -170,7 +170,7 @@ function trustProxy(env: Env): false | number | string[] {
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 /** The longest long-poll a client may ask for (the `wait` of GET …/events). The HTTP request timeout must exceed it. */
 export const MAX_WAIT_SECONDS = 25;
-/** MCP wait_for_event's longest wait (decisions.md §18): agent clients cut a tool call at about 60 s. */
+/** MCP wait_for_event's longest wait (design.md, "MCP"): agent clients cut a tool call at about 60 s. */
 export const MAX_MCP_WAIT_SECONDS = 55;
 
 export function loadConfig(env: Env = process.env): Config {

@@ -7,7 +7,7 @@
     event = ra.wait_for(type="email.received", match={"data.from.address": "noreply@github.com"}, timeout=300)
     if event: print(event["data"]["extracted"]["otp_codes"]); ra.ack(event["id"])
 
-The same verbs as the TypeScript client and the `return-address` CLI (decisions sections 12, 14):
+The same verbs as the TypeScript client and the `return-address` CLI (design.md, "Agent toolkit and live view"):
 create, get, deliver, events, wait_for, consume, ack, delete. Filters (`type` exact or `prefix.*`,
 `match` dotted paths, `state`) are evaluated by the service, with the rule of
 src/domain/event-match.ts (JSON true and "true" both match "true"). wait_for long-polls and retries
@@ -418,7 +418,7 @@ class ReturnAddress:
                 ack: bool = False, stop: Optional[threading.Event] = None, on_attempt=None, on_notice=None,
                 position_file: Optional[str] = None, attempt_timeout: float = 30, backoff: tuple = (1.0, 60.0)) -> None:
         """Replays the queue into local handlers until `stop` is set, like `return-address forward`
-        (decisions section 16). `targets`: [{"url": ..., "types": [...], "match": {...}}]. Each target
+        (design.md, "Forwarding to a local handler"). `targets`: [{"url": ..., "types": [...], "match": {...}}]. Each target
         has its own named consumer forward:<target> (a local file, else memory, when the service has
         none) and its own thread; a captured request is replayed as it came (method, sub-path, query,
         headers without hop-by-hop ones and Host, the exact raw bytes), any other event POSTed as its
@@ -486,7 +486,7 @@ class ReturnAddress:
         return self.wait_for(match={"data.approval_id": approval["id"]}, timeout=timeout)
 
 
-# ---- forward: replay into local handlers (decisions section 16) ----
+# ---- forward: replay into local handlers (design.md, "Forwarding to a local handler") ----
 
 _NOT_REPLAYED = {"connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te",
                  "trailer", "transfer-encoding", "upgrade", "host", "content-length", "expect"}

@@ -1,5 +1,5 @@
 // The operator's view of a store, opened directly (no network surface): `return-address admin` and
-// `return-address backup` (decisions.md §17). It reads the same tables the service writes, beside a
+// `return-address backup` (design.md, "Operating a public instance"). It reads the same tables the service writes, beside a
 // running service:
 // - SQLite: a second connection on the file (WAL lets it read while the service writes; a delete
 //   waits up to busy_timeout for the service's write lock). The running service notices the commit

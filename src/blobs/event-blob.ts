@@ -1,4 +1,4 @@
-// Bytes stored beside an event (decisions.md §20): a capture's or a mail's body, or an attachment,
+// Bytes stored beside an event (design.md, "Bounded work"): a capture's or a mail's body, or an attachment,
 // too large to sit inline in the event's JSON. An event's stored JSON is bounded by MAX_EVENT_BYTES;
 // what does not fit is stored once, as bytes, in the `event_blobs` table of the same store, written
 // in the same transaction as its event (so it is durable before the 2xx exactly like the event,
@@ -47,7 +47,7 @@ export const BLOB_CHUNK_BYTES = 1024 * 1024;
 
 export const isBlobName = (s: string): s is BlobName => s === 'raw' || /^attachments\/(0|[1-9]\d{0,5})$/.test(s);
 
-/** The URL an event names a blob by (decisions.md §20). */
+/** The URL an event names a blob by (design.md, "Bounded work"). */
 export function blobUrl(baseUrl: string, addressId: string, eventId: string, name: BlobName): string {
   return `${baseUrl}/api/v1/addresses/${addressId}/events/${eventId}/${name}`;
 }

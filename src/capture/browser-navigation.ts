@@ -1,5 +1,5 @@
 // Which captured requests a person's browser made, so they get the static "you may close this tab"
-// page instead of JSON (decisions.md §11): a GET the browser navigated to (an OAuth redirect with
+// page instead of JSON (design.md, "Capture URL"): a GET the browser navigated to (an OAuth redirect with
 // code/state or error), and a form the browser POSTed (OAuth `response_mode=form_post`, an HTML form
 // whose action is the capture URL). Both say so in Accept; a program posting JSON does not.
 import { mediaType } from './request-body.js';

@@ -22,7 +22,7 @@ export interface Captured {
   body: ReadBody;
 }
 
-/** Where the event's blobs are named from, and the bound its JSON must keep (decisions.md §20). */
+/** Where the event's blobs are named from, and the bound its JSON must keep (design.md, "Bounded work"). */
 export interface CaptureLimits {
   baseUrl: string;
   /** MAX_EVENT_BYTES. */

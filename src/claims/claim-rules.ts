@@ -1,4 +1,4 @@
-// The rules of claims (decisions.md §14), with no I/O: the limits of a claim and of its settling,
+// The rules of claims (design.md, "Claims"), with no I/O: the limits of a claim and of its settling,
 // and lease ids. A lease id is a fencing token: `lease_<the event id's 26 characters>_<20 random>`.
 // The event's row keeps the lease id of the claim that leased it last; an ack, extend or nack
 // names a lease, and succeeds only while that lease is still the row's. Once the event was

@@ -1,4 +1,4 @@
-// Claims for several workers sharing one address (decisions.md §14): the rules every way in (HTTP,
+// Claims for several workers sharing one address (design.md, "Claims"): the rules every way in (HTTP,
 // MCP, the clients through HTTP) shares. The store decides who holds what (claim-sql.ts); this file
 // checks the input, makes the lease ids' nonce, holds a waiting claim on the follower
 // (claim-wait.ts) and turns the store's outcomes into the API's errors.

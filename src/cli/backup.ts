@@ -1,5 +1,5 @@
 // `return-address backup FILE`: SQLite's online backup of the store while the service runs
-// (decisions.md §17); on PostgreSQL it says to use pg_dump.
+// (design.md, "Running it"); on PostgreSQL it says to use pg_dump.
 import { resolve } from 'node:path';
 import { AdminError, openAdminStore } from '../admin/admin-store.js';
 import { BACKUP_HELP, adminConfig } from './admin.js';

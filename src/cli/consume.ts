@@ -1,5 +1,5 @@
 // `return-address consume --exec CMD [--type T] [--match path=value]... [--consumer NAME]`
-// (decisions §14): at-least-once delivery of the queue to a command. Each event, in sequence order,
+// (design.md, "Reading without loss"): at-least-once delivery of the queue to a command. Each event, in sequence order,
 // is given to CMD (run by the shell) as JSON on stdin, with RA_EVENT_ID, RA_EVENT_TYPE and
 // RA_SEQUENCE in its environment. Exit 0 acknowledges the event and commits the position (the saved
 // file's cursor, or the named consumer's on the service); any other exit retries the same event with

@@ -1,4 +1,4 @@
-// `return-address forward` (decisions.md §16): replays the saved address's queue into local handlers
+// `return-address forward` (design.md, "Forwarding to a local handler"): replays the saved address's queue into local handlers
 // until Ctrl-C, one status line per attempt on stderr. Options before the first --to apply to every
 // target; --type and --match after a --to apply to that target only.
 import { parseArgs } from 'node:util';

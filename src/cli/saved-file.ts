@@ -1,4 +1,4 @@
-// The file `return-address create --save FILE` writes (decisions §12, §14): the create response
+// The file `return-address create --save FILE` writes (design.md, "Agent toolkit and live view"): the create response
 // exactly as returned, plus `cursor` (the position the CLI's reads start after) and `url` (the
 // service that holds the address, so a fresh shell needs no flag or variable). The Python client
 // reads and writes the same format. It holds the read token and the inbox secret: mode 0600.

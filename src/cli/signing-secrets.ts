@@ -1,5 +1,5 @@
 // `return-address signing-secrets`: sets the secrets that check the capture URL's signatures
-// (decisions.md §11, PUT …/signing-secrets), so a recipe can wait for data.signature.verified=true
+// (design.md, "Capture URL", PUT …/signing-secrets), so a recipe can wait for data.signature.verified=true
 // without a hand-written curl. The PUT replaces the whole set, so the verb does too, and says so.
 // A secret can come from an environment variable instead of the command line, where `ps` and shell
 // history would keep it.

@@ -115,7 +115,7 @@ export interface CreateOptions extends ClientOptions {
 }
 
 /**
- * A server-side filter (decisions §14), evaluated by the service with the one matching rule of
+ * A server-side filter (design.md, "Reading without loss"), evaluated by the service with the one matching rule of
  * event-match.ts: `type` exact or `prefix.*` (any of a list), every `match` path=value, `state`.
  */
 export interface FilterOptions {

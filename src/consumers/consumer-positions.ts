@@ -1,4 +1,4 @@
-// What named consumers need from a store (decisions.md §14): one durable position per address and
+// What named consumers need from a store (design.md, "Reading without loss"): one durable position per address and
 // consumer name. Both stores implement it (storage/*/…-consumers.ts) and expose it as
 // `store.consumers`; the rules live in consumers.ts.
 

@@ -1,4 +1,4 @@
-// GET …/consumers and DELETE …/consumers/{name} (decisions.md §14): the named consumers of an
+// GET …/consumers and DELETE …/consumers/{name} (design.md, "Reading without loss"): the named consumers of an
 // address and their positions. Reads set positions (consumer=NAME on GET …/events, the stream and
 // MCP); these routes only show and forget them.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';

@@ -1,4 +1,4 @@
-// Named consumers (decisions.md §14, Telegram getUpdates style): a reader gives a name, and the
+// Named consumers (design.md, "Reading without loss", Telegram getUpdates style): a reader gives a name, and the
 // server keeps its position. A read without `after` starts after the stored position (0 for a new
 // name); a read with `after=N` first stores N, durably, then reads after N. So a reader moves its
 // position only by asking for the page after what it has handled: what it has not confirmed is

@@ -1,4 +1,4 @@
-// Server-side filters on reads (decisions.md §14): `type` (exact, or a prefix ending in `.*`;
+// Server-side filters on reads (design.md, "Reading without loss"): `type` (exact, or a prefix ending in `.*`;
 // repeatable, any of them), `match` (repeatable `path=value`, all of them, with event-match.ts's
 // rule) and `state`. Parsed and checked here, once, for every way in (HTTP, SSE, MCP, claims);
 // the stores evaluate them in SQL (src/storage/event-filter-sql.ts), examining a bounded number

@@ -246,7 +246,7 @@ export class ReturnAddressService {
     const units = event.data.length + (event.metadata?.length ?? 0);
     const near = units * 3 > Math.min(this.opts.maxEventBytes, this.opts.maxBytesPerAddress);
     const jsonBytes = near ? Buffer.byteLength(event.data) + (event.metadata === null ? 0 : Buffer.byteLength(event.metadata)) : 0;
-    // Bounded events are what lets every read path keep its byte budget (decisions.md §20).
+    // Bounded events are what lets every read path keep its byte budget (design.md, "Bounded work").
     if (jsonBytes > this.opts.maxEventBytes) {
       throw new ApiError('payload_too_large', `This event's JSON would take ${jsonBytes} bytes stored, more than MAX_EVENT_BYTES (${this.opts.maxEventBytes}): ` +
         'send less (for a captured request: fewer or shorter headers, query parameters or form fields; large bodies are stored beside the event by themselves).');
@@ -366,7 +366,7 @@ export class ReturnAddressService {
     }
   }
 
-  /** Bytes stored beside an event of this address (decisions.md §20); 404 when there are none of that name. */
+  /** Bytes stored beside an event of this address (design.md, "Bounded work"); 404 when there are none of that name. */
   async openBlob(address: AddressRecord, eventId: string, name: BlobName): Promise<StoredBlob> {
     if (!EVENT_ID_RE.test(eventId)) throw notFound('Event');
     const blob = await this.store.openBlob(address.id, eventId, name);

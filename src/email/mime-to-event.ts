@@ -15,7 +15,7 @@
 // - `raw_size` is the size in bytes of the message as received (after SMTP dot-unstuffing).
 // - `parse_error` is null, or says why the MIME structure could not be decoded; the event then holds
 //   what could be read: the top-level headers, and the undecoded body as `text`.
-// - Bounded size (decisions.md §20, blobs/event-blob.ts): an attachment larger than
+// - Bounded size (design.md, "Bounded work", blobs/event-blob.ts): an attachment larger than
 //   `inlineAttachmentBytes` is stored beside the event, and its entry carries `sha256` and `url`
 //   instead of `content_base64`; when the message still would not fit in `maxEventBytes`, the
 //   remaining attachments follow, largest first, then `text`/`html` become null and the whole message
@@ -74,7 +74,7 @@ export interface EmailRaw {
   url: string;
 }
 
-/** The bounds the pure step keeps an event within (decisions.md §20). */
+/** The bounds the pure step keeps an event within (design.md, "Bounded work"). */
 export interface EmailLimits {
   /** An attachment larger than this many bytes is stored beside the event. */
   inlineAttachmentBytes: number;
@@ -82,7 +82,7 @@ export interface EmailLimits {
   maxEventBytes: number;
 }
 
-/** No bounds: every attachment inline (the shape before decisions.md §20; tests and tools). */
+/** No bounds: every attachment inline (the shape before design.md, "Bounded work"; tests and tools). */
 export const UNBOUNDED_EMAIL: EmailLimits = { inlineAttachmentBytes: Number.POSITIVE_INFINITY, maxEventBytes: Number.POSITIVE_INFINITY };
 
 /** The pure step's result: the message as data (urls empty) and the bytes to store beside it. */

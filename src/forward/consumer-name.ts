@@ -1,4 +1,4 @@
-// The named consumer that keeps one forward target's position (decisions.md §16: `forward:<target>`).
+// The named consumer that keeps one forward target's position (design.md, "Forwarding to a local handler": `forward:<target>`).
 // Consumer names are [a-z0-9_.:-]{1,64} (§14) and a URL is not, so the target's host, port and path
 // are written in those characters; the same URL always gives the same name, so a restart resumes.
 import { createHash } from 'node:crypto';

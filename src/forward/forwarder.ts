@@ -1,4 +1,4 @@
-// `forward` (decisions.md §16): replays an address's queue into local handlers, like `stripe listen
+// `forward` (design.md, "Forwarding to a local handler"): replays an address's queue into local handlers, like `stripe listen
 // --forward-to` but resumable. Each target runs its own loop with its own named consumer
 // (`forward:<target>`): it reads after its position, sends each matching event (a captured request
 // as it came, any other as Event JSON), and moves its position past an event only after the
@@ -17,7 +17,7 @@ export interface ForwardTarget {
   url: string;
   /** Event types this target gets: exact, or a prefix ending in `.*` (`github.*`); any of them. All when empty. */
   types?: string[];
-  /** Dotted path → value, all must hold (decisions.md §12). */
+  /** Dotted path → value, all must hold (design.md, "Agent toolkit and live view"). */
   match?: EventMatch;
 }
 

@@ -1,4 +1,4 @@
-// Where one forward target's position lives (decisions.md §16): in the service, as the named consumer
+// Where one forward target's position lives (design.md, "Forwarding to a local handler"): in the service, as the named consumer
 // `forward:<target>` (§14: a read without `after` starts after the stored position, a read with
 // `after=N` stores N first). A service without named consumers answers 400 naming `consumer`; then
 // the position is kept in a local file instead (write, then rename: a crash never leaves half a

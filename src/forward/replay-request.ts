@@ -1,4 +1,4 @@
-// What `forward` sends a local handler for one event (decisions.md §16). A captured request (§11) is
+// What `forward` sends a local handler for one event (design.md, "Forwarding to a local handler"). A captured request (§11) is
 // replayed as it came: its method, its sub-path and query below the target URL, its headers without
 // the hop-by-hop ones and Host, and its exact raw bytes, so a handler's signature check holds. Any
 // other event is POSTed as its Event JSON, in the service's own text (numbers keep their digits).

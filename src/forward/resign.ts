@@ -1,4 +1,4 @@
-// `forward --resign SCHEME:SECRET` (decisions.md §16): each replay is signed again with a local
+// `forward --resign SCHEME:SECRET` (design.md, "Forwarding to a local handler"): each replay is signed again with a local
 // secret and the current time, as the provider itself would sign it, so a local handler that checks
 // signatures (and their 300 s tolerance) accepts an event captured hours ago. Each scheme follows
 // its provider's documented algorithm: GitHub X-Hub-Signature-256 (and the older X-Hub-Signature),

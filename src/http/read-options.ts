@@ -1,4 +1,4 @@
-// The query parameters every read of the queue shares (decisions.md §14): the filter (`type`,
+// The query parameters every read of the queue shares (design.md, "Reading without loss"): the filter (`type`,
 // `match`, `state`) and `consumer`, for GET …/events and GET …/events/stream. The schema documents
 // and bounds them; their values are read from the raw query string, because the router turns
 // digit-only values into numbers (a type "404" or a consumer "007" must stay text), and checked by

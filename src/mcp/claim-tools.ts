@@ -1,4 +1,4 @@
-// MCP tools for claims (decisions.md §14, §18): claim_events and settle_claim, thin adapters over
+// MCP tools for claims (design.md, "Claims"): claim_events and settle_claim, thin adapters over
 // the claim service (src/claims), with the HTTP routes' JSON shapes.
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';

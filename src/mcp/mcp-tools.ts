@@ -46,7 +46,7 @@ export const MCP_PAGE_BYTES = 1024 * 1024;
 const AFTER = rangeOf(EventsQuery.properties.after);
 const LIMIT = rangeOf(EventsQuery.properties.limit);
 const WAIT = rangeOf(EventsQuery.properties.wait);
-/** wait_for_event may wait longer than an HTTP long-poll: agent clients cut a tool call at about 60 s (decisions.md §18). */
+/** wait_for_event may wait longer than an HTTP long-poll: agent clients cut a tool call at about 60 s (design.md, "MCP"). */
 export const MAX_WAIT_FOR_EVENT_SECONDS = MAX_MCP_WAIT_SECONDS;
 const DEFAULT_WAIT_FOR_EVENT_SECONDS = WAIT.maximum;
 /** How often a waiting call with a progress token is told it is still waiting. */
@@ -63,7 +63,7 @@ const INSTRUCTIONS = 'This server is one return address: an ordered, durable que
 
 const GetAddressInput = z.strictObject({});
 
-// Filters and consumer, as GET …/events takes them (decisions.md §14, §18); checked by the domain
+// Filters and consumer, as GET …/events takes them (design.md, "Reading without loss"); checked by the domain
 // (event-filter.ts, consumers.ts), so a bad one is an isError result naming the argument and the fix.
 const TypeArg = z.union([z.string(), z.array(z.string())]).optional()
   .describe(`Only events of this type: exact ("stripe.invoice.paid") or a prefix ending in .* ("stripe.*"); a list for any of several (at most ${MAX_TYPE_PATTERNS}).`);

@@ -1,4 +1,4 @@
-// The service's Prometheus series (decisions.md §17), on a registry of its own per running service
+// The service's Prometheus series (design.md, "Operating a public instance"), on a registry of its own per running service
 // (two services in one test process keep separate counts). Naming follows Prometheus: a
 // `return_address_` prefix, base units in the name (`_seconds`, `_bytes`), `_total` on counters.
 // Label values come from fixed sets only (routes, outcomes, kinds, SMTP codes, store operations):

@@ -1,4 +1,4 @@
-// Honest status (decisions.md §20): a store that cannot write, or cannot be reached, is a temporary
+// Honest status (design.md, "Bounded work"): a store that cannot write, or cannot be reached, is a temporary
 // condition of the service, not a bug: the caller is told 503 `unavailable` with Retry-After (never
 // 500), and /readyz is not ok while it lasts. This recognises those failures among the errors the
 // two backends throw, by their documented codes, never by a message alone.

@@ -1,4 +1,4 @@
-// The capture URL (decisions.md §11) over a real socket, with deliveries shaped like the providers'
+// The capture URL (design.md, "Capture URL") over a real socket, with deliveries shaped like the providers'
 // own and signed in the test with each provider's documented algorithm and a test secret.
 import assert from 'node:assert/strict';
 import { createHash, createHmac, randomUUID } from 'node:crypto';

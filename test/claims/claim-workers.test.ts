@@ -1,4 +1,4 @@
-// Claims under concurrency (decisions.md §14): parallel claimers never hold live leases on one
+// Claims under concurrency (design.md, "Claims"): parallel claimers never hold live leases on one
 // event (on PostgreSQL across two instances of the service on one database), and 8 workers over
 // 1,000 events with a quarter of the handlers failing (nack) or dying (lease abandoned) leave every
 // event acknowledged exactly once or dead. The counts are printed as test diagnostics.

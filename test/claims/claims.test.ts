@@ -1,4 +1,4 @@
-// Claims (decisions.md §14): leases, fencing, extend, nack (delayed, dead), max_deliveries, the
+// Claims (design.md, "Claims"): leases, fencing, extend, nack (delayed, dead), max_deliveries, the
 // claim long-poll's wake-ups, and the input's bounds.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

@@ -1,4 +1,4 @@
-// `return-address consume --exec` as a user runs it (decisions.md §14): the CLI spawned as a
+// `return-address consume --exec` as a user runs it (design.md, "Reading without loss"): the CLI spawned as a
 // process, a shell command as the handler. A handler that fails once is retried on the same event,
 // in order; a consumer killed with SIGKILL again and again, while events keep arriving, hands every
 // event to the handler, in order, none skipped (the one in flight may be handed over twice).

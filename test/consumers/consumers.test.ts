@@ -1,4 +1,4 @@
-// Named consumers over real sockets (decisions.md §14): a position moves only when the reader asks
+// Named consumers over real sockets (design.md, "Reading without loss"): a position moves only when the reader asks
 // for the page after it; it survives a restart; it can be sought back, listed and deleted; a stream
 // starts from it; 150 new names at once leave exactly the cap; and on PostgreSQL two instances
 // share one position.

@@ -1,4 +1,4 @@
-// `npm start` and `return-address serve` (decisions §17): a signal sent to the process the user
+// `npm start` and `return-address serve` (design.md, "Running it"): a signal sent to the process the user
 // started, npm or the bin, reaches the service, which drains (a long-poll in flight gets its empty
 // page) and exits 0, and nothing keeps the ports afterwards. A start does not compile when dist/
 // is current: the stale check is tested on a scratch package directory.

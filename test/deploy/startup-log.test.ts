@@ -1,4 +1,4 @@
-// What a service says at start (decisions §17): one line with the settings in force and no secret
+// What a service says at start (design.md, "Running it"): one line with the settings in force and no secret
 // in it, a warning when BASE_URL is unset while listening beyond loopback, and health probes
 // logged at debug (not at info, where they would drown the log every few seconds).
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Bearer authentication has two paths (../shared/spec/decisions.md §3 order: a well-formed bearer, else 401; an
+// Bearer authentication has two paths (design.md, "Errors" order: a well-formed bearer, else 401; an
 // existing address, else 404; its token, else 401): `authenticate` asks the store, and
 // `authenticateNow` answers in the same turn when the store holds the address in memory. Whichever
 // path a request takes, the answer must be the same; here every case goes through both, on a real

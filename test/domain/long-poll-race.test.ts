@@ -1,4 +1,4 @@
-// The long-poll's one race (style habit 3, ../shared/spec/decisions.md §5): an event committed after a reader's
+// The long-poll's one race (style habit 3, design.md, "Durability: group commit"): an event committed after a reader's
 // read found nothing, but before the reader started waiting. The service registers its waiter
 // first, then re-reads, then waits, so that event either shows up in the re-read or wakes the
 // waiter. Here a delivery is made at exactly that moment, on a real store: inside the reader's

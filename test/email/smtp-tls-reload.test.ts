@@ -1,4 +1,4 @@
-// SMTP STARTTLS certificates reload on SIGHUP (decisions §17): after a renewal replaced the files,
+// SMTP STARTTLS certificates reload on SIGHUP (design.md, "Running it"): after a renewal replaced the files,
 // new STARTTLS handshakes present the new certificate while the listener and the sessions already
 // open stay; a pair that does not load is refused with an error and the certificate in use stays.
 // Two real certificates: the committed fixture and one made here with openssl.

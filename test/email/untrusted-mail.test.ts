@@ -150,7 +150,7 @@ describe('untrusted mail over real SMTP, with a liveness probe', () => {
     const ev = await onlyEvent(heapCapped, a);
     assert.match(ev.data.parse_error, /passed its heap limit of 48 MB/);
     assert.equal(ev.data.subject, 'attack', 'the top-level headers are still read');
-    // The exact message is kept beside the event (decisions.md §20) and downloadable.
+    // The exact message is kept beside the event (design.md, "Bounded work") and downloadable.
     assert.equal(ev.data.raw.size, raw.byteLength + 2);
     const download = await fetch(ev.data.raw.url, { headers: { authorization: `Bearer ${a.token}` } });
     assert.equal(download.status, 200);

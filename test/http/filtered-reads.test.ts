@@ -1,4 +1,4 @@
-// Filters on GET …/events and the stream, over real sockets (decisions.md §14): a filtered walk
+// Filters on GET …/events and the stream, over real sockets (design.md, "Reading without loss"): a filtered walk
 // over sparse matches finds exactly them; a filtered long-poll sleeps through non-matching events
 // and wakes for a match; a filtered stream resumes with Last-Event-ID without a gap; bad filters
 // are 400 naming the parameter; the largest filter allowed, sent many times at once, leaves the

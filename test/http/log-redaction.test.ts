@@ -30,7 +30,7 @@ describe('log redaction', () => {
       assert.ok(!out.includes(SECRET.slice(11)) && !out.includes(TOKEN.slice(8)), `${u} -> ${out}`);
     }
     assert.equal(redactUrl('/api/v1/addresses/addr_x/events?after=3'), '/api/v1/addresses/addr_x/events?after=3');
-    // An approval page's secret (decisions.md §15), however spelt, and one that lost its prefix.
+    // An approval page's secret (design.md, "Approvals"), however spelt, and one that lost its prefix.
     const APPROVE = 'aa_approve_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-abcdefg';
     for (const u of [`/approve/apr_x/${APPROVE}`, `/APPROVE/apr_x/${APPROVE.slice(11)}`, `//approve//apr_x/${APPROVE.slice(11)}?a=1`, `/%61pprove/apr_x/${APPROVE.slice(11)}`, `/x?s=${APPROVE}`]) {
       const out = redactUrl(u);

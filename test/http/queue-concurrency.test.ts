@@ -1,4 +1,4 @@
-// The queue's promises under parallel load (../shared/spec/decisions.md §4-§5): gapless sequences, one event per
+// The queue's promises under parallel load (design.md, "The queue"): gapless sequences, one event per
 // idempotency key, readers that never skip, long-polls that wake, end on delete and on shutdown.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

@@ -229,7 +229,7 @@ describe('order of checks, error codes and messages (issues 15 and 19)', () => {
     assert.match(malformed[0]!, /not a bearer read token/);
     assert.match(wrong, /does not open this address/);
     assert.equal(new Set([none[0], malformed[0], wrong]).size, 3);
-    // A well-formed token on an unknown address is still 404 (decisions §3), not the third 401.
+    // A well-formed token on an unknown address is still 404 (design.md, "Errors"), not the third 401.
     assertError(await api(base, 'GET', missing, { token: a.token }), 404, 'not_found');
   });
 

@@ -1,4 +1,4 @@
-// MCP wait_for_event for real agent clients (decisions.md §18): a call that carries a progress
+// MCP wait_for_event for real agent clients (design.md, "MCP"): a call that carries a progress
 // token gets notifications/progress at least every 10 s while it waits, seen here by the SDK's own
 // client, and then its result; a call without one is still answered as plain JSON.
 import assert from 'node:assert/strict';

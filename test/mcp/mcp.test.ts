@@ -1,4 +1,4 @@
-// The MCP endpoint (../shared/spec/decisions.md §8) through the SDK's own client over real HTTP: every tool
+// The MCP endpoint (design.md, "MCP") through the SDK's own client over real HTTP: every tool
 // against the HTTP API's answers, waits woken by deliveries, tool errors as isError results,
 // authentication, and the stateless transport's edges (405, batches, the API's error shape).
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Controls for a public instance (decisions.md §17), all off by default: CREATE_TOKENS,
+// Controls for a public instance (design.md, "Operating a public instance"), all off by default: CREATE_TOKENS,
 // MAX_TTL_SECONDS and DELIVERY_RATE_LIMIT over inbox, capture and SMTP together; on PostgreSQL the
 // delivery limit is shared by two instances on one database.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// /metrics on METRICS_PORT after a short load over every way in: the series of decisions.md §17
+// /metrics on METRICS_PORT after a short load over every way in: the series of design.md, "Operating a public instance"
 // with the values the load implies, never an address id, and never on the public port.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

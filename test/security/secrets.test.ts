@@ -1,4 +1,4 @@
-// Secrets at rest and in logs (../shared/spec/decisions.md §1): after ordinary traffic, neither the database nor
+// Secrets at rest and in logs (design.md, "Identifiers and secrets"): after ordinary traffic, neither the database nor
 // the log holds a read token or an inbox secret in clear, and no endpoint repeats them.
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';

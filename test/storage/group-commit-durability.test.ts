@@ -1,4 +1,4 @@
-// Group commit keeps the durability promise of ../shared/spec/decisions.md §5: every delivery answered 2xx is on
+// Group commit keeps the durability promise of design.md, "Durability: group commit": every delivery answered 2xx is on
 // disk, including those answered from inside a batch, even when the process is killed with
 // SIGKILL while other deliveries of the same burst are still in flight. Real SQLite, real process.
 import assert from 'node:assert/strict';

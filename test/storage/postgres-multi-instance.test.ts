@@ -1,4 +1,4 @@
-// Two service instances on one PostgreSQL database behave as one service (../shared/spec/decisions.md §5, §10):
+// Two service instances on one PostgreSQL database behave as one service (design.md, "Durability: group commit"):
 // gapless sequences and one event per idempotency key across instances, long-polls woken by a
 // delivery through the other instance (LISTEN/NOTIFY), deletions ending waits elsewhere, no event
 // missed while the LISTEN connection is down, and one provisioning rate limit for both.

@@ -1,4 +1,4 @@
-// /readyz reflects the database (../shared/spec/decisions.md §10): 503 in the error shape while PostgreSQL
+// /readyz reflects the database (design.md, "Running it"): 503 in the error shape while PostgreSQL
 // refuses this service's connections, 200 again once it takes them, without a restart.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

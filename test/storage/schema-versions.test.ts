@@ -1,4 +1,4 @@
-// Schema versions (decisions §17): numbers aligned across the stores may leave gaps, each migration
+// Schema versions (design.md, "Running it"): numbers aligned across the stores may leave gaps, each migration
 // applied is logged, and a database migrated by a newer release is refused, naming both versions:
 // by the store (no handle or pool left behind) and by the process (exit 1, one line on stderr).
 import assert from 'node:assert/strict';

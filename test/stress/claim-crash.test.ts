@@ -1,4 +1,4 @@
-// kill -9 while workers hold leases (decisions.md §14): after a restart on the same data no event
+// kill -9 while workers hold leases (design.md, "Claims"): after a restart on the same data no event
 // whose claim ack was answered 200 is claimed again, every other event becomes claimable once its
 // lease ends, and none is lost.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// kill -9 under load (../shared/spec/decisions.md §5): every delivery answered 2xx before the crash is there after
+// kill -9 under load (design.md, "Durability: group commit"): every delivery answered 2xx before the crash is there after
 // a restart on the same data, sequences are 1..max with no gap, delivery resumes at max+1, and a
 // client retrying its key after the crash gets the original event.
 import assert from 'node:assert/strict';

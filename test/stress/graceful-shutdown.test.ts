@@ -1,4 +1,4 @@
-// SIGTERM during load and long-polls (../shared/spec/decisions.md §5, §10): waiting readers get an empty 200
+// SIGTERM during load and long-polls (design.md, "Durability: group commit"): waiting readers get an empty 200
 // page, in-flight deliveries are answered or fail cleanly, nothing answered 2xx is lost, and the
 // process exits 0.
 import assert from 'node:assert/strict';

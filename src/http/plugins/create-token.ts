@@ -1,4 +1,4 @@
-// CREATE_TOKENS (decisions.md §17): when the operator sets it, creating an address takes
+// CREATE_TOKENS (design.md, "Operating a public instance"): when the operator sets it, creating an address takes
 // `Authorization: Bearer <one of the tokens>`, else 401. Off by default, so the contract's
 // anonymous create stays the default.
 //

@@ -68,7 +68,7 @@ function describeValidation(issue: AjvIssue | undefined, context: string | undef
 /** Maps any error reaching Fastify's handler to an ApiError; null means "internal". */
 export function toApiError(err: FastifyError | ApiError | Error, payloadLimit?: number, limitName = 'MAX_PAYLOAD_BYTES'): ApiError | null {
   if (err instanceof ApiError) return err;
-  // A store that cannot be reached or written: 503 with Retry-After, never 500 (decisions.md §20).
+  // A store that cannot be reached or written: 503 with Retry-After, never 500 (design.md, "Bounded work").
   if (isStoreUnavailable(err)) return unavailableError(err);
   const fe = err as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
   if (fe.validation) return new ApiError('invalid_request', describeValidation(fe.validation[0], fe.validationContext), {}, { cause: err });

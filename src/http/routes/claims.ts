@@ -1,4 +1,4 @@
-// Claims (decisions.md §14; src/claims): several workers sharing one address, each event leased to
+// Claims (design.md, "Claims"; src/claims): several workers sharing one address, each event leased to
 // one of them at a time.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';

@@ -1,4 +1,4 @@
-// GET /api/v1/addresses/{id}/events/{eventId}/raw and …/attachments/{n} (decisions.md §20): the
+// GET /api/v1/addresses/{id}/events/{eventId}/raw and …/attachments/{n} (design.md, "Bounded work"): the
 // bytes stored beside an event, exactly, with their content type, Content-Length and
 // ETag: "<sha256>". Served a chunk at a time from the store (blobs/event-blob.ts), so a 25 MiB
 // body is never held whole in JS, and a slow reader holds one chunk (the socket's backpressure).

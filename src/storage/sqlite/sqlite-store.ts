@@ -355,7 +355,7 @@ export class SqliteStore implements Store {
   async ping(): Promise<void> {
     if (this.appends.failure) throw this.appends.failure;
     this.db.prepare('SELECT 1').get();
-    // A full disk still answers SELECT 1: readiness also asks for room to write (decisions.md §20).
+    // A full disk still answers SELECT 1: readiness also asks for room to write (design.md, "Bounded work").
     if (this.path !== ':memory:') {
       const fs = statfsSync(dirname(this.path));
       const free = fs.bavail * fs.bsize;

@@ -1,4 +1,4 @@
--- Named consumers (decisions.md §14): a position per reader name, held by the server, moved only by
+-- Named consumers (design.md, "Reading without loss"): a position per reader name, held by the server, moved only by
 -- the reader asking for the page after it (after=N stores N). Deleted with the address. Every
 -- instance reads and writes the same row, so a consumer has one position across instances.
 CREATE TABLE consumers (

@@ -1,4 +1,4 @@
--- Claims (decisions.md §14): several workers share one address, each event leased to one of them
+-- Claims (design.md, "Claims"): several workers share one address, each event leased to one of them
 -- at a time. An event is claimable when it is not acknowledged, not dead, holds no live lease
 -- (lease_expires_at NULL or past) and is not delayed (available_at NULL or past): the claim query
 -- decides from these columns alone, so redelivery after a lease runs out needs no background job.

@@ -1,4 +1,4 @@
--- Running a public instance (decisions.md §17): the creating client's IP for `admin list`, the two
+-- Running a public instance (design.md, "Operating a public instance"): the creating client's IP for `admin list`, the two
 -- partial indexes that keep retention and /metrics cheap (as in the SQLite migration beside it),
 -- and retention's batch as one function.
 ALTER TABLE addresses ADD COLUMN created_ip TEXT;

@@ -1,4 +1,4 @@
--- Bytes stored beside an event (decisions.md §20; src/blobs/event-blob.ts): a body or attachment too
+-- Bytes stored beside an event (design.md, "Bounded work"; src/blobs/event-blob.ts): a body or attachment too
 -- large to sit inline in the event's JSON, written in the event's own transaction and deleted with
 -- it (the cascade from events, which cascades from addresses). `events.blob_bytes` is the sum of an
 -- event's blob sizes: it counts toward MAX_BYTES_PER_ADDRESS (addresses.event_bytes) and is freed

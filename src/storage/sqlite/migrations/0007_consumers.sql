@@ -1,4 +1,4 @@
--- Named consumers (decisions.md §14): a position per reader name, held by the server, moved only by
+-- Named consumers (design.md, "Reading without loss"): a position per reader name, held by the server, moved only by
 -- the reader asking for the page after it (after=N stores N). Deleted with the address.
 CREATE TABLE consumers (
   address_id TEXT    NOT NULL REFERENCES addresses (id) ON DELETE CASCADE,

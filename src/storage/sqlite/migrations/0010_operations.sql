@@ -1,4 +1,4 @@
--- Running a public instance (decisions.md §17): the creating client's IP for `admin list`, and the
+-- Running a public instance (design.md, "Operating a public instance"): the creating client's IP for `admin list`, and the
 -- two partial indexes that keep retention and /metrics cheap. Acknowledged events by the time of
 -- their ack: retention deletes the oldest first in small batches, each batch an index range, never
 -- a scan. Unacknowledged events by creation time: /metrics reads the oldest in one index step and
