@@ -2,7 +2,7 @@
 // stdout, human messages to stderr; exit 0 done/found, 2 wait timed out, 1 error.
 import { chmodSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { parseMatch, ReturnAddress, ReturnAddressError, resolveUrl, type CreateAddressResponse, type CreateEventBody, type WaitResult } from '../client/index.js';
+import { parseMatch, ReturnAddress, ReturnAddressError, resolveUrl, type CreateAddressResponse, type CreateEventBody, type WaitResult } from '@return-address/client';
 
 type Saved = CreateAddressResponse & { cursor: number };
 

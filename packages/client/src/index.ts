@@ -1,20 +1,20 @@
-// The TypeScript client (design.md, "Agent toolkit and live view"). Its types are the routes' own TypeBox schemas
-// (`Static<typeof …>`), imported as types only, so the client carries no server code at run time
-// and cannot drift from what the routes validate and /openapi.json documents.
-import type { Static } from 'typebox';
-import type * as S from '../http/schemas.js';
-import { eventMatches, type EventMatch } from '../domain/event-match.js';
+// The TypeScript client (design.md, "Agent toolkit and live view"), published as
+// @return-address/client. Its types are the routes' own TypeBox schemas, expanded to plain types at
+// build time (scripts/generate.mjs writes src/generated/), so the package has no dependency, carries
+// no server code and cannot drift from what the routes validate and /openapi.json documents.
+import type * as S from './generated/api-types.js';
+import { eventMatches, type EventMatch } from './generated/event-match.js';
 
-export { eventMatches, parseMatch, valueAt, type EventFilter, type EventMatch } from '../domain/event-match.js';
+export { eventMatches, parseMatch, valueAt, type EventFilter, type EventMatch } from './generated/event-match.js';
 
-export type Address = Static<typeof S.Address>;
-export type CreateAddressBody = Static<typeof S.CreateAddressBody>;
-export type CreateAddressResponse = Static<typeof S.CreateAddressResponse>;
-export type CreateEventBody = Static<typeof S.CreateEventBody>;
-export type Event = Static<typeof S.Event>;
-export type EventPage = Static<typeof S.EventPage>;
-export type EventDeliveryResponse = Static<typeof S.EventDeliveryResponse>;
-export type ErrorBody = Static<typeof S.ErrorBody>;
+export type Address = S.Address;
+export type CreateAddressBody = S.CreateAddressBody;
+export type CreateAddressResponse = S.CreateAddressResponse;
+export type CreateEventBody = S.CreateEventBody;
+export type Event = S.Event;
+export type EventPage = S.EventPage;
+export type EventDeliveryResponse = S.EventDeliveryResponse;
+export type ErrorBody = S.ErrorBody;
 
 export const DEFAULT_URL = 'http://localhost:3000';
 /** The server holds a long-poll at most this long (EventsQuery.wait maximum). */
@@ -71,7 +71,9 @@ export interface EventsOptions {
 }
 
 export function resolveUrl(url?: string): string {
-  return (url ?? process.env.RETURN_ADDRESS_URL ?? DEFAULT_URL).replace(/\/+$/, '');
+  // `process` exists in Node and Deno, not in browsers.
+  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
+  return (url ?? env?.RETURN_ADDRESS_URL ?? DEFAULT_URL).replace(/\/+$/, '');
 }
 
 const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve, reject) => {
