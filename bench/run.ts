@@ -7,7 +7,7 @@
 // bench/README.md. It reports; it gates nothing (exit code 0 unless the bench itself broke).
 //
 // Knobs (environment): BENCH_SECONDS (per round, default 4), BENCH_ROUNDS (default 3),
-// BENCH_ONLY (comma list of: hot, spread, capture, reads, wake, idle, streams, pg), BENCH_IDLE_POLLS (default 10000),
+// BENCH_ONLY (comma list of: hot, spread, capture, reads, wake, idle, streams, pg, untrusted), BENCH_IDLE_POLLS (default 10000),
 // BENCH_STREAMS (event streams held on one address in the streams scenario, default 1000),
 // BENCH_SERVICE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service),
 // BENCH_PG_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres).
@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { percentile, pool, request } from './http-client.js';
 import { cpuMs, freePort, openFileLimits, rssBytes, sleep, startChild, type Child } from './processes.js';
+import { untrustedParsingRows } from './untrusted-parsing.js';
 import { renderChart, renderTable, updateReadme, type Report, type Row } from './report.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -32,7 +33,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 50;
 const IDLE_POLLS = Number(process.env.BENCH_IDLE_POLLS ?? 10_000);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000);
-const ALL_SCENARIOS = ['hot', 'spread', 'capture', 'reads', 'wake', 'idle', 'streams', 'pg'];
+const ALL_SCENARIOS = ['hot', 'spread', 'capture', 'reads', 'wake', 'idle', 'streams', 'pg', 'untrusted'];
 const ONLY = new Set((process.env.BENCH_ONLY ?? ALL_SCENARIOS.join(',')).split(',').map((s) => s.trim()));
 const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /**
@@ -643,6 +644,18 @@ async function main(): Promise<void> {
       });
     }
     if (ONLY.has('pg')) await pgScenario(ceiling);
+    if (ONLY.has('untrusted')) {
+      const smtpPort = await freePort();
+      const dir = mkdtempSync(join(os.tmpdir(), 'ra-bench-untrusted-'));
+      const sv = await startService(dir, { SMTP_PORT: String(smtpPort), EMAIL_DOMAIN: 'bench.test' });
+      log('untrusted: mail and parser attacks beside a /healthz probe (issue 27)');
+      try {
+        rows.push(...(await untrustedParsingRows(sv, smtpPort, log)));
+      } finally {
+        await sv.stop();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
   } catch (err) {
     console.error(`bench failed: ${(err as Error).stack}\n--- service output ---\n${service.output()}`);
     process.exitCode = 1;

@@ -1,9 +1,8 @@
 // Builds the Fastify instance from its dependencies; never listens (tests and server.ts do).
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { FastifyBaseLogger } from 'fastify';
-import { MAX_WAIT_SECONDS } from './config.js';
 import { ERROR_CATALOGUE } from './domain/errors.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling, requireHostHeader } from './http/plugins/error-handling.js';
 import { finishDocument } from './http/openapi-document.js';
@@ -11,12 +10,16 @@ import { registerJsonBody } from './http/plugins/json-body.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { escapeUndecodableSegments, parseQuery } from './http/plugins/request-url.js';
 import { closeQueryStrings } from './http/plugins/strict-query.js';
+import { suspendSocketTimeoutWhileHandling } from './http/plugins/in-flight-socket-timeout.js';
 import type { AppDeps } from './http/route-deps.js';
+import { WriteHealth } from './storage/store-unavailable.js';
 import { addressRoutes } from './http/routes/addresses.js';
+import { approvalRoutes } from './http/routes/approvals.js';
 import { documentRoutes } from './http/routes/documents.js';
 import { eventStreamRoutes } from './http/routes/event-stream.js';
 import { eventRoutes } from './http/routes/events.js';
-import { healthRoutes } from './http/routes/health.js';
+import { eventBlobRoutes } from './http/routes/event-blobs.js';
+import { healthRoutes, isHealthProbe } from './http/routes/health.js';
 import { hookRoutes } from './http/routes/hooks.js';
 import { inboxRoutes } from './http/routes/inbox.js';
 import { signingSecretRoutes } from './http/routes/signing-secrets.js';
@@ -36,6 +39,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   const app = Fastify({
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: loggerOptions(config.logLevel) }),
     bodyLimit: config.maxPayloadBytes,
+    logController: new LogController({ disableRequestLogging: isHealthProbe }), // probes log one debug line instead (health.ts)
     // A hop count as proxy-addr reads one (hop 0 is the socket's peer); Fastify's types take no number.
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     // Slow clients: the whole request (headers and body) must arrive within requestTimeout, the
@@ -44,7 +48,8 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
     // an idle socket is dropped only after the longest long-poll plus a margin.
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,
-    connectionTimeout: (MAX_WAIT_SECONDS + 30) * 1000,
+    // Between requests only: in-flight-socket-timeout.ts.
+    connectionTimeout: config.socketTimeoutMs,
     // requireHostHeader: Node would answer an HTTP/1.1 request without Host with a bare 400 and no
     // body; requireHostHeader answers it in the documented error shape instead.
     http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000, requireHostHeader: false },
@@ -63,9 +68,11 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
     frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  app.decorate('writeHealth', new WriteHealth());
   registerErrorHandling(app, { maxPayloadBytes: config.maxPayloadBytes, maxDiscardBytes: config.maxDiscardBytes });
   registerJsonBody(app);
   closeQueryStrings(app);
+  suspendSocketTimeoutWhileHandling(app, config.socketTimeoutMs);
   app.addHook('onRequest', requireHostHeader);
 
   await app.register(swagger, {
@@ -102,10 +109,12 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   await app.register(addressRoutes(deps));
   await app.register(eventRoutes(deps));
   await app.register(eventStreamRoutes(deps));
+  await app.register(eventBlobRoutes(deps));
   await app.register(inboxRoutes(deps));
   await app.register(hookRoutes(deps));
   await app.register(signingSecretRoutes(deps));
   await app.register(mcpRoutes(deps));
   await app.register(inspectRoutes(deps));
+  await app.register(approvalRoutes(deps));
   return app;
 }

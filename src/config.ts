@@ -8,6 +8,8 @@ export interface Config {
   readonly host: string;
   /** Public base URL, without a trailing slash; every URL the API hands out starts with it. */
   readonly baseUrl: string;
+  /** Whether BASE_URL was set: unset behind a proxy, every URL handed out names localhost (warned at start). */
+  readonly baseUrlConfigured: boolean;
   readonly dataDir: string;
   /** postgres://… selects the PostgreSQL store; undefined means embedded SQLite under dataDir. */
   readonly databaseUrl: string | undefined;
@@ -28,8 +30,17 @@ export interface Config {
   readonly maxPayloadBytes: number;
   /** Largest body the capture URL takes (design.md, "Capture URL"). */
   readonly maxCaptureBytes: number;
-  /** Stored JSON bytes one page of events may hold (always at least one event). */
+  /** Stored JSON bytes one page of events may hold; at least MAX_EVENT_BYTES, so every event fits a page. */
   readonly maxPageBytes: number;
+  /**
+   * MAX_EVENT_BYTES: an event's stored JSON (data and metadata) is at most this (decisions.md §20);
+   * a body or attachment that does not fit is stored beside the event (src/blobs/event-blob.ts).
+   */
+  readonly maxEventBytes: number;
+  /** Event streams one address may have open at once (MAX_STREAMS_PER_ADDRESS); more get 429. */
+  readonly maxStreamsPerAddress: number;
+  /** Event streams one client (IP) may have open at once, all addresses together (MAX_STREAMS_PER_CLIENT); more get 429. */
+  readonly maxStreamsPerClient: number;
   readonly maxEmailBytes: number;
   /** Body bytes read and dropped after an early error answer (413, 404, 401...) before the socket is closed. */
   readonly maxDiscardBytes: number;
@@ -48,10 +59,24 @@ export interface Config {
   readonly requestTimeoutMs: number;
   readonly headersTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
+  /** A connection idle this long between requests is dropped (SOCKET_TIMEOUT_MS); never while a request is handled. */
+  readonly socketTimeoutMs: number;
   /** An event stream sends a comment line after this long without an event (SSE_HEARTBEAT_MS). */
   readonly sseHeartbeatMs: number;
   /** An event stream whose client has not read its buffered events within this long is dropped (SSE_DRAIN_TIMEOUT_MS). */
   readonly sseDrainTimeoutMs: number;
+  /** The shortest approval a client may ask for (MIN_APPROVAL_SECONDS, default 60; an operator may lower it to 1 for tests). */
+  readonly minApprovalSeconds: number;
+  /** Worker threads that parse, authenticate and extract received mail (MAIL_PARSE_WORKERS); none runs on the event loop. */
+  readonly mailParseWorkers: number;
+  /** Wall-clock budget of one mail's parse, and of its sender authentication beyond the DNS budget (MAIL_PARSE_TIMEOUT_MS). */
+  readonly mailParseTimeoutMs: number;
+  /** Heap of one mail-parsing worker (MAIL_PARSE_MAX_HEAP_MB); a worker past it is ended and the mail stored unparsed. */
+  readonly mailParseMaxHeapMb: number;
+  /** Capture body bytes being received by all requests together (MAX_INFLIGHT_CAPTURE_BYTES); past it, 503 with Retry-After. */
+  readonly maxInflightCaptureBytes: number;
+  /** Per-client limits key an IPv6 client on this many leading bits of its address (IPV6_PREFIX_BITS). */
+  readonly ipv6PrefixBits: number;
   /** RA_DEBUG_GROUP_COMMIT: log the SQLite group commit's counters every second while it works. */
   readonly logGroupCommitStats: boolean;
 }
@@ -153,10 +178,20 @@ export function loadConfig(env: Env = process.env): Config {
   const headersTimeoutMs = int(env, 'HEADERS_TIMEOUT_MS', Math.min(10_000, requestTimeoutMs), 1000);
   if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS', `must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
 
+  const maxCaptureBytes = int(env, 'MAX_CAPTURE_BYTES', 25 * 1024 * 1024, 1024, 256 * 1024 * 1024);
+  const maxInflightCaptureBytes = int(env, 'MAX_INFLIGHT_CAPTURE_BYTES', Math.max(128 * 1024 * 1024, maxCaptureBytes), 1024);
+  // Otherwise a capture of the largest allowed size could never be received.
+  if (maxInflightCaptureBytes < maxCaptureBytes) throw new ConfigError('MAX_INFLIGHT_CAPTURE_BYTES', `must be at least MAX_CAPTURE_BYTES (${maxCaptureBytes})`);
+  const maxPageBytes = int(env, 'MAX_PAGE_BYTES', 8 * 1024 * 1024, 1024, 256 * 1024 * 1024);
+  // Every event fits in a page, so no read path needs an "at least one event" exception.
+  const maxEventBytes = int(env, 'MAX_EVENT_BYTES', Math.min(4 * 1024 * 1024, maxPageBytes), 1024, 64 * 1024 * 1024);
+  if (maxEventBytes > maxPageBytes) throw new ConfigError('MAX_EVENT_BYTES', `must not exceed MAX_PAGE_BYTES (${maxPageBytes}): every event must fit in a page`);
+
   return Object.freeze({
     port,
     host,
     baseUrl,
+    baseUrlConfigured: raw(env, 'BASE_URL') !== undefined,
     dataDir: raw(env, 'DATA_DIR') ?? './data',
     databaseUrl,
     emailDomain,
@@ -173,8 +208,11 @@ export function loadConfig(env: Env = process.env): Config {
     maxEventsPerAddress: int(env, 'MAX_EVENTS_PER_ADDRESS', 10_000, 1),
     maxBytesPerAddress: int(env, 'MAX_BYTES_PER_ADDRESS', 512 * 1024 * 1024, 1024),
     maxPayloadBytes: int(env, 'MAX_PAYLOAD_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
-    maxCaptureBytes: int(env, 'MAX_CAPTURE_BYTES', 25 * 1024 * 1024, 1024, 256 * 1024 * 1024),
-    maxPageBytes: int(env, 'MAX_PAGE_BYTES', 8 * 1024 * 1024, 1024, 256 * 1024 * 1024),
+    maxCaptureBytes,
+    maxPageBytes,
+    maxEventBytes,
+    maxStreamsPerAddress: int(env, 'MAX_STREAMS_PER_ADDRESS', 100, 1, 1_000_000),
+    maxStreamsPerClient: int(env, 'MAX_STREAMS_PER_CLIENT', 200, 1, 1_000_000),
     maxDiscardBytes: int(env, 'MAX_DISCARD_BYTES', 8 * 1024 * 1024, 0, 1024 * 1024 * 1024),
     maxEmailBytes: int(env, 'MAX_EMAIL_BYTES', 10 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     smtpMaxBufferedBytes: int(env, 'SMTP_MAX_BUFFERED_BYTES', 256 * 1024 * 1024, 1024),
@@ -185,9 +223,16 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs,
     headersTimeoutMs,
     keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 100),
+    socketTimeoutMs: int(env, 'SOCKET_TIMEOUT_MS', (MAX_WAIT_SECONDS + 30) * 1000, 1000),
     // Below the 55 s idle-socket timeout, which a heartbeat resets.
     sseHeartbeatMs: int(env, 'SSE_HEARTBEAT_MS', 15_000, 50, 30_000),
     sseDrainTimeoutMs: int(env, 'SSE_DRAIN_TIMEOUT_MS', 10_000, 50, 300_000),
+    mailParseWorkers: int(env, 'MAIL_PARSE_WORKERS', 2, 1, 64),
+    mailParseTimeoutMs: int(env, 'MAIL_PARSE_TIMEOUT_MS', 10_000, 100, 300_000),
+    mailParseMaxHeapMb: int(env, 'MAIL_PARSE_MAX_HEAP_MB', 256, 16, 16_384),
+    maxInflightCaptureBytes,
+    ipv6PrefixBits: int(env, 'IPV6_PREFIX_BITS', 64, 1, 128),
     logGroupCommitStats: bool(env, 'RA_DEBUG_GROUP_COMMIT', false),
+    minApprovalSeconds: int(env, 'MIN_APPROVAL_SECONDS', 60, 1, 86_400),
   });
 }

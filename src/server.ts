@@ -7,10 +7,13 @@ import { ReturnAddressService } from './domain/return-address-service.js';
 import { startSmtpListener, type SmtpListener } from './email/smtp-listener.js';
 import type { DnsResolver } from './email/sender-authentication.js';
 import { ExpirySweeper } from './domain/expiry-sweeper.js';
+import { approvalServiceOf } from './approvals/approval-service.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { openStore } from './storage/open-store.js';
+import { SchemaTooNewError } from './storage/migration-files.js';
 import type { Store } from './domain/ports.js';
 import { InProcessWakeupHub } from './wakeup/wakeup-hub.js';
+import { logStartupSettings } from './startup-settings.js';
 
 export interface RunningService {
   config: Config;
@@ -20,6 +23,8 @@ export interface RunningService {
   hub: InProcessWakeupHub;
   service: ReturnAddressService;
   stop(): Promise<void>;
+  /** SIGHUP: reload SMTP_TLS_CERT/KEY (a renewed certificate) without dropping the SMTP listener. */
+  reloadTls(): void;
 }
 
 export interface StartOptions {
@@ -35,6 +40,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   // One logger for the process, made before the store so that the store's background failures
   // (a lost connection, a reconnect) reach the same log as the requests.
   const log: FastifyBaseLogger = opts.logger ?? pino(loggerOptions(config.logLevel));
+  logStartupSettings(config, log);
   const store = await openStore(config, log.child({ component: 'store' }));
   const hub = new InProcessWakeupHub();
   const service = new ReturnAddressService(store, hub, config);
@@ -49,10 +55,13 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     const httpUrl = await app.listen({ port: config.port, host: config.host, backlog: 4096 });
     smtp = await startSmtpListener(service, {
       port: config.smtpPort, host: config.smtpHost, emailDomain: config.emailDomain, maxEmailBytes: config.maxEmailBytes,
+      baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes,
       tlsCertFile: config.smtpTlsCert, tlsKeyFile: config.smtpTlsKey, maxBufferedBytes: config.smtpMaxBufferedBytes, maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
       dnsResolver: opts.dnsResolver, dnsLookupTimeoutMs: opts.dnsLookupTimeoutMs, authenticationBudgetMs: opts.authenticationBudgetMs,
+      mailParseWorkers: config.mailParseWorkers, mailParseTimeoutMs: config.mailParseTimeoutMs, mailParseMaxHeapMb: config.mailParseMaxHeapMb, ipv6PrefixBits: config.ipv6PrefixBits,
     }, app.log.child({ component: 'smtp' }));
-    const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, app.log);
+    const approvals = approvalServiceOf({ store, service, config });
+    const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, app.log, [{ name: 'approvals', run: () => approvals.sweepDue() }]);
     sweeper.start();
 
     const started = { app, smtp };
@@ -67,7 +76,14 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       await started.app.close();
       await store.close();
     })());
-    return { config, httpUrl, app, store, hub, service, stop };
+    const reloadTls = () => {
+      try {
+        started.smtp.reloadTls();
+      } catch (err) {
+        started.app.log.error({ err }, 'SMTP TLS certificate not reloaded; the one in use stays');
+      }
+    };
+    return { config, httpUrl, app, store, hub, service, stop, reloadTls };
   } catch (err) {
     // A failed start (port taken, bad TLS file) must not leave pools, listeners or files open.
     await smtp?.close().catch(() => {});
@@ -89,7 +105,21 @@ export async function main(): Promise<void> {
     }
     throw err;
   }
-  const running = await startService(config);
+  let running: RunningService;
+  try {
+    running = await startService(config);
+  } catch (err) {
+    // A refusal is an operator's situation, not a crash: one line that says what to do.
+    if (err instanceof SchemaTooNewError) {
+      console.error(`return-address: refusing to start: ${err.message}`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  // A renewal hook (certbot --deploy-hook, systemd ExecReload) sends SIGHUP after replacing the
+  // files. Only with STARTTLS on: otherwise SIGHUP keeps its default, so closing the terminal a
+  // foreground service runs in still ends it instead of leaving it holding the ports.
+  if (config.smtpTlsCert !== undefined && config.smtpTlsKey !== undefined) process.on('SIGHUP', () => running.reloadTls());
   let signalled = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {

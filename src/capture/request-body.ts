@@ -11,7 +11,8 @@ export interface CapturedAttachment {
   filename: string | null;
   content_type: string;
   size: number;
-  content_base64: string;
+  /** The file's bytes: inline as content_base64, or stored beside the event (capture.ts decides). */
+  bytes: Buffer;
 }
 
 export interface ReadBody {
@@ -36,7 +37,12 @@ export function mediaType(contentType: string | undefined): string {
 const isJsonType = (t: string) => t === 'application/json' || t.endsWith('+json') || t === 'text/json';
 const isTextType = (t: string) => t.startsWith('text/') || t === 'application/xml' || t.endsWith('+xml');
 
-export async function readBody(raw: Buffer, contentType: string | undefined): Promise<ReadBody> {
+/**
+ * `maxJsonBytes` (MAX_EVENT_BYTES): a text or form body longer than that cannot sit in an event, so it
+ * is not turned into JSON at all (body null; its bytes are kept as raw). JSON is still parsed, for
+ * recognising the sender, and capture.ts decides whether its text fits.
+ */
+export async function readBody(raw: Buffer, contentType: string | undefined, maxJsonBytes = Number.POSITIVE_INFINITY): Promise<ReadBody> {
   const text = isUtf8(raw) ? raw.toString('utf8') : null;
   if (raw.length === 0) return none(text);
   const type = mediaType(contentType);
@@ -44,6 +50,7 @@ export async function readBody(raw: Buffer, contentType: string | undefined): Pr
   if (text === null) return none(text);
   // No Content-Type at all: many senders that post JSON forget it.
   if (isJsonType(type) || type === '') return readJson(text);
+  if (raw.length > maxJsonBytes) return none(text);
   if (type === 'application/x-www-form-urlencoded') {
     const value = queryObject(text);
     return { json: JSON.stringify(value), value, attachments: [], text };
@@ -63,7 +70,26 @@ function readJson(text: string): ReadBody {
   }
   // data.body sits one level inside data, whose nesting is bounded like endpoint 6's.
   if (nestsDeeperThan(json, MAX_VALUE_DEPTH - 1)) return none(text);
-  return { json, value, attachments: [], text };
+  // A number beyond a 64-bit float (1e999) parses to Infinity: the inbox refuses it, and strict
+  // decoders reject a page holding it, so it is stored as broken JSON is (bytes in raw only).
+  if (holdsNonFinite(value)) return none(text);
+  // Line breaks between tokens become spaces (the only place JSON text may hold them): every read
+  // path, SSE frames included, then carries the very bytes GET returns, digits and all.
+  return { json: json.replace(/[\r\n]/g, ' '), value, attachments: [], text };
+}
+
+/** Whether a parsed JSON value (nesting already bounded) holds a number that is not finite. */
+function holdsNonFinite(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return true;
+    } else if (v !== null && typeof v === 'object') {
+      for (const child of Object.values(v)) stack.push(child);
+    }
+  }
+  return false;
 }
 
 function readMultipart(raw: Buffer, contentType: string, text: string | null): Promise<ReadBody> {
@@ -80,14 +106,17 @@ function readMultipart(raw: Buffer, contentType: string, text: string | null): P
     let failed = false;
     parser.on('field', (name, value) => {
       const prev = fields[name];
-      fields[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
+      // Appended in place, never copied: a repeated field costs linear time.
+      if (prev === undefined) fields[name] = value;
+      else if (Array.isArray(prev)) prev.push(value);
+      else fields[name] = [prev, value];
     });
     parser.on('file', (_name, stream, info) => {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => {
         const content = Buffer.concat(chunks);
-        attachments.push({ filename: info.filename ?? null, content_type: info.mimeType, size: content.length, content_base64: content.toString('base64') });
+        attachments.push({ filename: info.filename ?? null, content_type: info.mimeType, size: content.length, bytes: content });
       });
     });
     parser.on('error', () => {

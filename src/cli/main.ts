@@ -1,12 +1,14 @@
 // `return-address` CLI (design.md, "Agent toolkit and live view"): a thin shell over the TypeScript client. JSON results go to
 // stdout, human messages to stderr; exit 0 done/found, 2 wait timed out, 1 error.
-import { chmodSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { closeSync, fchmodSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ask, ASK_HELP } from './ask.js';
 import { parseMatch, ReturnAddress, ReturnAddressError, resolveUrl, type CreateAddressResponse, type CreateEventBody, type WaitResult } from '@return-address/client';
 
 type Saved = CreateAddressResponse & { cursor: number };
 
-class UsageError extends Error {}
+export class UsageError extends Error {}
 
 const COMMON = 'Common options:\n  --url URL      service base URL (default $RETURN_ADDRESS_URL, else http://localhost:3000)\n  -h, --help     this help\n';
 const SAVE = '  --save FILE    the file `create --save` wrote (create response + cursor)\n';
@@ -23,9 +25,10 @@ Commands:
   ack        acknowledge an event
   deliver    deliver an event to the address's inbox URL
   delete     delete the address and its events
+  ask        ask a person: an approval page's URL on stderr, their answer's event on stdout
 
 Run \`return-address <command> --help\` for a command's options. JSON goes to stdout, messages to
-stderr. Exit codes: 0 success, 2 wait timed out, 1 error.
+stderr. Exit codes: 0 success, 2 wait timed out, 1 error (ask: 0 first option, 1 another, 2 no answer).
 `,
   serve: `Usage: return-address serve\n\nRuns the service in the foreground, exactly like \`npm start\`. Configure it with the\nenvironment variables of the README (PORT, SMTP_PORT, BASE_URL, DATA_DIR or DATABASE_URL, ...).\n`,
   create: `Usage: return-address create [--name N] [--task-id T] [--ttl SECONDS] [--save FILE]\n\nCreates an address and prints the create response. With --save, writes that response plus\n"cursor": 0 to FILE with mode 0600 (it holds the read token and the inbox secret).\n\n${COMMON}`,
@@ -34,6 +37,7 @@ stderr. Exit codes: 0 success, 2 wait timed out, 1 error.
   get: `Usage: return-address get --save FILE\n\nPrints {"address": ...}.\n\n${SAVE}${COMMON}`,
   ack: `Usage: return-address ack --save FILE EVENT_ID\n\nAcknowledges the event (idempotent) and prints {"event": ...}.\n\n${SAVE}${COMMON}`,
   deliver: `Usage: return-address deliver --save FILE [--type T] [--source S] [--data JSON] [--key K]\n\nPOSTs an event to the saved inbox URL and prints {"event", "duplicate"}. --data is any JSON\nvalue; --key is an idempotency key.\n\n${SAVE}${COMMON}`,
+  ask: ASK_HELP,
   delete: `Usage: return-address delete --save FILE\n\nDeletes the address and all its events; prints {"deleted": "<address id>"}.\n\n${SAVE}${COMMON}`,
 };
 
@@ -47,11 +51,11 @@ function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[]
   }
 }
 
-function out(value: unknown): void {
+export function out(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
-function loadSaved(file: string | undefined): Saved {
+export function loadSaved(file: string | undefined): Saved {
   if (!file) throw new UsageError('--save FILE is required (the file `return-address create --save FILE` wrote)');
   let saved: Saved;
   try {
@@ -64,11 +68,23 @@ function loadSaved(file: string | undefined): Saved {
   return saved;
 }
 
-/** Write-then-rename, so a crash never leaves a half-written file with the only copy of the token. */
+/**
+ * Write-then-rename, so a crash never leaves a half-written file with the only copy of the token.
+ * The temporary name is unpredictable and created exclusively (O_EXCL, mode 0600): with a name
+ * derived from the pid, another local user could plant a symlink or a readable file there first.
+ */
 function writeSaved(file: string, saved: Saved): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(saved, null, 2)}\n`, { mode: 0o600 });
-  chmodSync(tmp, 0o600);
+  const tmp = `${file}.${randomBytes(12).toString('hex')}.tmp`;
+  const fd = openSync(tmp, 'wx', 0o600);
+  try {
+    writeFileSync(fd, `${JSON.stringify(saved, null, 2)}\n`);
+    fchmodSync(fd, 0o600);
+  } catch (err) {
+    closeSync(fd);
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+  closeSync(fd);
   renameSync(tmp, file);
 }
 
@@ -181,6 +197,8 @@ async function run(argv: string[]): Promise<number> {
       out(await ra.deliver(body, { idempotencyKey: values.key }));
       return 0;
     }
+    case 'ask':
+      return ask(rest);
     case 'delete': {
       const { values } = parse(rest, {});
       const saved = loadSaved(values.save);

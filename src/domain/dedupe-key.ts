@@ -21,7 +21,15 @@ export function emailDedupeKey(messageIdKey: string): string {
   return EMAIL_NAMESPACE + messageIdKey;
 }
 
+/**
+ * Approvals' keys (approval:{id}:{n}) are stored behind a control character for the same reason:
+ * an inbox sender could otherwise take an answer's key first and so suppress the answer. They are
+ * shown as approval:{id}:{n}.
+ */
+export const APPROVAL_KEY_PREFIX = '\u0001approval:';
+
 /** The key as an Event shows it. */
 export function shownDedupeKey(stored: string): string {
+  if (stored.startsWith(APPROVAL_KEY_PREFIX)) return stored.slice(1);
   return stored.startsWith(EMAIL_NAMESPACE) ? stored.slice(EMAIL_NAMESPACE.length) : stored;
 }

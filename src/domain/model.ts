@@ -2,6 +2,8 @@
 // `data` and `metadata` stay JSON text from the moment they are validated to the moment they
 // are written to a response, so the hot paths never parse and re-serialise a payload.
 
+import type { BlobInput } from '../blobs/event-blob.js';
+
 export interface AddressRecord {
   id: string;
   slug: string;
@@ -30,8 +32,11 @@ export interface EventRecord {
   acknowledgedAt: number | null;
 }
 
-/** A new event as the store receives it: not yet acknowledged, and without the sequence, which the store allocates. */
-export type NewEvent = Omit<EventRecord, 'sequence' | 'acknowledgedAt'>;
+/**
+ * A new event as the store receives it: not yet acknowledged, and without the sequence, which the store allocates.
+ * `blobs` are written in the same transaction, only when the event is created (not for a duplicate).
+ */
+export type NewEvent = Omit<EventRecord, 'sequence' | 'acknowledgedAt'> & { blobs?: readonly BlobInput[] };
 
 export type AppendResult =
   | { kind: 'created'; event: EventRecord }
@@ -61,6 +66,10 @@ export interface EventInput {
   dataJson?: string;
   metadata?: Record<string, string>;
   dedupe_key?: string;
+  /** The event's id, allocated by the caller (newEventId) when `data` names it: the URLs of its blobs. */
+  id?: string;
+  /** Bytes stored beside the event (blobs/event-blob.ts); `data` names them by URL, so `id` must be set. */
+  blobs?: readonly BlobInput[];
 }
 
 export interface Delivery {

@@ -4,6 +4,8 @@
 // `if (postgres)` scattered through the code. `WakeupHub` is implemented in process by
 // src/wakeup/wakeup-hub.ts. Dependencies point inward: those modules import this file, never the
 // other way round.
+import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from '../approvals/approval-model.js';
+import type { BlobName, StoredBlob } from '../blobs/event-blob.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from './model.js';
 
 export type WakeReason = 'changed' | 'timeout' | 'shutdown';
@@ -113,11 +115,28 @@ export interface Store {
    * Events with sequence > after, ascending, at most `limit`; null when the address does not exist.
    * `after` is a safe integer >= 0 (the callers validate it), so no store clamps it.
    * The page also stops before the event whose stored JSON (`data` and `metadata`, in UTF-8 bytes)
-   * would take the page's total past `maxBytes`, but always holds the first event, however large:
-   * a page is bounded in memory and in the size of its rendering, and a cursor still moves on.
+   * would take the page's total past `maxBytes`, which callers keep at least MAX_EVENT_BYTES (so
+   * the first event always fits): a page is bounded in memory and in the size of its rendering.
    * Rows past the cut are never loaded into the process.
    */
   listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null>;
+  /**
+   * A blob stored beside an event of this address (blobs/event-blob.ts), opened for reading in
+   * chunks; null when the address, the event or the blob does not exist.
+   */
+  openBlob(addressId: string, eventId: string, name: BlobName): Promise<StoredBlob | null>;
   /** Sets acknowledged_at once (a second ack keeps the first time); null when no such event. */
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
+
+  /** Stores a new approval, durably; false when its address does not exist. */
+  createApproval(approval: ApprovalRecord): Promise<boolean>;
+  /** The approval with its answers (oldest first); null when there is none with this id. */
+  getApproval(approvalId: string): Promise<{ approval: ApprovalRecord; answers: ApprovalAnswerRecord[] } | null>;
+  /** Pending approvals whose expiresAt is at or before `now`, soonest first. */
+  dueApprovals(now: number, limit: number): Promise<ApprovalRecord[]>;
+  /**
+   * Changes an approval's state and appends the step's event in one transaction, only if the step's
+   * condition holds (approval-model.ts); durable before it resolves, like appendEvent.
+   */
+  approvalStep(step: ApprovalStep, limits: StoreLimits): Promise<ApprovalStepResult>;
 }

@@ -7,6 +7,7 @@ import {
 import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
 import { eventMatches, type EventFilter } from './event-match.js';
 import { newSigningKeys } from './signing-keys.js';
+import { blobBytes, type BlobName, type StoredBlob } from '../blobs/event-blob.js';
 import { eventObject } from './representation.js';
 import { EventStream, type StreamSink } from './event-stream.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
@@ -21,8 +22,10 @@ export interface ServiceOptions {
   maxEventsPerAddress: number;
   /** Bytes of stored data and metadata per address (MAX_BYTES_PER_ADDRESS), pruned like the event count. */
   maxBytesPerAddress: number;
-  /** A page holds events up to this many bytes of stored JSON (at least one event): MAX_PAGE_BYTES. */
+  /** A page holds events up to this many bytes of stored JSON: MAX_PAGE_BYTES. */
   maxPageBytes: number;
+  /** An event's stored JSON (data and metadata) is at most this (MAX_EVENT_BYTES, at most MAX_PAGE_BYTES): every page budget is at least this. */
+  maxEventBytes: number;
 }
 
 export interface CreateAddressInput {
@@ -63,7 +66,7 @@ const WRONG_TOKEN = 'This read token does not open this address: use the credent
 export const DEFAULT_EVENT_TYPE = 'message.received';
 export const DEFAULT_EVENT_SOURCE = 'https';
 export const DEFAULT_ADDRESS_NAME = 'untitled';
-/** Stored JSON bytes a stream reads at once (always at least one event): what a blocked stream may hold. */
+/** Stored JSON bytes a stream reads at once (raised to MAX_EVENT_BYTES when that is larger): what a blocked stream may hold. */
 export const STREAM_PAGE_BYTES = 1024 * 1024;
 /** How long a client told `queue_full` should wait before retrying: long enough for a reader to ack. */
 const QUEUE_FULL_RETRY_AFTER_SECONDS = 30;
@@ -195,7 +198,7 @@ export class ReturnAddressService {
       throw new ApiError('address_expired', `This address expired at ${new Date(address.expiresAt).toISOString()} and accepts no more deliveries.`);
     }
     const event: NewEvent = {
-      id: newEventId(createdAt),
+      id: input.id ?? newEventId(createdAt),
       addressId: address.id,
       type: input.type ?? DEFAULT_EVENT_TYPE,
       source: input.source ?? defaultSource,
@@ -203,11 +206,19 @@ export class ReturnAddressService {
       metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
       dedupeKey: idempotencyKey ?? input.dedupe_key ?? null,
       createdAt,
+      ...(input.blobs !== undefined && input.blobs.length > 0 ? { blobs: input.blobs } : {}),
     };
     // An event that could never fit, even in an empty queue, is refused as too large, not as full.
-    // UTF-8 takes at most 3 bytes per UTF-16 unit, so only an event near the quota is measured.
+    // UTF-8 takes at most 3 bytes per UTF-16 unit, so only an event near a limit is measured.
     const units = event.data.length + (event.metadata?.length ?? 0);
-    const size = units * 3 <= this.opts.maxBytesPerAddress ? 0 : Buffer.byteLength(event.data) + (event.metadata === null ? 0 : Buffer.byteLength(event.metadata));
+    const near = units * 3 > Math.min(this.opts.maxEventBytes, this.opts.maxBytesPerAddress);
+    const jsonBytes = near ? Buffer.byteLength(event.data) + (event.metadata === null ? 0 : Buffer.byteLength(event.metadata)) : 0;
+    // Bounded events are what lets every read path keep its byte budget (decisions.md §20).
+    if (jsonBytes > this.opts.maxEventBytes) {
+      throw new ApiError('payload_too_large', `This event's JSON would take ${jsonBytes} bytes stored, more than MAX_EVENT_BYTES (${this.opts.maxEventBytes}): ` +
+        'send less (for a captured request: fewer or shorter headers, query parameters or form fields; large bodies are stored beside the event by themselves).');
+    }
+    const size = jsonBytes + blobBytes(event.blobs);
     if (size > this.opts.maxBytesPerAddress) {
       throw new ApiError('payload_too_large', `This event would take ${size} bytes stored, more than one address holds (MAX_BYTES_PER_ADDRESS = ${this.opts.maxBytesPerAddress}): send less.`);
     }
@@ -281,7 +292,7 @@ export class ReturnAddressService {
     if (read === undefined) {
       read = new Promise<void>((start) => queueMicrotask(start)).then(() => {
         this.pendingStreamReads.delete(key);
-        return this.readPage(addressId, cursor, 100, STREAM_PAGE_BYTES);
+        return this.readPage(addressId, cursor, 100, Math.max(STREAM_PAGE_BYTES, this.opts.maxEventBytes));
       });
       this.pendingStreamReads.set(key, read);
     }
@@ -309,6 +320,14 @@ export class ReturnAddressService {
     }
   }
 
+  /** Bytes stored beside an event of this address (decisions.md §20); 404 when there are none of that name. */
+  async openBlob(address: AddressRecord, eventId: string, name: BlobName): Promise<StoredBlob> {
+    if (!EVENT_ID_RE.test(eventId)) throw notFound('Event');
+    const blob = await this.store.openBlob(address.id, eventId, name);
+    if (!blob) throw notFound(name === 'raw' ? 'Raw bytes of this event' : 'Stored attachment of this event');
+    return blob;
+  }
+
   /** Endpoint 5: idempotent; a second ack returns the first acknowledged_at. */
   async ackEvent(address: AddressRecord, eventId: string): Promise<EventRecord> {
     if (!EVENT_ID_RE.test(eventId)) throw notFound('Event');
@@ -330,7 +349,8 @@ export class ReturnAddressService {
   }
 
   private async readPage(addressId: string, after: number, limit: number, maxBytes = this.opts.maxPageBytes): Promise<Page> {
-    const page = await this.store.listEvents(addressId, after, limit, Math.min(maxBytes, this.opts.maxPageBytes));
+    // Never below MAX_EVENT_BYTES: then every event fits in a page, and no page needs an exception for a large first event.
+    const page = await this.store.listEvents(addressId, after, limit, Math.max(this.opts.maxEventBytes, Math.min(maxBytes, this.opts.maxPageBytes)));
     if (!page) throw notFound('Address');
     const last = page.events.at(-1);
     return { events: page.events, nextCursor: last ? last.sequence : after, hasMore: page.hasMore };
@@ -343,6 +363,11 @@ export class ReturnAddressService {
 
   private isPastGrace(a: AddressRecord): boolean {
     return this.now() >= a.expiresAt + this.opts.expiredGraceSeconds * 1000;
+  }
+
+  /** Another room appended to the address through the store (an approval's step, approvals/): wake its readers. */
+  addressChanged(addressId: string): void {
+    this.changed(addressId);
   }
 
   /**

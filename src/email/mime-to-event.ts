@@ -15,6 +15,21 @@
 // - `raw_size` is the size in bytes of the message as received (after SMTP dot-unstuffing).
 // - `parse_error` is null, or says why the MIME structure could not be decoded; the event then holds
 //   what could be read: the top-level headers, and the undecoded body as `text`.
+// - Bounded size (decisions.md §20, blobs/event-blob.ts): an attachment larger than
+//   `inlineAttachmentBytes` is stored beside the event, and its entry carries `sha256` and `url`
+//   instead of `content_base64`; when the message still would not fit in `maxEventBytes`, the
+//   remaining attachments follow, largest first, then `text`/`html` become null and the whole message
+//   is stored beside the event as `raw` ({size, sha256, content_type: "message/rfc822", url}), with
+//   `parse_error` saying so. A message that could not be parsed is always kept as `raw` too. `raw`
+//   is null otherwise.
+//
+// Blob API (what the pure step returns and how the service stores it): `parseEmail(raw, limits)`
+// returns `{ data, blobs }` (structured-clonable, so it can run in a worker): `data` with every url
+// still empty (""), and `blobs` the bytes to store, each named `raw` or `attachments/{n}` with its
+// content type and sha256. For each recipient the SMTP listener allocates an event id, renders
+// `emailDataJson(parsed, name => blobUrl(base, addressId, eventId, name))` and delivers
+// `{ id, dataJson, blobs }` through ReturnAddressService.deliver, which stores the blobs in the
+// event's own transaction (and only when the event is new).
 // - `extracted` = {otp_codes, links, reply_text}, read from subject, text and html (extraction.ts).
 // - `authentication` = {spf, dkim, dmarc, summary} is filled by the SMTP listener, which knows the
 //   connection (sender-authentication.ts); this pure step leaves it null.
@@ -25,7 +40,9 @@ import { emailDedupeKey } from '../domain/dedupe-key.js';
 import { createHash } from 'node:crypto';
 import PostalMime, { addressParser, decodeWords, type Address, type Email } from 'postal-mime';
 import type { EventInput } from '../domain/model.js';
+import type { BlobInput, BlobName } from '../blobs/event-blob.js';
 import { type ExtractedContent, extractContent } from './extraction.js';
+import { MAX_ADDRESSES, MAX_MIME_DEPTH, messageShape, structureProblem } from './message-limits.js';
 import type { SenderAuthentication } from './sender-authentication.js';
 
 export const EMAIL_EVENT_TYPE = 'email.received';
@@ -43,7 +60,35 @@ export interface EmailAttachment {
   content_type: string;
   /** Decoded size in bytes. */
   size: number;
-  content_base64: string;
+  /** The bytes, when inline; absent when they are stored beside the event (then `sha256` and `url`). */
+  content_base64?: string;
+  sha256?: string;
+  url?: string;
+}
+
+/** The raw message stored beside the event: when it could not be parsed, or its text did not fit inline. */
+export interface EmailRaw {
+  size: number;
+  sha256: string;
+  content_type: 'message/rfc822';
+  url: string;
+}
+
+/** The bounds the pure step keeps an event within (decisions.md §20). */
+export interface EmailLimits {
+  /** An attachment larger than this many bytes is stored beside the event. */
+  inlineAttachmentBytes: number;
+  /** MAX_EVENT_BYTES: what `data`'s JSON must stay within (with room for metadata). */
+  maxEventBytes: number;
+}
+
+/** No bounds: every attachment inline (the shape before decisions.md §20; tests and tools). */
+export const UNBOUNDED_EMAIL: EmailLimits = { inlineAttachmentBytes: Number.POSITIVE_INFINITY, maxEventBytes: Number.POSITIVE_INFINITY };
+
+/** The pure step's result: the message as data (urls empty) and the bytes to store beside it. */
+export interface ParsedEmail {
+  data: EmailData;
+  blobs: BlobInput[];
 }
 
 export interface EmailData {
@@ -61,6 +106,8 @@ export interface EmailData {
   attachments: EmailAttachment[];
   raw_size: number;
   parse_error: string | null;
+  /** The whole message, stored beside the event (see EmailRaw); null when the event holds it all. */
+  raw: EmailRaw | null;
   extracted: ExtractedContent;
   /** Null only before the SMTP listener has checked the message. */
   authentication: SenderAuthentication | null;
@@ -89,28 +136,102 @@ interface HeaderField {
   value: string;
 }
 
-/** Parses a message once; `emailEventInput` then makes the event of each recipient from it. */
+/** Parses a message once, every attachment inline; `emailEventInput` then makes the event of each recipient from it. */
 export async function parseEmailMessage(raw: Uint8Array): Promise<EmailData> {
-  const data = await decodeMessage(raw);
-  data.extracted = extractContent(data);
-  return data;
+  return (await parseEmail(raw, UNBOUNDED_EMAIL)).data;
 }
 
-async function decodeMessage(raw: Uint8Array): Promise<EmailData> {
+/** Parses a message once, within `limits`: the data (urls empty) and the bytes to store beside it. */
+export async function parseEmail(raw: Uint8Array, limits: EmailLimits): Promise<ParsedEmail> {
+  const { data, attachmentBytes } = await decodeMessage(raw);
+  data.extracted = extractContent(data);
+  return withinLimits(raw, data, attachmentBytes, limits);
+}
+
+/**
+ * What is known of a message that was not parsed (the parser passed its time or memory budget,
+ * mail-parse-pool.ts): the top-level headers, the undecoded body as `text` (or beside the event as
+ * `raw`), and why. Bounded: one split and one header pass; address headers holding more than
+ * MAX_ADDRESSES mailboxes are not parsed (their raw values stay in `headers`); no extraction runs.
+ */
+export function unparsedEmail(raw: Uint8Array, parseError: string, limits: EmailLimits): ParsedEmail {
+  return withinLimits(raw, fromUnparsedMessage(raw, parseError, messageShape(raw).addresses <= MAX_ADDRESSES), [], limits);
+}
+
+/** The decoded message kept within `limits`: the largest parts, then the text, go beside the event. */
+function withinLimits(raw: Uint8Array, data: EmailData, attachmentBytes: Buffer[], limits: EmailLimits): ParsedEmail {
+  const blobs: BlobInput[] = [];
+  const aside = (i: number) => {
+    const bytes = attachmentBytes[i]!;
+    const a = data.attachments[i]!;
+    const sha256 = sha256Hex(bytes);
+    data.attachments[i] = { filename: a.filename, content_type: a.content_type, size: a.size, sha256, url: '' };
+    blobs.push({ name: `attachments/${i}`, contentType: a.content_type, bytes, sha256 });
+  };
+  data.attachments.forEach((a, i) => {
+    if (a.size > limits.inlineAttachmentBytes) aside(i);
+  });
+  // Metadata (envelope) and the urls still to be filled in take a little room of their own.
+  const budget = limits.maxEventBytes - Math.min(EVENT_ROOM_BYTES, limits.maxEventBytes / 8) - 256 * data.attachments.length;
+  if (Number.isFinite(budget) && jsonBytes(data) > budget) {
+    const inline = data.attachments.map((a, i) => ({ a, i })).filter(({ a }) => a.content_base64 !== undefined).sort((x, y) => y.a.size - x.a.size);
+    for (const { i } of inline) {
+      aside(i);
+      if (jsonBytes(data) <= budget) break;
+    }
+    if (jsonBytes(data) > budget) {
+      data.text = null;
+      data.html = null;
+      data.parse_error ??= `the message's text does not fit in an event (MAX_EVENT_BYTES = ${limits.maxEventBytes}): it is at raw.url`;
+    }
+  }
+  if (data.parse_error !== null && Number.isFinite(limits.maxEventBytes)) {
+    const bytes = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+    const sha256 = sha256Hex(bytes);
+    data.raw = { size: raw.byteLength, sha256, content_type: 'message/rfc822', url: '' };
+    blobs.push({ name: 'raw', contentType: 'message/rfc822', bytes: raw, sha256 });
+  }
+  return { data, blobs };
+}
+
+/** `data` of one recipient's event, as JSON text: the parsed message with its blobs' urls for that event. */
+export function emailDataJson(parsed: ParsedEmail, urlFor: (name: BlobName) => string): string {
+  if (parsed.blobs.length === 0) return JSON.stringify(parsed.data);
+  const d = parsed.data;
+  return JSON.stringify({
+    ...d,
+    attachments: d.attachments.map((a, i) => (a.url === undefined ? a : { ...a, url: urlFor(`attachments/${i}`) })),
+    raw: d.raw === null ? null : { ...d.raw, url: urlFor('raw') },
+  });
+}
+
+/** Room kept in MAX_EVENT_BYTES for the metadata and the urls filled in per recipient. */
+const EVENT_ROOM_BYTES = 16 * 1024;
+const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
+const sha256Hex = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+async function decodeMessage(raw: Uint8Array): Promise<{ data: EmailData; attachmentBytes: Buffer[] }> {
+  // Counted before any library sees the bytes (message-limits.ts): a structure past a cap is never decoded.
+  const shape = messageShape(raw);
+  const problem = structureProblem(shape);
+  if (problem !== null) return { data: fromUnparsedMessage(raw, problem, shape.addresses <= MAX_ADDRESSES), attachmentBytes: [] };
   let parsed: Email;
   try {
-    parsed = await PostalMime.parse(withUtf8HeaderBlock(raw), { attachmentEncoding: 'arraybuffer' });
+    parsed = await PostalMime.parse(withUtf8HeaderBlock(raw), { attachmentEncoding: 'arraybuffer', maxNestingDepth: MAX_MIME_DEPTH });
   } catch (err) {
     // postal-mime gives up on pathological structure (nesting, header size limits): keep what a
     // plain split of the header block and the body can read.
-    return fromUnparsedMessage(raw, `MIME structure could not be decoded: ${errorMessage(err)}`);
+    return { data: fromUnparsedMessage(raw, `MIME structure could not be decoded: ${errorMessage(err)}`), attachmentBytes: [] };
   }
   const data = fromHeaders(parsed.headers, raw.byteLength);
   data.text = parsed.text ?? null;
   data.html = parsed.html ?? null;
-  data.attachments = parsed.attachments.map((a) => {
+  const attachmentBytes = parsed.attachments.map((a) => {
     const c = a.content;
-    const bytes = typeof c === 'string' ? Buffer.from(c, 'utf8') : c instanceof ArrayBuffer ? Buffer.from(c) : Buffer.from(c.buffer, c.byteOffset, c.byteLength);
+    return typeof c === 'string' ? Buffer.from(c, 'utf8') : c instanceof ArrayBuffer ? Buffer.from(c) : Buffer.from(c.buffer, c.byteOffset, c.byteLength);
+  });
+  data.attachments = parsed.attachments.map((a, i) => {
+    const bytes = attachmentBytes[i]!;
     return { filename: a.filename, content_type: a.mimeType, size: bytes.byteLength, content_base64: bytes.toString('base64') };
   });
   if (data.text === null && data.html === null && data.attachments.length === 0) {
@@ -122,7 +243,7 @@ async function decodeMessage(raw: Uint8Array): Promise<EmailData> {
       data.parse_error = 'no MIME part could be decoded; text holds the undecoded body';
     }
   }
-  return data;
+  return { data, attachmentBytes };
 }
 
 /** The event of one recipient's copy, from a parsed message. */
@@ -150,8 +271,9 @@ export function dedupeKeyFor(messageId: string): string {
   return usable ? messageId : `sha256:${createHash('sha256').update(messageId, 'utf8').digest('hex')}`;
 }
 
-/** The header-derived fields; body fields start empty. */
-function fromHeaders(fields: readonly HeaderField[], rawSize: number): EmailData {
+/** The header-derived fields; body fields start empty. Without `parseAddresses`, from/to/cc stay empty. */
+function fromHeaders(fields: readonly HeaderField[], rawSize: number, parseAddresses = true): EmailData {
+  const mailboxes = parseAddresses ? mailboxesOf : () => [];
   const first = (key: string) => fields.find((f) => f.key === key)?.value;
   const all = (key: string) => fields.filter((f) => f.key === key).map((f) => f.value);
   const subject = first('subject');
@@ -171,14 +293,15 @@ function fromHeaders(fields: readonly HeaderField[], rawSize: number): EmailData
     attachments: [],
     raw_size: rawSize,
     parse_error: null,
+    raw: null,
     extracted: { otp_codes: [], links: [], reply_text: null },
     authentication: null,
   };
 }
 
-function fromUnparsedMessage(raw: Uint8Array, parseError: string): EmailData {
+function fromUnparsedMessage(raw: Uint8Array, parseError: string, parseAddresses = true): EmailData {
   const { head, body } = splitMessage(withUtf8HeaderBlock(raw));
-  const data = fromHeaders(parseHeaderBlock(head), raw.byteLength);
+  const data = fromHeaders(parseHeaderBlock(head), raw.byteLength, parseAddresses);
   data.text = /\S/.test(body) ? body : null;
   data.parse_error = parseError;
   return data;
@@ -232,7 +355,7 @@ function headerMap(fields: readonly HeaderField[]): Record<string, string> {
   return Object.fromEntries(joined);
 }
 
-function mailboxes(values: readonly string[]): EmailMailbox[] {
+function mailboxesOf(values: readonly string[]): EmailMailbox[] {
   const out: EmailMailbox[] = [];
   for (const value of values) {
     if (value.trim() === '') continue;

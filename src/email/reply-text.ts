@@ -37,13 +37,23 @@ export function replyText(text: string): string | null {
   for (let i = 0; i < lines.length; i++) {
     const line = (lines[i] ?? '').slice(0, MAX_LINE).trim();
     if (isQuoteStart(lines, i)) break;
-    if (hasContent && (SIGNATURE_RE.test((lines[i] ?? '').replace(/\s+$/, ' ').trimStart()) || MOBILE_FOOTER_RE.test(line))) break;
+    if (hasContent && (SIGNATURE_RE.test(signatureCandidate(lines[i] ?? '')) || MOBILE_FOOTER_RE.test(line))) break;
     if (line.startsWith('>')) continue;
     kept.push(line);
     if (line !== '') hasContent = true;
   }
   const result = kept.join('\n').replace(/\n{3,}/g, '\n\n').trim();
   return result === '' ? null : result;
+}
+
+/**
+ * A line as the signature test reads it: trailing white space folded to one space ("-- " stays the
+ * delimiter), leading white space dropped. trimEnd, not /\s+$/: V8 retries that regex from every
+ * white-space character of a run, so a 250 KB line of spaces ending in a letter took a minute.
+ */
+function signatureCandidate(line: string): string {
+  const trimmed = line.trimEnd();
+  return (trimmed.length < line.length ? `${trimmed} ` : trimmed).trimStart();
 }
 
 /** The reply text of an HTML body: the quoted part (Gmail, Outlook, blockquote) cut before converting. */

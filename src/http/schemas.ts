@@ -135,7 +135,7 @@ export const EventsQuery = Type.Object({
   wait: Type.Optional(Type.Integer({ minimum: 0, maximum: 25, default: 0, description: 'Long-poll: seconds to hold the request while nothing is after the cursor. Returns within milliseconds of an event.' })),
 }, { additionalProperties: false, description: 'Only after, limit and wait: any other query parameter is 400 invalid_request naming it.' });
 
-const AddressIdParam = Type.String({ description: 'Address id (addr_…).' });
+export const AddressIdParam = Type.String({ description: 'Address id (addr_…).' });
 export const AddressParams = Type.Object({ addressId: AddressIdParam });
 export const EventParams = Type.Object({ addressId: AddressIdParam, eventId: Type.String({ description: 'Event id (evt_…).' }) });
 export const InboxParams = Type.Object({
@@ -193,6 +193,7 @@ export const DOCUMENT_TAGS = [
   { name: 'events', description: 'The ordered, durable queue of an address: read with a cursor and long-polling, acknowledge.' },
   { name: 'inbox', description: 'Write-only delivery of an event by whoever must call back, with the secret in the URL.' },
   { name: 'capture', description: 'The capture URL: any request from any sender (GitHub, Stripe, Slack, OAuth redirects) stored as it came, and the secrets that check their signatures.' },
+  { name: 'approvals', description: 'Ask a person: a page with one button per option, whose answer arrives as an event (approval.decided) in the queue.' },
   { name: 'mcp', description: 'The same queue as a Model Context Protocol server (Streamable HTTP, stateless).' },
   { name: 'documents', description: 'This description and the plain-text guides for agents.' },
   { name: 'inspect', description: 'A live page for a person to watch a queue.' },

@@ -9,6 +9,7 @@
 // batch, `id: null`) is answered as JSON-RPC says: 400 with an Invalid Request error (-32600, id null),
 // and a tools/call whose params the SDK would refuse with a raw validation dump (-32603) gets
 // Invalid params (-32602) naming the field.
+import { approvalServiceOf } from '../approvals/approval-service.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ApiError, internalErrorBody } from '../domain/errors.js';
@@ -119,7 +120,9 @@ function acceptsStreamableHttp(accept: string | undefined): boolean {
   return accept?.includes('application/json') === true && accept.includes('text/event-stream');
 }
 
-export const mcpRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
+export const mcpRoutes = (deps: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
+  const { config, service } = deps;
+  const approvals = approvalServiceOf(deps);
   app.post('/api/v1/addresses/:addressId/mcp', {
     onRequest: requireReadToken(service),
     schema: {
@@ -128,7 +131,8 @@ export const mcpRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypeb
       description: 'The Model Context Protocol over Streamable HTTP, stateless (no Mcp-Session-Id; any instance answers any call), ' +
         'with the same bearer read token, scoped to this one address. Tools: get_address {} -> {address}; ' +
         'list_events {after=0, limit=50 (1-100), wait=0 (0-25 s)} -> {events, next_cursor, has_more}; ack_event {event_id} -> {event}; ' +
-        'wait_for_event {after=0, timeout=25 (0-25 s), type?} -> {event | null, next_cursor}. Results are the same JSON as the HTTP API, ' +
+        'wait_for_event {after=0, timeout=25 (0-25 s), type?} -> {event | null, next_cursor}; request_approval {question, details?, options?, fields?, ' +
+        'expires_in_seconds?, max_responses?} -> {approval} (with its url); get_approval {approval_id} -> {approval}. Results are the same JSON as the HTTP API, ' +
         'as structuredContent and as JSON text. Send Accept: application/json, text/event-stream; answers are application/json. ' +
         'GET and DELETE answer 405 (no server-initiated stream, no session to end).',
       tags: ['mcp'],
@@ -176,7 +180,7 @@ export const mcpRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypeb
 
     // Ends long waits when the client goes away; the response finishing fires it too, harmlessly.
     const gone = new AbortController();
-    const server = buildMcpServer({ service, address, emailDomain: config.emailDomain, signal: gone.signal, log: request.log });
+    const server = buildMcpServer({ service, address, emailDomain: config.emailDomain, signal: gone.signal, log: request.log, approvals });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.raw.once('close', () => {
       gone.abort();

@@ -19,6 +19,8 @@ import type { AddressRecord } from '../domain/model.js';
 import { addressView, eventJson, eventPageJson } from '../domain/representation.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { EventsQuery } from '../http/schemas.js';
+import type { ApprovalService } from '../approvals/approval-service.js';
+import { registerApprovalTools } from './approval-tools.js';
 
 interface Range { minimum: number; maximum: number; default: number }
 
@@ -123,6 +125,8 @@ export interface ToolContext {
   /** Aborts when the HTTP client goes away: long waits end then. */
   signal: AbortSignal;
   log: FastifyBaseLogger;
+  /** request_approval and get_approval (approval-tools.ts). */
+  approvals?: ApprovalService;
 }
 
 /**
@@ -194,6 +198,8 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     const r = await service.waitForEvent(address, args.after, args.timeout, { type: args.type, match: args.match }, signal);
     return `{"event":${r.event ? eventJson(r.event) : 'null'},"next_cursor":${r.nextCursor}}`;
   }));
+
+  registerApprovalTools(server, address, ctx.approvals, run);
 
   // registerTool advertises tools.listChanged: true; this server is stateless (one per request) and
   // its tools never change, so it never sends notifications/tools/list_changed.

@@ -67,7 +67,8 @@ export const toEvent = (r: EventRow): EventRecord => ({
 /**
  * One page of an address's events bounded by count and by bytes, as SQL both backends run: the
  * next `limit + 1` events after the cursor, cut before the event that would take the running total
- * of stored JSON bytes past the budget (the first event always stays). `fetched` tells whether
+ * of stored JSON bytes past the budget. The budget is never below MAX_EVENT_BYTES (the service's
+ * readPage), so the first event always fits: no page needs an exception for a large event. `fetched` tells whether
  * anything was left out. `bytes` is the caller's expression for one row's size in its dialect.
  * Placeholders are the caller's: `{after}`, `{below}`, `{limit}`, `{budget}`, `{address}`.
  */
@@ -81,7 +82,7 @@ export function boundedPageSql(bytes: string, p: { address: string; after: strin
         ORDER BY sequence LIMIT ${p.limit}
       ) AS next_events
     ) AS counted
-    WHERE rn = 1 OR running <= ${p.budget}
+    WHERE running <= ${p.budget}
     ORDER BY sequence`;
 }
 

@@ -2,7 +2,7 @@
 // service, checking stdout JSON, stderr messages, exit codes and the saved file.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -107,6 +107,22 @@ describe('return-address CLI', () => {
     const gone = await cli(['get', '--save', file], env);
     assert.equal(gone.code, 1);
     assert.match(gone.stderr, /not_found/);
+  });
+
+  it('create --save writes through an unpredictable temporary name created exclusively: a planted pid-named symlink is not followed', async () => {
+    // Issue 27: the temporary file was `${file}.${pid}.tmp`, opened without O_EXCL, so another local
+    // user could plant a symlink there and receive the read token in a file of their choosing.
+    const file = join(dir, 'planted.json');
+    const victim = join(dir, 'victim.txt');
+    writeFileSync(victim, 'untouched');
+    const run = cli(['create', '--save', file], env);
+    symlinkSync(victim, `${file}.${run.proc.pid}.tmp`);
+    const created = await run;
+    assert.equal(created.code, 0, created.stderr);
+    assert.equal(readFileSync(victim, 'utf8'), 'untouched', 'the symlink target was not written');
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    assert.equal(JSON.parse(readFileSync(file, 'utf8')).address.id, created.json.address.id);
+    assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('planted.json.') && f !== `planted.json.${run.proc.pid}.tmp`), [], 'no temporary file is left behind');
   });
 
   it('wait returns when an event arrives during the wait; --url beats RETURN_ADDRESS_URL', async () => {

@@ -81,8 +81,40 @@ assert r.returncode == 0 and json.loads(r.stdout)["acknowledged_at"], r.stderr
 assert json.load(open(path))["cursor"] == 1
 r = subprocess.run([sys.executable, module, "wait", "--save", path, "--timeout", "1"], env=env, capture_output=True, text=True)
 assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout)
+r = subprocess.run([sys.executable, module, "ask", "--save", path, "Nobody answers?", "--option", "go=Go", "--option", "stop=Stop",
+                    "--field", "why!:select:Why:a|b", "--timeout", "1"], env=env, capture_output=True, text=True)
+assert r.returncode == 2 and "/approve/apr_" in r.stderr and r.stdout == "", (r.returncode, r.stderr)
 r = subprocess.run([sys.executable, module, "delete", "--save", path], env=env, capture_output=True, text=True)
 assert r.returncode == 0 and json.loads(r.stdout)["deleted"] == saved["address"]["id"]
+
+# ---- ask(): the person answers on the page's URL (here: the page's form POST); the decided event comes back ----
+import urllib.request as _ur
+
+
+def answer(option, fields=None):
+    def on_url(link, approval):
+        assert approval["status"] == "pending" and link.startswith(url + "/approve/" + approval["id"] + "/")
+        def post():
+            time.sleep(0.3)
+            body = "option=" + option + "".join("&field.%s=%s" % kv for kv in (fields or {}).items())
+            _ur.urlopen(_ur.Request(link, data=body.encode(), method="POST",
+                                    headers={"Content-Type": "application/x-www-form-urlencoded"}), timeout=10).read()
+        threading.Thread(target=post).start()
+    return on_url
+
+
+ev = ra.ask("Approve the purchase?", fields=[{"name": "note", "label": "Note", "type": "text"}], on_url=answer("approve", {"note": "ok"}), timeout=20)
+assert ev and ev["type"] == "approval.decided" and ev["data"]["option"] == "approve" and ev["data"]["fields"] == {"note": "ok"}, ev
+got = ra.get_approval(ev["data"]["approval_id"])
+assert got["status"] == "decided" and got["answers"][0]["option"] == "approve", got
+pending = ra.create_approval("Cancel me")
+assert ra.cancel_approval(pending["id"])["status"] == "cancelled"
+assert ra.ask("Nobody?", on_url=lambda u, a: None, timeout=1) is None
+try:
+    ra.create_approval("q", options=[{"id": "a", "label": "A"}])
+    raise AssertionError("one option accepted")
+except ReturnAddressError as err:
+    assert err.status == 400 and "options" in err.message, err
 
 ra.delete()
 try:
@@ -90,4 +122,57 @@ try:
     raise AssertionError("deleted address still readable")
 except ReturnAddressError as err:
     assert err.status == 404
+# The save file goes through an unpredictable name created exclusively: a planted pid-named
+# symlink is not followed (issue 27).
+import return_address as _ra  # noqa: E402
+work = tempfile.mkdtemp()
+victim = os.path.join(work, "victim.txt")
+with open(victim, "w") as f:
+    f.write("untouched")
+target = os.path.join(work, "saved.json")
+os.symlink(victim, "%s.%d.tmp" % (target, os.getpid()))
+_ra._save(target, {"credentials": {"read_token": "aa_read_x"}, "cursor": 0})
+assert open(victim).read() == "untouched", "the symlink target was not written"
+assert os.stat(target).st_mode & 0o777 == 0o600
+assert json.load(open(target))["cursor"] == 0
+assert sorted(os.listdir(work)) == sorted(["victim.txt", "saved.json", "saved.json.%d.tmp" % os.getpid()]), os.listdir(work)
+
+# Authorization is not sent on a redirect to another origin (as browsers and requests do), and is
+# kept on a redirect within the same origin.
+import http.server  # noqa: E402
+seen = {}
+class Other(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        seen[self.path] = self.headers.get("Authorization")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b"{}")
+    def log_message(self, *a):
+        pass
+other = http.server.HTTPServer(("127.0.0.1", 0), Other)
+class First(Other):
+    def do_GET(self):
+        seen[self.path] = self.headers.get("Authorization")
+        if self.path == "/cross":
+            self.send_response(302)
+            self.send_header("Location", "http://127.0.0.1:%d/landed" % other.server_port)
+            self.end_headers()
+        elif self.path == "/same":
+            self.send_response(302)
+            self.send_header("Location", "/same-landed")
+            self.end_headers()
+        else:
+            Other.do_GET(self)
+first = http.server.HTTPServer(("127.0.0.1", 0), First)
+for srv in (first, other):
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+_ra._request("GET", "http://127.0.0.1:%d/cross" % first.server_port, token="aa_read_secret")
+assert seen["/cross"] == "Bearer aa_read_secret"
+assert seen["/landed"] is None, "the token went to another origin: %r" % seen["/landed"]
+_ra._request("GET", "http://127.0.0.1:%d/same" % first.server_port, token="aa_read_secret")
+assert seen["/same-landed"] == "Bearer aa_read_secret"
+first.shutdown()
+other.shutdown()
+
 print("python client: all checks passed")

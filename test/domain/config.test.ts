@@ -54,4 +54,13 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2);
     assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.5,::1' }).trustProxy, ['10.0.0.0/8', '192.168.1.5', '::1']);
   });
+
+  it('untrusted-parsing settings (issue 27): defaults, ranges, and an in-flight budget that holds one largest capture', () => {
+    const c = loadConfig({});
+    assert.deepEqual([c.mailParseWorkers, c.mailParseTimeoutMs, c.mailParseMaxHeapMb, c.maxInflightCaptureBytes, c.ipv6PrefixBits, c.socketTimeoutMs], [2, 10_000, 256, 128 * 1024 * 1024, 64, 55_000]);
+    assert.equal(loadConfig({ MAX_CAPTURE_BYTES: String(200 * 1024 * 1024) }).maxInflightCaptureBytes, 200 * 1024 * 1024, 'the default grows with MAX_CAPTURE_BYTES');
+    assert.throws(() => loadConfig({ MAX_INFLIGHT_CAPTURE_BYTES: '1024' }), (e: unknown) => e instanceof ConfigError && e.variable === 'MAX_INFLIGHT_CAPTURE_BYTES' && /MAX_CAPTURE_BYTES/.test(e.message));
+    assert.throws(() => loadConfig({ IPV6_PREFIX_BITS: '129' }), (e: unknown) => e instanceof ConfigError && e.variable === 'IPV6_PREFIX_BITS');
+    assert.throws(() => loadConfig({ MAIL_PARSE_WORKERS: '0' }), (e: unknown) => e instanceof ConfigError && e.variable === 'MAIL_PARSE_WORKERS');
+  });
 });

@@ -42,6 +42,7 @@ describe('mimeToEvent', () => {
       date: '2024-10-01T10:00:00.000Z',
       raw_size: raw.byteLength,
       parse_error: null,
+      raw: null,
       extracted: { otp_codes: [], links: [], reply_text: 'Build 42 passed. Grüße' },
       authentication: null,
     });
@@ -55,11 +56,11 @@ describe('mimeToEvent', () => {
     const [bin, csv] = attachments;
     assert.deepEqual({ ...bin, content_base64: undefined }, { filename: 'report.bin', content_type: 'application/octet-stream', size: 512, content_base64: undefined });
     const expected = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from(Array.from({ length: 256 }, (_, i) => i))]);
-    assert.ok(Buffer.from(bin!.content_base64, 'base64').equals(expected), 'binary attachment bytes survive exactly');
+    assert.ok(Buffer.from(bin!.content_base64!, 'base64').equals(expected), 'binary attachment bytes survive exactly');
     assert.equal(csv!.filename, 'résumé.csv', 'RFC 2231 file name is decoded');
     assert.equal(csv!.content_type, 'text/csv');
     // A text part without a transfer encoding comes with the parser's LF line ends.
-    assert.equal(Buffer.from(csv!.content_base64, 'base64').toString('utf8'), 'a,b\n1,2\n');
+    assert.equal(Buffer.from(csv!.content_base64!, 'base64').toString('utf8'), 'a,b\n1,2\n');
     assert.equal(csv!.size, 8);
   });
 
@@ -107,7 +108,7 @@ describe('mimeToEvent', () => {
     assert.equal('dedupe_key' in ev, false);
     assert.deepEqual({ ...ev.data, headers: undefined, raw_size: undefined }, {
       from: null, to: [], cc: [], subject: '', text: null, html: '<p>only html</p>\n', message_id: null, in_reply_to: null,
-      references: [], date: null, headers: undefined, attachments: [], raw_size: undefined, parse_error: null,
+      references: [], date: null, headers: undefined, attachments: [], raw_size: undefined, parse_error: null, raw: null,
       extracted: { otp_codes: [], links: [], reply_text: 'only html' }, authentication: null,
     });
     assert.equal(ev.metadata.tag, undefined);
@@ -117,7 +118,7 @@ describe('mimeToEvent', () => {
     const ev = await mimeToEvent(new Uint8Array(0), { mailFrom: '', rcptTo: 'x@y', remoteIp: '::1' });
     assert.deepEqual(ev.data, {
       from: null, to: [], cc: [], subject: null, text: null, html: null, message_id: null, in_reply_to: null,
-      references: [], date: null, headers: {}, attachments: [], raw_size: 0, parse_error: null,
+      references: [], date: null, headers: {}, attachments: [], raw_size: 0, parse_error: null, raw: null,
       extracted: { otp_codes: [], links: [], reply_text: null }, authentication: null,
     });
     assert.equal(ev.metadata.smtp_mail_from, '', 'the null sender <> is the empty string');

@@ -106,6 +106,7 @@ describe('published documents', () => {
       [`${svc.baseUrl}/api/v1/addresses`]: '/api/v1/addresses',
       '"$INBOX_URL"': '/api/v1/inbox/addr_x/aa_ingress_x',
       '"$MCP_URL"': '/api/v1/addresses/addr_x/mcp',
+      '"$APPROVALS_URL"': '/api/v1/addresses/addr_x/approvals',
     };
     let checked = 0;
     for (const text of [full, short]) {

@@ -30,8 +30,18 @@ describe('log redaction', () => {
       assert.ok(!out.includes(SECRET.slice(11)) && !out.includes(TOKEN.slice(8)), `${u} -> ${out}`);
     }
     assert.equal(redactUrl('/api/v1/addresses/addr_x/events?after=3'), '/api/v1/addresses/addr_x/events?after=3');
+    // An approval page's secret (decisions.md §15), however spelt, and one that lost its prefix.
+    const APPROVE = 'aa_approve_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-abcdefg';
+    for (const u of [`/approve/apr_x/${APPROVE}`, `/APPROVE/apr_x/${APPROVE.slice(11)}`, `//approve//apr_x/${APPROVE.slice(11)}?a=1`, `/%61pprove/apr_x/${APPROVE.slice(11)}`, `/x?s=${APPROVE}`]) {
+      const out = redactUrl(u);
+      assert.ok(!out.includes(APPROVE.slice(11)), `${u} -> ${out}`);
+    }
+    assert.equal(redactUrl(`/approve/apr_x/${APPROVE}`), '/approve/apr_x/[REDACTED]');
     // The capture URL's query holds other services' credentials (an OAuth code): dropped whole.
     assert.equal(redactUrl(`/api/v1/hooks/addr_x/${SECRET}/oauth?code=4%2F0Aea&state=s`), '/api/v1/hooks/addr_x/[REDACTED]/oauth?[REDACTED]');
+    // Absolute-form targets (what a forward proxy sends, issue 27): the OAuth code was logged in clear.
+    assert.equal(redactUrl(`http://ra.example:3000/api/v1/hooks/addr_x/${SECRET}/oauth?code=4%2F0Aea&state=s`), 'http://ra.example:3000/api/v1/hooks/addr_x/[REDACTED]/oauth?[REDACTED]');
+    assert.equal(redactUrl(`HTTP://h//api/v1/HOOKS/addr_x/${SECRET}?code=c`), 'HTTP://h/api/v1/HOOKS/addr_x/[REDACTED]?[REDACTED]');
   });
 
   it('keeps them out of a real service log', async () => {

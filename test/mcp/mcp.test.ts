@@ -103,11 +103,11 @@ describe('MCP endpoint', () => {
     assert.equal(init.json.result.capabilities.tools.listChanged, false, init.text);
   });
 
-  it('lists the four tools with descriptions and input schemas carrying the HTTP ranges', async () => {
+  it('lists the tools with descriptions and input schemas carrying the HTTP ranges', async () => {
     const c = await session(await createAddress(base));
     const { tools } = await c.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-    assert.deepEqual(Object.keys(byName).sort(), ['ack_event', 'get_address', 'list_events', 'wait_for_event']);
+    assert.deepEqual(Object.keys(byName).sort(), ['ack_event', 'get_address', 'get_approval', 'list_events', 'request_approval', 'wait_for_event']);
     for (const t of tools) {
       assert.ok((t.description ?? '').length > 40, `${t.name} has a description an agent can act on`);
       assert.equal(t.inputSchema.type, 'object');

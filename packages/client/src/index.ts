@@ -16,6 +16,51 @@ export type EventPage = S.EventPage;
 export type EventDeliveryResponse = S.EventDeliveryResponse;
 export type ErrorBody = S.ErrorBody;
 
+/** An approval (POST …/approvals): url only in the answer to its creation. */
+export interface Approval {
+  id: string;
+  status: 'pending' | 'decided' | 'expired' | 'cancelled';
+  url?: string;
+  question: string;
+  details?: string;
+  options: { id: string; label: string }[];
+  fields: ApprovalFieldSpec[];
+  max_responses: number;
+  responses: number;
+  created_at: string;
+  expires_at: string;
+  closed_at?: string;
+  answers?: Record<string, unknown>[];
+}
+
+export interface ApprovalFieldSpec {
+  name: string;
+  label: string;
+  type: 'text' | 'textarea' | 'number' | 'boolean' | 'select';
+  required?: boolean;
+  choices?: string[];
+}
+
+export interface AskOptions {
+  details?: string;
+  /** Default approve/deny. */
+  options?: { id: string; label: string }[];
+  fields?: ApprovalFieldSpec[];
+  /** The approval's lifetime (expires_in_seconds); default the server's (a day, or the address's remaining lifetime). */
+  expiresIn?: number;
+  /** Seconds to wait for the answer; default the approval's lifetime. */
+  timeout?: number;
+  /** Called with the page's URL once the approval exists: send it to the person through your own channel. */
+  onUrl?: (url: string, approval: Approval) => void | Promise<void>;
+  signal?: AbortSignal;
+}
+
+export interface AskResult {
+  approval: Approval;
+  /** approval.decided (data.option, data.fields…), approval.expired or approval.cancelled; null when the timeout passed first. */
+  event: Event | null;
+}
+
 export const DEFAULT_URL = 'http://localhost:3000';
 /** The server holds a long-poll at most this long (EventsQuery.wait maximum). */
 const MAX_POLL_SECONDS = 25;
@@ -235,6 +280,43 @@ export class ReturnAddress {
   /** Deletes the address and all its events. */
   async delete(): Promise<void> {
     await request<null>(this.fetch, 'DELETE', this.base, { token: this.token });
+  }
+
+  /** Creates an approval (POST …/approvals); its `url` is shown only here. Not retried: a retry could create a second one. */
+  createApproval(body: { question: string; details?: string; options?: { id: string; label: string }[]; fields?: ApprovalFieldSpec[];
+    expires_in_seconds?: number; max_responses?: number }): Promise<Approval> {
+    return request<{ approval: Approval }>(this.fetch, 'POST', `${this.base}/approvals`, { token: this.token, json: body }).then((r) => r.approval);
+  }
+
+  /** An approval's status and answers. */
+  getApproval(approvalId: string): Promise<Approval> {
+    return request<{ approval: Approval }>(this.fetch, 'GET', `${this.base}/approvals/${encodeURIComponent(approvalId)}`, { token: this.token }).then((r) => r.approval);
+  }
+
+  /** Cancels a pending approval (approval.cancelled). */
+  cancelApproval(approvalId: string): Promise<Approval> {
+    return request<{ approval: Approval }>(this.fetch, 'DELETE', `${this.base}/approvals/${encodeURIComponent(approvalId)}`, { token: this.token }).then((r) => r.approval);
+  }
+
+  /**
+   * Asks a person: creates an approval, hands its URL to `onUrl` (send it through your own channel),
+   * then waits for the approval's first event (approval.decided, .expired or .cancelled, matched on
+   * data.approval_id) and returns it. The event stays unacknowledged: ack it once acted upon.
+   */
+  async ask(question: string, opts: AskOptions = {}): Promise<AskResult> {
+    const approval = await this.createApproval({
+      question,
+      ...(opts.details !== undefined ? { details: opts.details } : {}),
+      ...(opts.options !== undefined ? { options: opts.options } : {}),
+      ...(opts.fields !== undefined ? { fields: opts.fields } : {}),
+      ...(opts.expiresIn !== undefined ? { expires_in_seconds: opts.expiresIn } : {}),
+    });
+    await opts.onUrl?.(approval.url ?? '', approval);
+    const lifetime = Math.ceil((Date.parse(approval.expires_at) - Date.now()) / 1000);
+    // The expiry event comes within the server's sweep interval after expires_at: wait a minute past it.
+    const timeout = opts.timeout ?? lifetime + 60;
+    const { event } = await this.waitFor({ match: { 'data.approval_id': approval.id }, timeout, signal: opts.signal });
+    return { approval, event };
   }
 
   /** Runs a read, retrying transient failures with capped exponential backoff (and jitter) until `deadline`. */

@@ -1,6 +1,8 @@
 // One place that turns every failure into the documented error body (design.md, "Errors"):
 // thrown ApiErrors, Fastify's own errors (validation, body parsing, limits), unknown routes and
 // wrong methods, undecodable URLs and broken HTTP. 5xx details go to the log, never to the client.
+import { CaptureBudgetExceeded } from '../../capture/inflight-budget.js';
+import { isStoreUnavailable, unavailableError, type WriteHealth } from '../../storage/store-unavailable.js';
 import { HTTP_DEDUPE_KEY_PATTERN } from '../../domain/dedupe-key.js';
 import { STORABLE_TEXT } from '../schemas.js';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -66,6 +68,8 @@ function describeValidation(issue: AjvIssue | undefined, context: string | undef
 /** Maps any error reaching Fastify's handler to an ApiError; null means "internal". */
 export function toApiError(err: FastifyError | ApiError | Error, payloadLimit?: number, limitName = 'MAX_PAYLOAD_BYTES'): ApiError | null {
   if (err instanceof ApiError) return err;
+  // A store that cannot be reached or written: 503 with Retry-After, never 500 (decisions.md §20).
+  if (isStoreUnavailable(err)) return unavailableError(err);
   const fe = err as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
   if (fe.validation) return new ApiError('invalid_request', describeValidation(fe.validation[0], fe.validationContext), {}, { cause: err });
   switch (fe.code) {
@@ -231,13 +235,22 @@ function closeAfterDrainingBody(request: FastifyRequest, reply: FastifyReply, ma
   };
 }
 
+/** The app's record of store failures (decorated in app.ts), read by /readyz. */
+export function writeHealthOf(app: FastifyInstance): WriteHealth | undefined {
+  return (app as unknown as { writeHealth?: WriteHealth }).writeHealth;
+}
+
 /** Answers any error in the documented shape (a plugin with its own body limit sets its own, naming it). */
 export function errorHandler(opts: ErrorHandlingOptions) {
   return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const e = toApiError(err, opts.maxPayloadBytes, opts.payloadLimitName);
-    closeAfterDrainingBody(request, reply, opts.maxDiscardBytes);
+    // A capture refused for the in-flight budget is closed after its answer: draining its body would read what the budget refuses.
+    const overBudget = err instanceof CaptureBudgetExceeded;
+    closeAfterDrainingBody(request, reply, overBudget ? 0 : opts.maxDiscardBytes);
     if (e) {
-      if (e.status >= 500) request.log.error({ err }, 'request failed');
+      if (e.status >= 500 && !overBudget) request.log.error({ err }, 'request failed');
+      // /readyz stays not ok for a while after the store failed to write (health.ts); a full capture budget is not that.
+      if (e.code === 'unavailable' && !overBudget) writeHealthOf(request.server)?.failed();
       return sendApiError(reply, e);
     }
     request.log.error({ err }, 'unhandled error');

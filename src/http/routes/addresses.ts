@@ -1,3 +1,4 @@
+import { clientKey } from '../../domain/client-key.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { addressView } from '../../domain/representation.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
@@ -27,7 +28,8 @@ export const addressRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncT
       response: { 201: CreateAddressResponse, ...errorResponses(400, 413, 415, 429) },
     },
   }, async (request, reply) => {
-    const created = await service.createAddress(request.body ?? {}, request.ip);
+    // Keyed on the client's network (an IPv6 /64 by default), not its exact address: domain/client-key.ts.
+    const created = await service.createAddress(request.body ?? {}, clientKey(request.ip, config.ipv6PrefixBits));
     const id = created.address.id;
     return reply.code(201).send({
       address: addressView(created.address, config.emailDomain),

@@ -1,13 +1,30 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { errorBody } from '../../domain/errors.js';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../storage/store-unavailable.js';
+import { writeHealthOf } from '../plugins/error-handling.js';
 import type { AppDeps } from '../route-deps.js';
 import { ErrorBody, NO_AUTH, errorResponses } from '../schemas.js';
 
 const Status = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
 
+/**
+ * Probes come every few seconds from orchestrators, proxies and HEALTHCHECKs: Fastify's request
+ * lines for them (info) are disabled (app.ts's disableRequestLogging) and one debug line per probe
+ * is written instead. A failed readiness check still warns.
+ */
+export function isHealthProbe(req: { url: string }): boolean {
+  return /^\/(healthz|readyz)(\?|$)/.test(req.url);
+}
+
+async function logProbe(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  request.log.debug({ req: request, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime }, 'health probe answered');
+}
+
 export const healthRoutes = ({ store }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
   app.get('/healthz', {
+    onResponse: logProbe,
     schema: {
       operationId: 'getHealth',
       summary: 'Liveness: the process is up',
@@ -19,21 +36,27 @@ export const healthRoutes = ({ store }: AppDeps): FastifyPluginAsyncTypebox => a
   }, async () => ({ status: 'ok' as const }));
 
   app.get('/readyz', {
+    onResponse: logProbe,
     schema: {
       operationId: 'getReadiness',
-      summary: 'Readiness: storage is reachable',
-      description: 'Answers 200 {"status":"ok"} while the store (and, on PostgreSQL, the LISTEN connection) answers; 503 otherwise.',
+      summary: 'Readiness: storage is reachable and writable',
+      description: 'Answers 200 {"status":"ok"} while the store (and, on PostgreSQL, the LISTEN connection) answers and can write; 503 unavailable with ' +
+        'Retry-After otherwise: unreachable, a disk below the free space one event needs (SQLite), or a write refused by the store in the last 10 s.',
       tags: ['operations'],
       security: NO_AUTH,
-      response: { 200: Status, 503: { ...ErrorBody, description: 'Storage is unreachable (code internal).' }, ...errorResponses() },
+      response: { 200: Status, 503: { ...ErrorBody, description: 'Storage cannot be reached or written (code unavailable), with Retry-After.' }, ...errorResponses() },
     },
   }, async (request, reply) => {
+    const unready = (message: string) =>
+      reply.code(503).header('retry-after', String(UNAVAILABLE_RETRY_AFTER_SECONDS)).send(errorBody('unavailable', message));
     try {
       await store.ping();
-      return { status: 'ok' as const };
     } catch (err) {
       request.log.warn({ err }, 'readiness check failed');
-      return reply.code(503).send(errorBody('internal', 'Storage is unreachable.'));
+      return unready(`Storage is unreachable or cannot write: ${err instanceof Error && err.name === 'StoreNotWritable' ? err.message : 'see the log'}.`);
     }
+    const age = writeHealthOf(app)?.recentFailure();
+    if (age !== undefined) return unready(`Storage refused a write ${Math.round(age / 1000)} s ago.`);
+    return { status: 'ok' as const };
   });
 };

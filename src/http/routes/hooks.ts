@@ -2,10 +2,11 @@
 // event. Its own plugin context holds the only parser that takes every content type, as bytes, up to
 // MAX_CAPTURE_BYTES; the rest of the API keeps its JSON-only parser and MAX_PAYLOAD_BYTES.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastify';
 import { Capture } from '../../capture/capture.js';
 import { type CapturedRequest, headersFromRaw } from '../../capture/captured-request.js';
 import { handshakeAnswer } from '../../capture/handshake.js';
+import { InflightCaptureBudget } from '../../capture/inflight-budget.js';
 import { SigningSecrets } from '../../domain/signing-secrets.js';
 import { sendJsonText } from '../json-text.js';
 import { errorHandler } from '../plugins/error-handling.js';
@@ -51,11 +52,25 @@ function takeAnyContentType(request: FastifyRequest, _reply: FastifyReply, done:
   done();
 }
 
+/** One budget per service: every capture route shares it (MAX_INFLIGHT_CAPTURE_BYTES). */
+const budgets = new WeakMap<AppDeps['config'], InflightCaptureBudget>();
+
 const acceptsHtml = (accept: string | undefined) => accept !== undefined && /\btext\/html\b/i.test(accept);
 
 export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
-  const capture = new Capture(service, new SigningSecrets(store));
+  const capture = new Capture(service, new SigningSecrets(store), { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes });
   const bodyLimit = config.maxCaptureBytes;
+  let inflight = budgets.get(config);
+  if (!inflight) budgets.set(config, (inflight = new InflightCaptureBudget(config.maxInflightCaptureBytes)));
+  const budget = inflight;
+  /** Counts the body against the shared in-flight budget; every byte is given back when the answer is done. */
+  const meterBody: preParsingHookHandler = (request, reply, payload, done) => {
+    const declared = request.headers['content-length'];
+    const release = budget.meter(payload, declared === undefined || !/^\d+$/.test(declared) ? undefined : Number(declared));
+    if (release instanceof Error) return done(release);
+    reply.raw.once('close', release);
+    done(null, payload);
+  };
 
   app.removeAllContentTypeParsers();
   // '*' also takes a body sent without any Content-Type.
@@ -87,7 +102,8 @@ export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAs
   const description = 'Takes any request as it is and stores it as one event (any method of GET, POST, PUT, PATCH, DELETE, ' +
     `any sub-path, any content type, at most ${bodyLimit} bytes: MAX_CAPTURE_BYTES); a 2xx means it is durably stored. ` +
     'The secret in the path is the only credential and it cannot read. Event shape, sender recognition, dedupe keys, ' +
-    'handshakes and signatures: /llms-full.txt, section "Capture URL".';
+    'handshakes and signatures: /llms-full.txt, section "Capture URL".' +
+    ` Past ${config.maxInflightCaptureBytes} capture bytes being received by all clients at once (MAX_INFLIGHT_CAPTURE_BYTES): 503 unavailable with Retry-After.`;
   const responses = {
     200: {
       description: 'A handshake answered, the browser page, or a repeated idempotency key (duplicate: true).',
@@ -98,7 +114,7 @@ export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAs
       },
     },
     202: { ...CaptureReceipt, description: 'A new event, durably stored.' },
-    ...errorResponses(400, 404, 410, 413, 429),
+    ...errorResponses(400, 404, 410, 413, 429, 503),
   };
 
   for (const [url, params, hide] of [['/api/v1/hooks/:addressId/:secret', HookParams, false], ['/api/v1/hooks/:addressId/:secret/*', HookSubPathParams, true]] as const) {
@@ -108,6 +124,7 @@ export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAs
       bodyLimit,
       exposeHeadRoute: false,
       onRequest: [requireInboxSecret(service), takeAnyContentType],
+      preParsing: meterBody,
       schema: { operationId: `capture${PER_METHOD}`, summary: 'Capture any request (write-only)', description, tags: ['capture'], security: NO_AUTH, hide, params, querystring: AnyQuery, response: responses },
       handler: captureRequest,
     });

@@ -4,14 +4,16 @@
 // instead of racing; the second one finds everything recorded and does nothing. Each migration
 // runs in its own transaction that first records its version in schema_migrations (primary key):
 // a migration is applied and recorded together, or neither. A crash releases the lock with the
-// connection.
+// connection. A database that has recorded a migration number above this release's highest is
+// refused (SchemaTooNewError) before anything is applied.
 import pg from 'pg';
-import { readMigrations } from '../migration-files.js';
+import { SILENT_LOG, type Log } from '../../domain/ports.js';
+import { assertSchemaNotNewer, readMigrations } from '../migration-files.js';
 
 /** Any fixed key works; advisory locks are scoped to the current database. */
 const MIGRATION_LOCK_KEY = '7262006001';
 
-export async function runMigrations(clientConfig: pg.ClientConfig, dir: string): Promise<void> {
+export async function runMigrations(clientConfig: pg.ClientConfig, dir: string, log: Log = SILENT_LOG): Promise<void> {
   const migrations = readMigrations(dir);
   // Not from the pool: DDL may take longer than the pool's statement_timeout, and waiting for
   // the lock must not be cut short by it either.
@@ -25,10 +27,12 @@ export async function runMigrations(clientConfig: pg.ClientConfig, dir: string):
         version    INTEGER     PRIMARY KEY,
         name       TEXT        NOT NULL,
         applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`);
-      const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
-      const applied = new Set(rows.map((r) => r.version));
+      const { rows } = await client.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations');
+      const applied = new Map(rows.map((r) => [r.version, r.name]));
+      assertSchemaNotNewer('PostgreSQL', applied, migrations);
       for (const m of migrations) {
         if (applied.has(m.version)) continue;
+        const started = performance.now();
         await client.query('BEGIN');
         try {
           await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
@@ -38,6 +42,7 @@ export async function runMigrations(clientConfig: pg.ClientConfig, dir: string):
           await client.query('ROLLBACK').catch(() => {});
           throw new Error(`PostgreSQL migration ${m.name} failed`, { cause: err });
         }
+        log.info({ migration: m.name, version: m.version, ms: Math.round(performance.now() - started) }, 'applied PostgreSQL migration');
       }
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});

@@ -24,7 +24,10 @@ import pg from 'pg';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
+import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from '../../approvals/approval-model.js';
+import { APPROVAL_COLUMNS, approvalValues, toAnswer, toApproval, type ApprovalAnswerRow, type ApprovalRow } from '../approval-rows.js';
 import { AppendBatcher } from './append-batcher.js';
+import { BLOB_CHUNK_BYTES, blobBytes, type BlobInput, type BlobName, type StoredBlob } from '../../blobs/event-blob.js';
 import { ChangeListener, type ListenerState } from './change-listener.js';
 import { runMigrations } from './migrator.js';
 import { retryAfterSeconds, staleRateWindowsBefore, windowStartOf } from '../../domain/rate-window.js';
@@ -96,7 +99,8 @@ export class PostgresStore implements Store {
       maxBatchBytes: 4 * 1024 * 1024,
       aloneFromBytes: 64 * 1024,
       // String lengths, not UTF-8 bytes: a bound, not an invoice, and free to compute.
-      sizeOf: ({ event }) => event.data.length + (event.metadata?.length ?? 0),
+      // An event with blobs always goes alone: its blobs are inserted in its own transaction (appendOnce).
+      sizeOf: ({ event }) => event.data.length + (event.metadata?.length ?? 0) + (event.blobs?.length ? 64 * 1024 : 0),
     },
   );
 
@@ -127,7 +131,7 @@ export class PostgresStore implements Store {
   }
 
   migrate(): Promise<void> {
-    return runMigrations(this.clientConfig, MIGRATIONS_DIR);
+    return runMigrations(this.clientConfig, MIGRATIONS_DIR, this.log);
   }
 
   async ping(): Promise<void> {
@@ -275,6 +279,7 @@ export class PostgresStore implements Store {
 
   /** One round trip: ra_append_event (migration 0002) locks, dedupes, prunes, inserts and notifies. */
   private async appendOnce(e: NewEvent, limits: StoreLimits): Promise<AppendResult> {
+    if (e.blobs !== undefined && e.blobs.length > 0) return this.appendWithBlobs(e, e.blobs, limits);
     const r = await this.pool.query<EventRowOrNull & { outcome: string }>(
       'SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
       [e.addressId, e.id, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt, limits.maxEventsPerAddress, limits.maxBytesPerAddress, CHANGE_CHANNEL],
@@ -282,6 +287,71 @@ export class PostgresStore implements Store {
     const row = r.rows[0];
     if (!row) throw new Error('ra_append_event answered no row');
     return toAppendResult(row);
+  }
+
+
+
+  /**
+   * An event and its blobs in one transaction (migration 0006): the append function counts the
+   * blobs' bytes toward the quota, and the blobs are inserted only when the event is new. COMMIT
+   * returns before the caller is answered, as for every append.
+   */
+  private async appendWithBlobs(e: NewEvent, blobs: readonly BlobInput[], limits: StoreLimits): Promise<AppendResult> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const r = await client.query<EventRowOrNull & { outcome: string }>(
+        'SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)',
+        [e.addressId, e.id, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt, limits.maxEventsPerAddress, limits.maxBytesPerAddress,
+          CHANGE_CHANNEL, blobBytes(blobs)],
+      );
+      const row = r.rows[0];
+      if (!row) throw new Error('ra_append_event answered no row');
+      const result = toAppendResult(row);
+      if (result.kind === 'created') {
+        for (const b of blobs) {
+          await client.query('INSERT INTO event_blobs (address_id, sequence, name, content_type, sha256, size, bytes) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+            [e.addressId, result.event.sequence, b.name, b.contentType, b.sha256, b.bytes.byteLength, Buffer.from(b.bytes.buffer, b.bytes.byteOffset, b.bytes.byteLength)]);
+        }
+      }
+      await client.query('COMMIT');
+      client.release();
+      return result;
+    } catch (err) {
+      // A failed transaction is rolled back by discarding its connection (it may be broken anyway).
+      client.release(err instanceof Error ? err : true);
+      throw err;
+    }
+  }
+
+  async openBlob(addressId: string, eventId: string, name: BlobName): Promise<StoredBlob | null> {
+    const r = await this.pool.query<{ sequence: string; content_type: string; sha256: string; size: string }>(
+      `SELECT b.sequence, b.content_type, b.sha256, b.size FROM events e
+       JOIN event_blobs b ON b.address_id = e.address_id AND b.sequence = e.sequence
+       WHERE substr(e.id, 10, 9) = substr($1::text, 10, 9) AND e.id = $1 AND e.address_id = $2 AND b.name = $3`,
+      [eventId, addressId, name],
+    );
+    const b = r.rows[0];
+    if (!b) return null;
+    const pool = this.pool;
+    const size = Number(b.size);
+    return {
+      contentType: b.content_type,
+      size,
+      sha256: b.sha256,
+      async *chunks() {
+        // STORAGE EXTERNAL (migration 0006): each substring reads only its chunk's TOAST pages.
+        for (let offset = 0; offset < size; offset += BLOB_CHUNK_BYTES) {
+          const c = await pool.query<{ chunk: Buffer | null }>(
+            'SELECT substring(bytes FROM $1 FOR $2) AS chunk FROM event_blobs WHERE address_id = $3 AND sequence = $4 AND name = $5',
+            [offset + 1, BLOB_CHUNK_BYTES, addressId, b.sequence, name],
+          );
+          const chunk = c.rows[0]?.chunk;
+          if (!chunk) throw new Error('the blob was deleted while it was being read');
+          yield chunk;
+        }
+      },
+    };
   }
 
   async listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null> {
@@ -308,5 +378,39 @@ export class PostgresStore implements Store {
     return r.rows[0] ? toEvent(r.rows[0]) : null;
   }
 
-  /** Runs `fn` in a transaction on one pooled connection; resolves after COMMIT returned. */
+  async createApproval(a: ApprovalRecord): Promise<boolean> {
+    const r = await this.pool.query(
+      `INSERT INTO approvals (${APPROVAL_COLUMNS})
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 WHERE EXISTS (SELECT 1 FROM addresses WHERE id = $2)`,
+      approvalValues(a),
+    );
+    return r.rowCount === 1;
+  }
+
+  async getApproval(approvalId: string): Promise<{ approval: ApprovalRecord; answers: ApprovalAnswerRecord[] } | null> {
+    const r = await this.pool.query<ApprovalRow>(`SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE id = $1`, [approvalId]);
+    if (!r.rows[0]) return null;
+    const answers = await this.pool.query<ApprovalAnswerRow>('SELECT n, event_id, answer FROM approval_answers WHERE approval_id = $1 ORDER BY n', [approvalId]);
+    return { approval: toApproval(r.rows[0]), answers: answers.rows.map(toAnswer) };
+  }
+
+  async dueApprovals(now: number, limit: number): Promise<ApprovalRecord[]> {
+    const r = await this.pool.query<ApprovalRow>(
+      `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`, [now, limit]);
+    return r.rows.map(toApproval);
+  }
+
+  /** One round trip: ra_approval_step (migration 0009) checks and changes the approval and appends its event, in one transaction. */
+  async approvalStep(step: ApprovalStep, limits: StoreLimits): Promise<ApprovalStepResult> {
+    if (this.closing) throw new StoreClosedError();
+    const e = step.event;
+    const r = await this.pool.query<EventRowOrNull & { outcome: string }>(
+      'SELECT * FROM ra_approval_step($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
+      [step.kind, step.approvalId, e.addressId, e.id, e.type, e.source, e.data, e.createdAt, limits.maxEventsPerAddress, limits.maxBytesPerAddress, CHANGE_CHANNEL],
+    );
+    const row = r.rows[0];
+    if (!row) throw new Error('ra_approval_step answered no row');
+    if (row.outcome === 'refused' || row.outcome === 'closed') return { kind: row.outcome };
+    return toAppendResult(row);
+  }
 }

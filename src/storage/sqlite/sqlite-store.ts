@@ -21,14 +21,17 @@
 // are cached per address and dropped on any change to that address's events (an append, a batch
 // becoming durable, an ack, a deletion). Both are bounded.
 import Database from 'better-sqlite3';
-import { chmodSync, closeSync, existsSync, fdatasync, mkdirSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fdatasync, mkdirSync, openSync, statfsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision } from '../../domain/model.js';
+import { BLOB_CHUNK_BYTES, blobBytes, type BlobName, type StoredBlob } from '../../blobs/event-blob.js';
 import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
-import { readMigrations } from '../migration-files.js';
+import { assertSchemaNotNewer, readMigrations } from '../migration-files.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
+import { stepDedupeKey, type ApprovalAnswerRecord, type ApprovalRecord, type ApprovalStep, type ApprovalStepResult } from '../../approvals/approval-model.js';
+import { APPROVAL_COLUMNS, approvalValues, toAnswer, toApproval, type ApprovalAnswerRow, type ApprovalRow } from '../approval-rows.js';
 import { Checkpointer, type CheckpointerOptions, type SyncFile } from './checkpointer.js';
 import { GroupCommit, GroupCommitStats, type ItemOutcome } from './group-commit.js';
 
@@ -59,6 +62,8 @@ class QueueFull extends Error {}
 interface AppendInput {
   event: NewEvent;
   limits: StoreLimits;
+  /** An approval's state change, made in the same transaction as the append (approvalItem). */
+  approval?: ApprovalStep;
 }
 
 export interface SqliteStoreOptions {
@@ -68,6 +73,8 @@ export interface SqliteStoreOptions {
   log?: Log;
   /** Log the group commit's and checkpointer's counters every second while they change. */
   logGroupCommitStats?: boolean;
+  /** Free bytes the database's disk must keep for the store to report ready (default 32 MiB). */
+  minFreeBytes?: number;
 }
 
 /**
@@ -83,7 +90,7 @@ interface QueueCounters {
 }
 
 /** An address's acknowledged events, oldest first, with their stored bytes: what pruning may delete. */
-export const ACKED_SIZES_SQL = `SELECT sequence, length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) AS bytes
+export const ACKED_SIZES_SQL = `SELECT sequence, length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) + blob_bytes AS bytes
   FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence`;
 
 /**
@@ -101,8 +108,9 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   readonly capabilities = { crossInstanceWakeups: false };
   readonly path: string;
+  private readonly minFreeBytes: number;
   private readonly db: Database.Database;
-  private readonly appends: GroupCommit<AppendInput, AppendResult>;
+  private readonly appends: GroupCommit<AppendInput, ApprovalStepResult>;
   /** Kept only with RA_DEBUG_GROUP_COMMIT: timing every commit and sync is not free on the hot path. */
   private readonly appendStats: GroupCommitStats | undefined;
   private closed = false;
@@ -125,13 +133,19 @@ export class SqliteStore implements Store {
 
   constructor(path: string, opts: SqliteStoreOptions = {}) {
     this.path = path;
+    this.minFreeBytes = opts.minFreeBytes ?? 32 * 1024 * 1024;
     if (path !== ':memory:') keepPrivate(path);
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
     this.db.pragma('foreign_keys = ON');
     this.db.pragma('busy_timeout = 5000');
-    this.migrateNow();
+    try {
+      this.migrateNow(opts.log ?? SILENT_LOG);
+    } catch (err) {
+      this.db.close(); // a refused or failed migration leaves no handle on the file
+      throw err;
+    }
     this.q = this.prepare();
     // Room for both limits: the shortest run of oldest acknowledged events that frees enough
     // events and bytes, or QueueFull (the savepoint undoes nothing, since nothing was written).
@@ -204,20 +218,24 @@ export class SqliteStore implements Store {
   /** Migrations run in the constructor (statements are prepared against the final schema). */
   async migrate(): Promise<void> {}
 
-  private migrateNow(): void {
+  private migrateNow(log: Log): void {
     this.db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
-    const applied = new Set(
-      (this.db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
+    const applied = new Map(
+      (this.db.prepare('SELECT version, name FROM schema_migrations').all() as { version: number; name: string }[]).map((r) => [r.version, r.name]),
     );
-    for (const m of readMigrations(MIGRATIONS_DIR)) {
+    const migrations = readMigrations(MIGRATIONS_DIR);
+    assertSchemaNotNewer('SQLite', applied, migrations);
+    for (const m of migrations) {
       if (applied.has(m.version)) continue;
+      const started = performance.now();
       // Record first, inside the migration's own transaction: a second runner fails on the
       // primary key instead of applying the DDL twice.
       this.db.transaction(() => {
         this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
         this.db.exec(m.sql);
       }).immediate();
+      log.info({ migration: m.name, version: m.version, ms: Math.round(performance.now() - started) }, 'applied SQLite migration');
     }
   }
 
@@ -256,11 +274,30 @@ export class SqliteStore implements Store {
       insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, number]>(
         `INSERT INTO events (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
       ),
+      setBlobBytes: db.prepare<[number, string, number]>('UPDATE events SET blob_bytes = ? WHERE address_id = ? AND sequence = ?'),
+      insertBlob: db.prepare<[string, number, string, string, string, number, Uint8Array]>(
+        'INSERT INTO event_blobs (address_id, sequence, name, content_type, sha256, size, bytes) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      blob: db.prepare<[string, string, string, string], { sequence: number; content_type: string; sha256: string; size: number }>(
+        `SELECT b.sequence, b.content_type, b.sha256, b.size FROM events e
+         JOIN event_blobs b ON b.address_id = e.address_id AND b.sequence = e.sequence
+         WHERE ${EVENT_ID_TIME_SQL.replace('id', 'e.id')} = substr(?, 10, 9) AND e.id = ? AND e.address_id = ? AND b.name = ?`,
+      ),
+      blobChunk: db.prepare<[number, number, string, number, string], { chunk: Buffer }>(
+        'SELECT substr(bytes, ?, ?) AS chunk FROM event_blobs WHERE address_id = ? AND sequence = ? AND name = ?',
+      ),
       page: db.prepare<[string, number, number, number, number], EventRow & { fetched: number }>(boundedPageSql(
         'length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0)',
         { address: '?', after: '?', below: '?', limit: '?', budget: '?' },
       )),
       // The event id is bound twice: its time part leads the index on ids (EVENT_ID_TIME_SQL).
+      insertApproval: db.prepare(`INSERT INTO approvals (${APPROVAL_COLUMNS}) VALUES (${APPROVAL_COLUMNS.split(',').map(() => '?').join(', ')})`),
+      approval: db.prepare<[string], ApprovalRow>(`SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE id = ?`),
+      approvalAnswers: db.prepare<[string], ApprovalAnswerRow>('SELECT n, event_id, answer FROM approval_answers WHERE approval_id = ? ORDER BY n'),
+      dueApprovals: db.prepare<[number, number], ApprovalRow>(
+        `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?`),
+      closeApproval: db.prepare<[string, number | null, number, string]>('UPDATE approvals SET status = ?, closed_at = ?, responses = ? WHERE id = ?'),
+      insertAnswer: db.prepare<[string, number, string, string]>('INSERT INTO approval_answers (approval_id, n, event_id, answer) VALUES (?, ?, ?, ?)'),
       ack: db.prepare<[number, string, string, string], EventRow>(
         `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?)
          WHERE ${EVENT_ID_TIME_SQL} = substr(?, 10, 9) AND id = ? AND address_id = ? RETURNING ${EVENT_COLUMNS}`,
@@ -271,6 +308,14 @@ export class SqliteStore implements Store {
   async ping(): Promise<void> {
     if (this.appends.failure) throw this.appends.failure;
     this.db.prepare('SELECT 1').get();
+    // A full disk still answers SELECT 1: readiness also asks for room to write (decisions.md §20).
+    if (this.path !== ':memory:') {
+      const fs = statfsSync(dirname(this.path));
+      const free = fs.bavail * fs.bsize;
+      if (free < this.minFreeBytes) {
+        throw Object.assign(new Error(`the disk holding the database has ${free} bytes free, below the ${this.minFreeBytes} a write may need`), { name: 'StoreNotWritable' });
+      }
+    }
   }
 
   async close(): Promise<void> {
@@ -367,7 +412,62 @@ export class SqliteStore implements Store {
 
   appendEvent(event: NewEvent, limits: StoreLimits): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new StoreClosedError());
-    return this.appends.submit({ event, limits });
+    return this.appends.submit({ event, limits }) as Promise<AppendResult>;
+  }
+
+  async createApproval(a: ApprovalRecord): Promise<boolean> {
+    if (!this.q.addressExists.get(a.addressId)) return false;
+    this.q.insertApproval.run(...approvalValues(a));
+    await this.durable();
+    return true;
+  }
+
+  async getApproval(approvalId: string): Promise<{ approval: ApprovalRecord; answers: ApprovalAnswerRecord[] } | null> {
+    const r = this.q.approval.get(approvalId);
+    return r ? { approval: toApproval(r), answers: this.q.approvalAnswers.all(approvalId).map(toAnswer) } : null;
+  }
+
+  async dueApprovals(now: number, limit: number): Promise<ApprovalRecord[]> {
+    return this.q.dueApprovals.all(now, limit).map(toApproval);
+  }
+
+  /** Through the group commit like any append: in a batch's transaction, answered once durable. */
+  approvalStep(step: ApprovalStep, limits: StoreLimits): Promise<ApprovalStepResult> {
+    if (this.closed) return Promise.reject(new StoreClosedError());
+    return this.appends.submit({ event: step.event, limits, approval: step });
+  }
+
+  /**
+   * An approval's step inside a batch (the same rules as PostgreSQL's ra_approval_step): this
+   * process is the only writer and the batch runs alone, so reading the row and changing it in the
+   * same transaction decides every race. The approval changes only if the event was created.
+   * Unlike the event, the approval's row is readable as soon as the batch commits, a moment before
+   * it is durable: a page may say "answered" while the answerer's 200 still waits for the fsync.
+   */
+  private approvalItem(step: ApprovalStep, limits: StoreLimits, counters: Map<string, QueueCounters | null>): ApprovalStepResult {
+    const e = step.event;
+    const row = this.q.approval.get(step.approvalId);
+    const a = row !== undefined && row.address_id === e.addressId ? toApproval(row) : undefined;
+    const now = e.createdAt;
+    if (a?.status !== 'pending' ||
+      (step.kind === 'respond' && (a.expiresAt <= now || a.responses >= a.maxResponses)) ||
+      (step.kind === 'cancel' && a.expiresAt <= now) ||
+      (step.kind === 'expire' && a.expiresAt > now)) return { kind: 'refused' };
+    if (step.kind === 'expire' && a.responses > 0) {
+      this.q.closeApproval.run('decided', a.expiresAt, a.responses, a.id);
+      return { kind: 'closed' };
+    }
+    const result = this.appendItem({ event: { ...e, dedupeKey: stepDedupeKey(step.kind, a.id, a.responses) }, limits }, counters);
+    if (result.kind !== 'created') return result;
+    if (step.kind === 'respond') {
+      const n = a.responses + 1;
+      const full = n >= a.maxResponses;
+      this.q.closeApproval.run(full ? 'decided' : 'pending', full ? now : null, n, a.id);
+      this.q.insertAnswer.run(a.id, n, e.id, e.data);
+    } else {
+      this.q.closeApproval.run(step.kind === 'cancel' ? 'cancelled' : 'expired', now, a.responses, a.id);
+    }
+    return result;
   }
 
   /**
@@ -376,12 +476,12 @@ export class SqliteStore implements Store {
    * prune first takes a savepoint (a savepoint per item was a fifth of an append's cost:
    * (bench/README.md, "Measurements behind small choices")).
    */
-  private commitAppends(inputs: readonly AppendInput[]): ItemOutcome<AppendResult>[] {
+  private commitAppends(inputs: readonly AppendInput[]): ItemOutcome<ApprovalStepResult>[] {
     const outcomes = this.db.transaction(() => {
       const counters = new Map<string, QueueCounters | null>();
-      const result = inputs.map((input): ItemOutcome<AppendResult> => {
+      const result = inputs.map((input): ItemOutcome<ApprovalStepResult> => {
         try {
-          return { ok: true, value: this.appendItem(input, counters) };
+          return { ok: true, value: input.approval ? this.approvalItem(input.approval, input.limits, counters) : this.appendItem(input, counters) };
         } catch (error) {
           if (error instanceof QueueFull) return { ok: true, value: { kind: 'queue_full' } };
           // Some errors (a full disk, an I/O error) make SQLite roll the whole transaction back:
@@ -406,7 +506,7 @@ export class SqliteStore implements Store {
   }
 
   /** A batch is on disk: its events become visible (batches become durable in commit order). */
-  private markDurable(outcomes: readonly ItemOutcome<AppendResult>[]): void {
+  private markDurable(outcomes: readonly ItemOutcome<ApprovalStepResult>[]): void {
     for (const [addressId] of firstCreated(outcomes)) {
       this.forget(addressId);
       const pending = this.undurable.get(addressId);
@@ -433,7 +533,7 @@ export class SqliteStore implements Store {
       const existing = this.q.eventByKey.get(e.addressId, e.dedupeKey);
       if (existing) return { kind: 'duplicate', event: toEvent(existing) };
     }
-    const size = Buffer.byteLength(e.data) + (e.metadata === null ? 0 : Buffer.byteLength(e.metadata));
+    const size = Buffer.byteLength(e.data) + (e.metadata === null ? 0 : Buffer.byteLength(e.metadata)) + blobBytes(e.blobs);
     if (c.eventCount >= limits.maxEventsPerAddress || c.eventBytes + size > limits.maxBytesPerAddress) {
       return this.appendAfterPrune(e, c, size, c.eventCount - limits.maxEventsPerAddress + 1, c.eventBytes + size - limits.maxBytesPerAddress);
     }
@@ -443,11 +543,17 @@ export class SqliteStore implements Store {
   private insertNext(e: NewEvent, c: QueueCounters, size: number, pruned: number, prunedBytes: number): AppendResult {
     const sequence = c.lastSequence + 1;
     this.q.insertEvent.run(e.id, e.addressId, sequence, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt);
+    if (e.blobs !== undefined && e.blobs.length > 0) {
+      // Same transaction as the event: durable with it, in the same fdatasync of the WAL.
+      this.q.setBlobBytes.run(blobBytes(e.blobs), e.addressId, sequence);
+      for (const b of e.blobs) this.q.insertBlob.run(e.addressId, sequence, b.name, b.contentType, b.sha256, b.bytes.byteLength, b.bytes);
+    }
     c.lastSequence = sequence;
     c.eventCount += 1 - pruned;
     c.eventBytes += size - prunedBytes;
     c.changed = true;
-    return { kind: 'created', event: { ...e, sequence, acknowledgedAt: null } };
+    const { blobs: _stored, ...record } = e;
+    return { kind: 'created', event: { ...record, sequence, acknowledgedAt: null } };
   }
 
   async listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null> {
@@ -486,6 +592,27 @@ export class SqliteStore implements Store {
     this.pages.delete(addressId);
   }
 
+  async openBlob(addressId: string, eventId: string, name: BlobName): Promise<StoredBlob | null> {
+    const b = this.q.blob.get(eventId, eventId, addressId, name);
+    // An event not yet durable is not visible (see `undurable`), nor are its bytes.
+    if (!b || b.sequence >= (this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER)) return null;
+    const q = this.q;
+    return {
+      contentType: b.content_type,
+      size: b.size,
+      sha256: b.sha256,
+      async *chunks() {
+        // One chunk per turn of the event loop, each a bounded read: a download never holds the blob whole.
+        for (let offset = 0; offset < b.size; offset += BLOB_CHUNK_BYTES) {
+          const row = q.blobChunk.get(offset + 1, BLOB_CHUNK_BYTES, addressId, b.sequence, name);
+          if (!row) throw new Error('the blob was deleted while it was being read');
+          yield row.chunk;
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
+      },
+    };
+  }
+
   async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
     const r = this.q.ack.get(now, eventId, eventId, addressId);
     if (!r) return null;
@@ -503,7 +630,7 @@ const pageWeight = (p: EventPageRecord | undefined): number => {
 };
 
 /** The first sequence each address received in a batch's outcomes (sequences ascend within a batch). */
-function firstCreated(outcomes: readonly ItemOutcome<AppendResult>[]): Map<string, number> {
+function firstCreated(outcomes: readonly ItemOutcome<ApprovalStepResult>[]): Map<string, number> {
   const first = new Map<string, number>();
   for (const o of outcomes) {
     if (o.ok && o.value.kind === 'created' && !first.has(o.value.event.addressId)) first.set(o.value.event.addressId, o.value.event.sequence);

@@ -1,0 +1,76 @@
+// A received message read once: MIME parsed and content extracted (mime-to-event.ts) beside the
+// sender's authentication (sender-authentication.ts), which needs the connection's facts.
+//
+// Both run in the mail-parsing pool (mail-parse-pool.ts), as two tasks with budgets of their own, so
+// a message that makes one of them pass a limit keeps the other's result. Past a limit the message
+// is still stored (docs/design.md, "Bounded work"): a parse that did not finish gives what a bounded split of the
+// bytes can tell (top-level headers, the undecoded body) with `parse_error` saying which limit, and
+// an authentication that did not finish reports temperror, as a DNS outage does.
+import type { MailParsePool } from './mail-parse-pool.js';
+import { MailParseLimitError } from './mail-parse-pool.js';
+import { type EmailLimits, type ParsedEmail, parseEmail, unparsedEmail } from './mime-to-event.js';
+import { DEFAULT_AUTHENTICATION_BUDGET_MS, type SenderAuthentication, type SenderAuthenticationOptions, type SmtpFacts, authenticateSender } from './sender-authentication.js';
+import { messageShape, withBoundedDkimSignatures } from './message-limits.js';
+
+/** The message as data within the event limits, the bytes to store beside it, and its authentication in `data`. */
+export type MailReader = (raw: Buffer, facts: SmtpFacts) => Promise<ParsedEmail>;
+
+const ALL_TEMPERROR: SenderAuthentication = { spf: 'temperror', dkim: 'temperror', dmarc: 'temperror', summary: 'temperror' };
+
+/** On the calling thread, without budgets: for tests of the pure steps and tools, never for the listener. */
+export function inProcessMailReader(auth: SenderAuthenticationOptions, limits: EmailLimits): MailReader {
+  return async (raw, facts) => {
+    const authentication = authenticateSender(withBoundedDkimSignatures(raw, messageShape(raw)), facts, auth);
+    const parsed = await parseEmail(raw, limits);
+    parsed.data.authentication = await authentication;
+    return parsed;
+  };
+}
+
+export interface PooledMailReaderOptions {
+  /** What an event may hold inline (MAX_EVENT_BYTES); the rest is stored beside it. */
+  limits: EmailLimits;
+  lookupTimeoutMs?: number | undefined;
+  /** The DNS budget of one message's authentication; the worker gets the pool's timeout on top for its CPU. */
+  authenticationBudgetMs?: number | undefined;
+  /** Told when a task failed (a limit passed, or mailauth threw). */
+  onProblem?: ((what: 'parse' | 'authenticate', err: unknown) => void) | undefined;
+}
+
+export function pooledMailReader(pool: MailParsePool, opts: PooledMailReaderOptions): MailReader {
+  const authBudgetMs = opts.authenticationBudgetMs ?? DEFAULT_AUTHENTICATION_BUDGET_MS;
+  return async (raw, facts) => {
+    // mailauth hashes the body once per distinct DKIM-Signature: it sees the first MAX_DKIM_SIGNATURES only.
+    const shape = messageShape(raw);
+    const forAuth = withBoundedDkimSignatures(raw, shape);
+    const authentication = pool
+      .run({ kind: 'authenticate', facts, lookupTimeoutMs: opts.lookupTimeoutMs, budgetMs: authBudgetMs }, forAuth, authBudgetMs + pool.timeoutMs)
+      .then(
+        (result) => {
+          if (result.kind !== 'authenticate') throw new Error('the mail parser answered another task');
+          if (result.error !== null) opts.onProblem?.('authenticate', new Error(result.error));
+          return result.authentication;
+        },
+        (err: unknown) => {
+          opts.onProblem?.('authenticate', err);
+          return ALL_TEMPERROR;
+        },
+      );
+    let parsed: ParsedEmail;
+    try {
+      const result = await pool.run({ kind: 'parse', limits: opts.limits }, raw);
+      if (result.kind !== 'parse') throw new Error('the mail parser answered another task');
+      parsed = result.parsed;
+    } catch (err) {
+      // A busy pool is not the message's fault: the sender is asked to retry (451), which keeps the mail whole.
+      if (err instanceof MailParseLimitError && (err.limit === 'busy' || err.limit === 'closed')) {
+        await authentication;
+        throw err;
+      }
+      opts.onProblem?.('parse', err);
+      parsed = unparsedEmail(raw, `the message was not decoded: ${err instanceof Error ? err.message : String(err)}; text (or raw.url) holds the undecoded message`, opts.limits);
+    }
+    parsed.data.authentication = await authentication;
+    return parsed;
+  };
+}

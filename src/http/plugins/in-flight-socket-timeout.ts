@@ -1,0 +1,19 @@
+// The idle-socket timeout (SOCKET_TIMEOUT_MS) applies to a connection between requests only. While a
+// request is being handled its socket is quiet by design (a long-poll waits up to 25 s; a capture
+// may wait for its group commit, or for an event loop that something held), and a socket destroyed
+// then lost the answer of a request whose event was already stored (issue 27). Receiving a request
+// stays bounded by REQUEST_TIMEOUT_MS and HEADERS_TIMEOUT_MS, which Node checks independently of
+// the socket timeout, and handling it is bounded by its own budgets.
+import type { FastifyInstance } from 'fastify';
+
+export function suspendSocketTimeoutWhileHandling(app: FastifyInstance, socketTimeoutMs: number): void {
+  app.addHook('onRequest', (request, _reply, done) => {
+    request.raw.socket?.setTimeout(0);
+    done();
+  });
+  app.addHook('onResponse', (request, _reply, done) => {
+    const socket = request.raw.socket;
+    if (socket && !socket.destroyed) socket.setTimeout(socketTimeoutMs);
+    done();
+  });
+}

@@ -1,0 +1,100 @@
+// `npm start` and `return-address serve` (decisions §17): a signal sent to the process the user
+// started, npm or the bin, reaches the service, which drains (a long-poll in flight gets its empty
+// page) and exits 0, and nothing keeps the ports afterwards. A start does not compile when dist/
+// is current: the stale check is tested on a scratch package directory.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { api, createAddress, createTestStorage, freePort, sleep, STORE } from '../helpers.js';
+
+/** Resolves true when the port can be listened on again, i.e. no process holds it. */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+async function startAndSignal(command: string, args: string[], signal: NodeJS.Signals): Promise<void> {
+  const storage = await createTestStorage();
+  const port = await freePort();
+  const smtpPort = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const t0 = performance.now();
+  const proc = spawn(command, args, {
+    env: { ...process.env, PORT: String(port), SMTP_PORT: String(smtpPort), HOST: '127.0.0.1', BASE_URL: baseUrl, LOG_LEVEL: 'info', ...storage.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+  proc.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, sig) => resolve({ code, signal: sig })));
+  try {
+    for (;;) {
+      const ready = await fetch(`${baseUrl}/readyz`).then((r) => r.ok, () => false);
+      if (ready) break;
+      assert.equal(proc.exitCode, null, `the service exited before it was ready:\n${out}`);
+      assert.ok(performance.now() - t0 < 30_000, `not ready within 30 s:\n${out}`);
+      await sleep(25);
+    }
+    console.log(`  ${[command, ...args].join(' ')} (${STORE}): ready ${Math.round(performance.now() - t0)} ms after spawn`);
+    assert.doesNotMatch(out, /building first/, 'dist/ is current: no compile at start');
+    const a = await createAddress(baseUrl);
+    const poll = api(baseUrl, 'GET', `/api/v1/addresses/${a.id}/events?wait=25`, { token: a.token });
+    await sleep(300); // the long-poll is waiting
+    const signalled = performance.now();
+    proc.kill(signal);
+    const page = await poll;
+    const exit = await exited;
+    assert.deepEqual(exit, { code: 0, signal: null }, `exit status of ${command} after ${signal}; output:\n${out}`);
+    assert.ok(performance.now() - signalled < 10_000, 'the drain did not wait out the 25 s long-poll');
+    assert.equal(page.status, 200, page.text);
+    assert.deepEqual(page.json, { events: [], next_cursor: 0, has_more: false });
+    assert.match(out, /shutting down/);
+    // Nothing keeps the ports: an orphaned service would still hold them.
+    assert.equal(await portIsFree(port), true, `port ${port} is still held after ${command} exited`);
+    assert.equal(await portIsFree(smtpPort), true, `SMTP port ${smtpPort} is still held after ${command} exited`);
+  } finally {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    await storage.drop();
+  }
+}
+
+describe(`start and signals (${STORE})`, () => {
+  it('SIGTERM to `npm start` drains and exits 0, the ports free', { timeout: 60_000 }, () => startAndSignal('npm', ['start'], 'SIGTERM'));
+  it('SIGINT to `npm start` drains and exits 0, the ports free', { timeout: 60_000 }, () => startAndSignal('npm', ['start'], 'SIGINT'));
+  it('SIGTERM to `return-address serve` (the bin) drains and exits 0, the ports free', { timeout: 60_000 }, () => startAndSignal(process.execPath, ['bin/return-address.js', 'serve'], 'SIGTERM'));
+});
+
+describe('the stale-build check', () => {
+  it('builds only when src/ or the build configuration changed since dist/.build-stamp', async () => {
+    const bin = '../../../bin/build-if-stale.js'; // plain JS beside the bin, imported as the bin does
+    const { staleReason } = (await import(bin)) as { staleReason(dir: string): string | undefined };
+    const dir = mkdtempSync(join(tmpdir(), 'ra-stale-'));
+    try {
+      assert.equal(staleReason(dir), undefined, 'an installed package (no src/) is never rebuilt');
+      mkdirSync(join(dir, 'src', 'http'), { recursive: true });
+      writeFileSync(join(dir, 'src', 'http', 'a.ts'), '');
+      assert.equal(staleReason(dir), 'dist/ has not been built');
+      mkdirSync(join(dir, 'dist'));
+      const past = new Date(Date.now() - 60_000);
+      for (const p of ['src/http/a.ts', 'src/http', 'src']) utimesSync(join(dir, p), past, past);
+      writeFileSync(join(dir, 'dist', '.build-stamp'), '');
+      assert.equal(staleReason(dir), undefined, 'nothing changed since the build');
+      const later = new Date(Date.now() + 5_000);
+      utimesSync(join(dir, 'src', 'http', 'a.ts'), later, later);
+      assert.equal(staleReason(dir), 'src changed since the last build');
+      utimesSync(join(dir, 'src', 'http', 'a.ts'), past, past);
+      writeFileSync(join(dir, 'tsconfig.json'), '{}');
+      utimesSync(join(dir, 'tsconfig.json'), later, later);
+      assert.equal(staleReason(dir), 'tsconfig.json changed since the last build');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

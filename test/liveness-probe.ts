@@ -1,0 +1,49 @@
+// A liveness probe beside an attack: GET /healthz over its own connection every 100 ms, each answer
+// timed. The attack passes only if every answer came within the bound (1 s), so work that blocks the
+// event loop fails the test however the attack itself ends.
+import { request } from 'node:http';
+
+export interface LivenessProbe {
+  /** Stops probing; resolves to the slowest answer's time and the number of answers. */
+  stop(): Promise<{ maxMs: number; answers: number; failures: string[] }>;
+}
+
+function healthz(baseUrl: string, timeoutMs: number): Promise<number> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = request(`${baseUrl}/healthz`, { agent: false, timeout: timeoutMs }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`healthz answered ${res.statusCode}`))));
+    });
+    req.on('timeout', () => req.destroy(new Error(`healthz: no answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+export function startLivenessProbe(baseUrl: string, intervalMs = 100): LivenessProbe {
+  let running = true;
+  let maxMs = 0;
+  let answers = 0;
+  const failures: string[] = [];
+  const loop = (async () => {
+    while (running) {
+      try {
+        const ms = await healthz(baseUrl, 5000);
+        maxMs = Math.max(maxMs, ms);
+        answers++;
+      } catch (err) {
+        failures.push((err as Error).message);
+        maxMs = Math.max(maxMs, 5000);
+      }
+      await new Promise((r) => setTimeout(r, intervalMs));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return { maxMs, answers, failures };
+    },
+  };
+}
