@@ -15,15 +15,17 @@ compare like src/domain/event-match.ts. wait_for long-polls and retries network 
 As a CLI: python3 return_address.py create --save a.json; python3 return_address.py wait --save a.json --type email.received
 """
 import argparse
+import datetime
 import json
 import os
 import random
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 DEFAULT_URL = "http://localhost:3000"
 MAX_POLL_SECONDS = 25
@@ -92,6 +94,24 @@ def parse_match(pairs: List[str]) -> Dict[str, str]:
     return out
 
 
+class _NoCredentialsAcrossOrigins(urllib.request.HTTPRedirectHandler):
+    """Follows redirects, but drops Authorization when one leads to another scheme, host or port
+    (as browsers and requests do): the read token is for this service only."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None:
+            old, nxt = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(new.full_url)
+            if (old.scheme, old.hostname, old.port) != (nxt.scheme, nxt.hostname, nxt.port):
+                for name in [k for k in new.headers if k.lower() == "authorization"]:
+                    del new.headers[name]
+                new.unredirected_hdrs.pop("Authorization", None)
+        return new
+
+
+_opener = urllib.request.build_opener(_NoCredentialsAcrossOrigins)
+
+
 def _request(method: str, url: str, token: Optional[str] = None, body: Any = None,
              headers: Optional[Dict[str, str]] = None, timeout: float = 30) -> Any:
     h = dict(headers or {})
@@ -103,7 +123,7 @@ def _request(method: str, url: str, token: Optional[str] = None, body: Any = Non
         data = json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method, headers=h)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as res:
+        with _opener.open(req, timeout=timeout) as res:
             text = res.read().decode()
             return json.loads(text) if text else None
     except urllib.error.HTTPError as e:
@@ -228,6 +248,43 @@ class ReturnAddress:
     def delete(self) -> None:
         _request("DELETE", self._base(), self.token)
 
+    # ---- Approvals: ask a person; their answer arrives as the event approval.decided ----
+
+    def create_approval(self, question: str, details: Optional[str] = None, options: Optional[List[Dict[str, str]]] = None,
+                        fields: Optional[List[Dict[str, Any]]] = None, expires_in: Optional[int] = None,
+                        max_responses: Optional[int] = None) -> Dict[str, Any]:
+        """Creates an approval; its `url` (shown only here) is the page to send to the person."""
+        body: Dict[str, Any] = {"question": question}
+        for k, v in (("details", details), ("options", options), ("fields", fields),
+                     ("expires_in_seconds", expires_in), ("max_responses", max_responses)):
+            if v is not None:
+                body[k] = v
+        return _request("POST", self._base() + "/approvals", self.token, body)["approval"]
+
+    def get_approval(self, approval_id: str) -> Dict[str, Any]:
+        return _request("GET", "%s/approvals/%s" % (self._base(), urllib.parse.quote(approval_id)), self.token)["approval"]
+
+    def cancel_approval(self, approval_id: str) -> Dict[str, Any]:
+        return _request("DELETE", "%s/approvals/%s" % (self._base(), urllib.parse.quote(approval_id)), self.token)["approval"]
+
+    def ask(self, question: str, options: Optional[List[Dict[str, str]]] = None, fields: Optional[List[Dict[str, Any]]] = None,
+            details: Optional[str] = None, expires_in: Optional[int] = None, timeout: Optional[float] = None,
+            on_url: Optional[Callable[[str, Dict[str, Any]], None]] = None) -> Optional[Dict[str, Any]]:
+        """Asks a person and returns the answer's event: approval.decided (event["data"]["option"],
+        ["fields"], ["reason"]), or approval.expired / approval.cancelled; None if `timeout` seconds
+        pass first. `on_url(url, approval)` gets the page's URL to send through your own channel
+        (default: printed on stderr). The event is not acknowledged: ack it once acted upon."""
+        approval = self.create_approval(question, details, options, fields, expires_in)
+        if on_url is None:
+            print("Open this link to answer (expires %s):\n%s" % (approval["expires_at"], approval["url"]), file=sys.stderr)
+        else:
+            on_url(approval["url"], approval)
+        if timeout is None:
+            expires = datetime.datetime.strptime(approval["expires_at"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+            # The expiry event comes within the server's sweep interval after expires_at.
+            timeout = (expires - datetime.datetime.now(datetime.timezone.utc)).total_seconds() + 60
+        return self.wait_for(match={"data.approval_id": approval["id"]}, timeout=timeout)
+
 
 # ---- CLI, mirroring `return-address` (JSON on stdout, messages on stderr; exit 0 / 2 timeout / 1 error) ----
 
@@ -239,13 +296,21 @@ def _load(path: str) -> Dict[str, Any]:
 
 
 def _save(path: str, saved: Dict[str, Any]) -> None:
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(saved, f, indent=2)
-        f.write("\n")
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    # An unpredictable name created exclusively (mkstemp: O_EXCL, mode 0600), then renamed over the
+    # file: a name derived from the pid could be planted first (a symlink, a readable file).
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(saved, f, indent=2)
+            f.write("\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _out(v: Any) -> None:
@@ -284,6 +349,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     d.add_argument("--data", help="any JSON value")
     d.add_argument("--key", help="idempotency key")
     cmd("delete", "delete the address and its events")
+    q = cmd("ask", "ask a person: the approval page's URL on stderr, the answer's event on stdout; "
+                   "exit 0 first option, 1 another, 2 expired, cancelled or timed out")
+    q.add_argument("question")
+    q.add_argument("--details")
+    q.add_argument("--option", action="append", default=[], help="id=label; repeatable (default approve/deny)")
+    q.add_argument("--field", action="append", default=[], help="name[!]:type[:label[:choice|choice...]]; repeatable")
+    q.add_argument("--expires", type=int, help="the approval's lifetime in seconds")
+    q.add_argument("--timeout", type=float)
     args = p.parse_args(argv)
 
     try:
@@ -318,6 +391,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         elif args.command == "delete":
             ra.delete()
             _out({"deleted": ra.id})
+        elif args.command == "ask":
+            return _ask(ra, args)
         return 0
     except ReturnAddressError as err:
         print("return_address: %s" % err, file=sys.stderr)
@@ -325,6 +400,40 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (OSError, ValueError) as err:
         print("return_address: %s" % err, file=sys.stderr)
         return 1
+
+
+def _field_spec(spec: str) -> Dict[str, Any]:
+    parts = spec.split(":")
+    name, type_ = parts[0], parts[1] if len(parts) > 1 and parts[1] else "text"
+    required = name.endswith("!")
+    name = name.rstrip("!")
+    f: Dict[str, Any] = {"name": name, "label": parts[2] if len(parts) > 2 and parts[2] else name, "type": type_, "required": required}
+    if type_ == "select":
+        f["choices"] = [c for c in (parts[3] if len(parts) > 3 else "").split("|") if c]
+    return f
+
+
+def _ask(ra: "ReturnAddress", args: argparse.Namespace) -> int:
+    options = None
+    if args.option:
+        options = []
+        for o in args.option:
+            if "=" not in o or o.startswith("="):
+                raise ValueError("--option %s: write id=label" % o)
+            i, label = o.split("=", 1)
+            options.append({"id": i, "label": label or i})
+    first: List[str] = []
+    event = ra.ask(args.question, options, [_field_spec(f) for f in args.field] or None, args.details, args.expires, args.timeout,
+                   on_url=lambda url, a: (first.append(a["options"][0]["id"]),
+                                          print("Open this link to answer (expires %s):\n%s" % (a["expires_at"], url), file=sys.stderr)))
+    if event is None:
+        print("timed out: no answer yet", file=sys.stderr)
+        return 2
+    _out(event)
+    if event["type"] != "approval.decided":
+        print("%s: no answer" % event["type"], file=sys.stderr)
+        return 2
+    return 0 if event["data"]["option"] == first[0] else 1
 
 
 if __name__ == "__main__":
