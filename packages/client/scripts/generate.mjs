@@ -55,6 +55,8 @@ function schemaTypes() {
     if (!node) throw new Error(`cannot print the type of ${st.name.text}`);
     const printed = printer.printNode(ts.EmitHint.Unspecified, node, source);
     if (/\bimport\(|\bStatic\b|\bT[A-Z]\w*</.test(printed)) throw new Error(`${st.name.text} did not expand to plain types: ${printed.slice(0, 200)}`);
+    // A union built from a mapped array (Type.Union(list.map(…))) loses its members and becomes never.
+    if (/\bnever\b/.test(printed)) throw new Error(`${st.name.text} has a never in it (a Type.Union of a non-tuple array?): ${printed.slice(0, 300)}`);
     out.push(`export type ${st.name.text} = ${printed};`);
   }
   if (out.length === 0) throw new Error(`no TypeBox schema found in ${schemasFile}`);
