@@ -7,7 +7,8 @@
 // bench/README.md. It reports; it gates nothing (exit code 0 unless the bench itself broke).
 //
 // Knobs (environment): BENCH_SECONDS (per round, default 4), BENCH_ROUNDS (default 3),
-// BENCH_ONLY (comma list of: hot, spread, capture, reads, wake, idle, streams, pg, untrusted), BENCH_IDLE_POLLS (default 10000),
+// BENCH_ONLY (comma list of: hot, spread, capture, reads, wake, idle, streams, large, pg, untrusted, retention), BENCH_IDLE_POLLS (default 10000),
+// BENCH_RETENTION_STORE (sqlite or postgres: run the retention scenario on that store only),
 // BENCH_STREAMS (event streams held on one address in the streams scenario, default 1000),
 // BENCH_SERVICE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service),
 // BENCH_PG_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres).
@@ -26,6 +27,8 @@ import { percentile, pool, request } from './http-client.js';
 import { cpuMs, freePort, openFileLimits, rssBytes, sleep, startChild, type Child } from './processes.js';
 import { untrustedParsingRows } from './untrusted-parsing.js';
 import { renderChart, renderTable, updateReadme, type Report, type Row } from './report.js';
+import { postgresTarget, retentionScenario, sqliteTarget } from './retention.js';
+import { largeEventsScenario } from './large-events.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
@@ -33,7 +36,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 50;
 const IDLE_POLLS = Number(process.env.BENCH_IDLE_POLLS ?? 10_000);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000);
-const ALL_SCENARIOS = ['hot', 'spread', 'capture', 'reads', 'wake', 'idle', 'streams', 'pg', 'untrusted'];
+const ALL_SCENARIOS = ['hot', 'spread', 'capture', 'reads', 'wake', 'idle', 'streams', 'large', 'pg', 'untrusted', 'retention'];
 const ONLY = new Set((process.env.BENCH_ONLY ?? ALL_SCENARIOS.join(',')).split(',').map((s) => s.trim()));
 const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /**
@@ -228,7 +231,9 @@ async function startService(dataDir: string, extra: Record<string, string> = {},
   const url = `http://127.0.0.1:${port}`;
   return startChild('service', join(ROOT, 'dist/src/server.js'), {
     PORT: String(port), HOST: '127.0.0.1', BASE_URL: url, SMTP_PORT: String(await freePort()), SMTP_HOST: '127.0.0.1',
-    DATA_DIR: dataDir, LOG_LEVEL: 'warn', CREATE_RATE_LIMIT: '1000000', MAX_EVENTS_PER_ADDRESS: '100000000', MAX_BYTES_PER_ADDRESS: String(2 ** 50), ...extra,
+    DATA_DIR: dataDir, LOG_LEVEL: 'warn', CREATE_RATE_LIMIT: '1000000', MAX_EVENTS_PER_ADDRESS: '100000000', MAX_BYTES_PER_ADDRESS: String(2 ** 50),
+    // Scenario 7 holds BENCH_STREAMS streams on one address from four source IPs: above the default caps.
+    MAX_STREAMS_PER_ADDRESS: String(Math.max(100, STREAMS)), MAX_STREAMS_PER_CLIENT: String(Math.max(200, STREAMS)), ...extra,
   }, url, '/readyz', nodeArgs);
 }
 
@@ -580,6 +585,41 @@ async function pgScenario(ceiling: Child): Promise<void> {
   }
 }
 
+/** Delivery latency while retention deletes 100,000 acknowledged events (bench/retention.ts), on each store. */
+async function retentionScenarios(): Promise<void> {
+  const addresses = async (service: Child, n: number) => (await createAddresses(service.url, n)).map((a) => ({ id: a.id, inboxPath: a.inboxPath }));
+  const dir = mkdtempSync(join(os.tmpdir(), 'ra-bench-retention-'));
+  try {
+    if (process.env.BENCH_RETENTION_STORE !== 'postgres') rows.push(await retentionScenario('Delivery p99 while retention deletes 100,000 events (SQLite)', 'retention_sqlite', sqliteTarget(dir),
+      (env) => startService(dir, env), addresses, log));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  if (process.env.BENCH_RETENTION_STORE === 'sqlite') return;
+  const name = `ra_bench_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  try {
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+  } catch (err) {
+    await admin.end().catch(() => {});
+    rows.push({ key: 'retention_pg', label: 'Delivery p99 while retention deletes 100,000 events (PostgreSQL)', unit: 'ms', target: 'reported', met: null, note: `skipped: ${(err as Error).message}` });
+    return;
+  }
+  const dbUrl = new URL(PG_ADMIN_URL);
+  dbUrl.pathname = `/${name}`;
+  const pgDir = mkdtempSync(join(os.tmpdir(), 'ra-bench-retention-pg-'));
+  try {
+    const target = await postgresTarget(dbUrl.toString());
+    rows.push(await retentionScenario('Delivery p99 while retention deletes 100,000 events (PostgreSQL)', 'retention_pg', target,
+      (env) => startService(pgDir, { DATABASE_URL: dbUrl.toString(), ...env }, []), addresses, log));
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+    await admin.end().catch(() => {});
+    rmSync(pgDir, { recursive: true, force: true });
+  }
+}
+
 function machine() {
   const cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
   const model = /^model name\s*:\s*(.*)$/m.exec(cpuinfo)?.[1] ?? os.cpus()[0]?.model ?? 'unknown';
@@ -633,6 +673,7 @@ async function main(): Promise<void> {
       await withFreshService(async (lp) => idleScenario(lp, await createAddresses(lp.url, 1000), 0));
     }
     if (ONLY.has('streams')) await withFreshService(async (sv) => streamsScenario(sv));
+    if (ONLY.has('large')) await withFreshService(async (sv) => { log('large events: memory and event-loop delay under the attacks of issue 27'); rows.push(...(await largeEventsScenario(sv, log))); });
     if (ONLY.has('wake')) {
       await withFreshService(async (lp) => {
         const readersAddrs = await createAddresses(lp.url, 1000);
@@ -656,6 +697,7 @@ async function main(): Promise<void> {
         rmSync(dir, { recursive: true, force: true });
       }
     }
+    if (ONLY.has('retention')) await retentionScenarios();
   } catch (err) {
     console.error(`bench failed: ${(err as Error).stack}\n--- service output ---\n${service.output()}`);
     process.exitCode = 1;

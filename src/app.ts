@@ -74,6 +74,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   closeQueryStrings(app);
   suspendSocketTimeoutWhileHandling(app, config.socketTimeoutMs);
   app.addHook('onRequest', requireHostHeader);
+  deps.metrics?.registerHttpHooks(app);
 
   await app.register(swagger, {
     openapi: {
@@ -99,7 +100,10 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
       },
       servers: [{ url: config.baseUrl }],
       tags: DOCUMENT_TAGS,
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'The read token (aa_read_…) from credentials.read_token.' } } },
+      components: { securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'The read token (aa_read_…) from credentials.read_token.' },
+        ...(config.createTokens.length > 0 ? { createToken: { type: 'http', scheme: 'bearer', description: 'A create token of this instance (its operator\'s CREATE_TOKENS): required to create an address.' } } : {}),
+      } },
     },
     transformObject: finishDocument({ components: [...COMPONENT_SCHEMAS, JsonRpcError], extraOperations: MCP_DOCUMENT_ONLY }),
   });

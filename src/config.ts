@@ -79,6 +79,19 @@ export interface Config {
   readonly ipv6PrefixBits: number;
   /** RA_DEBUG_GROUP_COMMIT: log the SQLite group commit's counters every second while it works. */
   readonly logGroupCommitStats: boolean;
+  /** METRICS_PORT: Prometheus /metrics on its own listener (never the public port); undefined = off. */
+  readonly metricsPort: number | undefined;
+  /** METRICS_HOST: where the metrics listener binds (default 127.0.0.1: scraped from this host or a sidecar). */
+  readonly metricsHost: string;
+  /** RETAIN_ACKED_SECONDS: acknowledged events older than this (since their ack) are deleted; undefined = kept. */
+  readonly retainAckedSeconds: number | undefined;
+  /** CREATE_TOKENS: when not empty, creating an address requires Authorization: Bearer <one of them>. */
+  readonly createTokens: readonly string[];
+  /** MAX_TTL_SECONDS: the longest expires_in_seconds a create may ask for; undefined = the schema's own limit. */
+  readonly maxTtlSeconds: number | undefined;
+  /** DELIVERY_RATE_LIMIT: deliveries per address per window over inbox, capture and mail; undefined = no limit. */
+  readonly deliveryRateLimit: number | undefined;
+  readonly deliveryRateWindowSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -102,6 +115,27 @@ function int(env: Env, name: string, dflt: number, min: number, max = Number.MAX
   const n = Number(v);
   if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
   return n;
+}
+
+/** A whole number, or undefined when the variable is unset (the control it sets is off). */
+function optionalInt(env: Env, name: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  return raw(env, name) === undefined ? undefined : int(env, name, 0, min, max);
+}
+
+/**
+ * CREATE_TOKENS: comma-separated bearer tokens, each 16 to 256 visible ASCII characters (no space or
+ * comma), so a token is a header value as-is and too long to guess.
+ */
+function createTokens(env: Env): string[] {
+  const v = raw(env, 'CREATE_TOKENS');
+  if (v === undefined) return [];
+  const tokens = v.split(',').map((t) => t.trim());
+  for (const [i, t] of tokens.entries()) {
+    if (!/^[\x21-\x2b\x2d-\x7e]{16,256}$/.test(t)) {
+      throw new ConfigError('CREATE_TOKENS', `token ${i + 1} must be 16 to 256 visible ASCII characters without spaces or commas (got ${t.length} characters)`);
+    }
+  }
+  return tokens;
 }
 
 function bool(env: Env, name: string, dflt: boolean): boolean {
@@ -174,6 +208,17 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
 
+  const maxTtlSeconds = optionalInt(env, 'MAX_TTL_SECONDS', 1, 10 * 365 * 24 * 3600);
+  // Unset, the default TTL follows the cap down; set explicitly above it, it is a contradiction.
+  const defaultTtlSeconds = int(env, 'DEFAULT_TTL_SECONDS', Math.min(7 * 24 * 3600, maxTtlSeconds ?? Number.MAX_SAFE_INTEGER), 1, 10 * 365 * 24 * 3600);
+  if (maxTtlSeconds !== undefined && defaultTtlSeconds > maxTtlSeconds) {
+    throw new ConfigError('DEFAULT_TTL_SECONDS', `must not exceed MAX_TTL_SECONDS (${maxTtlSeconds}), got ${defaultTtlSeconds}`);
+  }
+  const metricsPort = optionalInt(env, 'METRICS_PORT', 0, 65535);
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) {
+    throw new ConfigError('METRICS_PORT', `must differ from PORT (${port}): /metrics is never served on the public port`);
+  }
+
   const requestTimeoutMs = int(env, 'REQUEST_TIMEOUT_MS', 30_000, 1000);
   const headersTimeoutMs = int(env, 'HEADERS_TIMEOUT_MS', Math.min(10_000, requestTimeoutMs), 1000);
   if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS', `must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
@@ -200,7 +245,7 @@ export function loadConfig(env: Env = process.env): Config {
     smtpTlsCert,
     smtpTlsKey,
     logLevel,
-    defaultTtlSeconds: int(env, 'DEFAULT_TTL_SECONDS', 7 * 24 * 3600, 1, 10 * 365 * 24 * 3600),
+    defaultTtlSeconds,
     expiredGraceSeconds: int(env, 'EXPIRED_GRACE_SECONDS', 24 * 3600, 0),
     sweepIntervalSeconds: int(env, 'SWEEP_INTERVAL_SECONDS', 60, 1, 24 * 3600),
     createRateLimit: int(env, 'CREATE_RATE_LIMIT', 30, 1),
@@ -233,6 +278,13 @@ export function loadConfig(env: Env = process.env): Config {
     maxInflightCaptureBytes,
     ipv6PrefixBits: int(env, 'IPV6_PREFIX_BITS', 64, 1, 128),
     logGroupCommitStats: bool(env, 'RA_DEBUG_GROUP_COMMIT', false),
+    metricsPort,
+    metricsHost: raw(env, 'METRICS_HOST') ?? '127.0.0.1',
+    retainAckedSeconds: optionalInt(env, 'RETAIN_ACKED_SECONDS', 1, 10 * 365 * 24 * 3600),
+    createTokens: createTokens(env),
+    maxTtlSeconds,
+    deliveryRateLimit: optionalInt(env, 'DELIVERY_RATE_LIMIT', 1, 1_000_000_000),
+    deliveryRateWindowSeconds: int(env, 'DELIVERY_RATE_WINDOW_SECONDS', 60, 1, MAX_RATE_WINDOW_MS / 1000),
     minApprovalSeconds: int(env, 'MIN_APPROVAL_SECONDS', 60, 1, 86_400),
   });
 }

@@ -13,6 +13,8 @@ import { openStore } from './storage/open-store.js';
 import { SchemaTooNewError } from './storage/migration-files.js';
 import type { Store } from './domain/ports.js';
 import { InProcessWakeupHub } from './wakeup/wakeup-hub.js';
+import { ServiceMetrics, countingStoreErrors } from './metrics/service-metrics.js';
+import { startMetricsListener, type MetricsListener } from './metrics/metrics-listener.js';
 import { logStartupSettings } from './startup-settings.js';
 
 export interface RunningService {
@@ -22,6 +24,8 @@ export interface RunningService {
   store: Store;
   hub: InProcessWakeupHub;
   service: ReturnAddressService;
+  /** The Prometheus series and their listener's URL, when METRICS_PORT is set. */
+  metrics?: { series: ServiceMetrics; url: string };
   stop(): Promise<void>;
   /** SIGHUP: reload SMTP_TLS_CERT/KEY (a renewed certificate) without dropping the SMTP listener. */
   reloadTls(): void;
@@ -41,13 +45,19 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   // (a lost connection, a reconnect) reach the same log as the requests.
   const log: FastifyBaseLogger = opts.logger ?? pino(loggerOptions(config.logLevel));
   logStartupSettings(config, log);
-  const store = await openStore(config, log.child({ component: 'store' }));
+  const openedStore = await openStore(config, log.child({ component: 'store' }));
   const hub = new InProcessWakeupHub();
+  const metrics = config.metricsPort === undefined ? undefined : new ServiceMetrics(openedStore, hub);
+  const store = metrics ? countingStoreErrors(openedStore, metrics) : openedStore;
   const service = new ReturnAddressService(store, hub, config);
+  if (metrics) service.observer = metrics;
+  // An operator's `admin delete` on the SQLite file while this runs: caches drop it, waiters re-read.
+  store.watchExternalChanges?.(() => hub.notifyAll());
   let app: FastifyInstance | undefined;
   let smtp: SmtpListener | undefined;
+  let metricsListener: MetricsListener | undefined;
   try {
-    app = await buildApp({ config, store, service }, { loggerInstance: log });
+    app = await buildApp({ config, store, service, metrics }, { loggerInstance: log });
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe((addressId) => hub.notify(addressId), () => hub.notifyAll());
     }
@@ -60,6 +70,10 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       dnsResolver: opts.dnsResolver, dnsLookupTimeoutMs: opts.dnsLookupTimeoutMs, authenticationBudgetMs: opts.authenticationBudgetMs,
       mailParseWorkers: config.mailParseWorkers, mailParseTimeoutMs: config.mailParseTimeoutMs, mailParseMaxHeapMb: config.mailParseMaxHeapMb, ipv6PrefixBits: config.ipv6PrefixBits,
     }, app.log.child({ component: 'smtp' }));
+    if (metrics && config.metricsPort !== undefined) {
+      metricsListener = await startMetricsListener(metrics, config.metricsPort, config.metricsHost, app.log.child({ component: 'metrics' }));
+      app.log.info({ url: metricsListener.url }, 'metrics listening');
+    }
     const approvals = approvalServiceOf({ store, service, config });
     const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, app.log, [{ name: 'approvals', run: () => approvals.sweepDue() }]);
     sweeper.start();
@@ -74,6 +88,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       // Before the store closes: messages being stored get their 250, then SMTP clients get 421.
       await started.smtp.close();
       await started.app.close();
+      await metricsListener?.close();
       await store.close();
     })());
     const reloadTls = () => {
@@ -83,10 +98,11 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         started.app.log.error({ err }, 'SMTP TLS certificate not reloaded; the one in use stays');
       }
     };
-    return { config, httpUrl, app, store, hub, service, stop, reloadTls };
+    return { config, httpUrl, app, store, hub, service, metrics: metrics && metricsListener && { series: metrics, url: metricsListener.url }, stop, reloadTls };
   } catch (err) {
     // A failed start (port taken, bad TLS file) must not leave pools, listeners or files open.
     await smtp?.close().catch(() => {});
+    await metricsListener?.close().catch(() => {});
     await app?.close().catch(() => {});
     await store.close().catch(() => {});
     throw err;

@@ -159,7 +159,8 @@ class ReturnAddress:
 
     @classmethod
     def create(cls, url: Optional[str] = None, name: Optional[str] = None, task_id: Optional[str] = None,
-               ttl: Optional[int] = None) -> "ReturnAddress":
+               ttl: Optional[int] = None, create_token: Optional[str] = None) -> "ReturnAddress":
+        """create_token: for a service whose operator set CREATE_TOKENS (default $RETURN_ADDRESS_CREATE_TOKEN)."""
         body: Dict[str, Any] = {}
         if name is not None:
             body["name"] = name
@@ -167,7 +168,8 @@ class ReturnAddress:
             body["task_id"] = task_id
         if ttl is not None:
             body["expires_in_seconds"] = ttl
-        created = _request("POST", resolve_url(url) + "/api/v1/addresses", body=body)
+        created = _request("POST", resolve_url(url) + "/api/v1/addresses",
+                           create_token or os.environ.get("RETURN_ADDRESS_CREATE_TOKEN"), body=body)
         return cls.from_created(created, url)
 
     @classmethod

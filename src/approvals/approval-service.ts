@@ -9,6 +9,7 @@ import type { AddressRecord, EventRecord } from '../domain/model.js';
 import { newEventId } from '../domain/credentials.js';
 import type { Store, StoreLimits } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import { countApproval } from '../domain/service-observer.js';
 import type { ApprovalAnswerRecord, ApprovalField, ApprovalOption, ApprovalRecord, ApprovalStepKind } from './approval-model.js';
 import {
   APPROVAL_ID_RE, APPROVAL_SECRET_RE, DEFAULT_OPTIONS, LIMITS, approvalLifetime, checkAnswer, checkDefinition, newApprovalId,
@@ -96,6 +97,7 @@ export class ApprovalService {
       closedAt: null,
     };
     if (!(await this.store.createApproval(approval))) throw notFound('Address');
+    countApproval(this.queue, 'pending');
     return { approval, url: `${this.opts.baseUrl}/approve/${approval.id}/${secret}` };
   }
 
@@ -159,6 +161,7 @@ export class ApprovalService {
         }, this.limits);
         if (r.kind === 'created') {
           this.queue.addressChanged(a.addressId);
+          countApproval(this.queue, 'expired');
           total++;
         }
       }
@@ -176,6 +179,7 @@ export class ApprovalService {
     switch (r.kind) {
       case 'created':
         this.queue.addressChanged(a.addressId);
+        countApproval(this.queue, kind === 'respond' ? 'decided' : 'cancelled');
         return r.event;
       case 'queue_full':
         throw new ApiError('queue_full', 'The address\'s queue is full, so the answer cannot be recorded; its reader must acknowledge events first. Try again later.',

@@ -50,13 +50,14 @@ export class Capture {
       urlFor: (name) => blobUrl(this.limits.baseUrl, address.id, id, name),
     });
     const input: EventInput = { type, source, dataJson: built.dataJson, id, blobs: built.blobs };
-    const delivery = await this.service.deliver(address, input, dedupeKey, source);
+    this.service.observer.signature(signature.scheme === null ? 'unsigned' : signature.verified === null ? 'unverified' : signature.verified ? 'verified' : 'failed');
+    const delivery = await this.service.deliver(address, input, dedupeKey, source, 'capture');
     return { delivery, body };
   }
 }
 
 /**
- * `data` within MAX_EVENT_BYTES (decisions.md §20): as today while it fits; else the largest
+ * `data` within MAX_EVENT_BYTES (design.md, "Bounded work"; keys in the order of "Capture URL"): as today while it fits; else the largest
  * of the attachments and the raw bytes are stored beside the event (their entry gets `sha256` and
  * `url`, raw gets `content_type` and `url`, and no content), then `body` becomes null (its bytes are
  * at raw.url). What still does not fit (headers, query) is 413 naming MAX_EVENT_BYTES. Sizes are

@@ -26,12 +26,14 @@ Commands:
   deliver    deliver an event to the address's inbox URL
   delete     delete the address and its events
   ask        ask a person: an approval page's URL on stderr, their answer's event on stdout
+  admin      operator commands on the store itself: list, show, delete, stats
+  backup     copy the SQLite store to a file while the service runs
 
 Run \`return-address <command> --help\` for a command's options. JSON goes to stdout, messages to
 stderr. Exit codes: 0 success, 2 wait timed out, 1 error (ask: 0 first option, 1 another, 2 no answer).
 `,
   serve: `Usage: return-address serve\n\nRuns the service in the foreground, exactly like \`npm start\`. Configure it with the\nenvironment variables of the README (PORT, SMTP_PORT, BASE_URL, DATA_DIR or DATABASE_URL, ...).\n`,
-  create: `Usage: return-address create [--name N] [--task-id T] [--ttl SECONDS] [--save FILE]\n\nCreates an address and prints the create response. With --save, writes that response plus\n"cursor": 0 to FILE with mode 0600 (it holds the read token and the inbox secret).\n\n${COMMON}`,
+  create: `Usage: return-address create [--name N] [--task-id T] [--ttl SECONDS] [--save FILE]\n\nCreates an address and prints the create response. With --save, writes that response plus\n"cursor": 0 to FILE with mode 0600 (it holds the read token and the inbox secret).\nA service whose operator set CREATE_TOKENS needs one: $RETURN_ADDRESS_CREATE_TOKEN.\n\n${COMMON}`,
   wait: `Usage: return-address wait --save FILE [--type T] [--match path=value]... [--timeout S] [--ack]\n\nWaits (long-polling, reconnecting after network errors) for the first event after the saved\ncursor with type T and every path=value (dotted into the event: data.from.address=x), prints it\nas JSON and exits 0; exits 2 when --timeout seconds (default 300) pass without one.\n--ack acknowledges the event and advances the saved cursor to it, so the next wait starts\nafter it; without --ack the cursor stays and the same event is found again.\n\n${SAVE}${COMMON}`,
   events: `Usage: return-address events --save FILE [--after N] [--limit N] [--wait S]\n\nPrints one page {events, next_cursor, has_more} after the saved cursor (or --after) and saves\nnext_cursor as the cursor. --wait long-polls up to S seconds (max 25) when there is none.\n\n${SAVE}${COMMON}`,
   get: `Usage: return-address get --save FILE\n\nPrints {"address": ...}.\n\n${SAVE}${COMMON}`,
@@ -113,6 +115,9 @@ async function run(argv: string[]): Promise<number> {
     process.stdout.write(HELP.main!);
     return command === undefined ? 1 : 0;
   }
+  // The operator's commands open the store itself (SQLite, pg): loaded only when asked for.
+  if (command === 'admin') return (await import('./admin.js')).adminCommand(rest);
+  if (command === 'backup') return (await import('./backup.js')).backupCommand(rest);
   if (!(command in HELP) || command === 'main') throw new UsageError(`unknown command "${command}"\n\n${HELP.main}`);
   if (rest.includes('--help') || rest.includes('-h')) {
     process.stdout.write(HELP[command]!);
@@ -224,7 +229,7 @@ export async function cli(argv: string[]): Promise<void> {
     const code = await run(argv);
     if (code >= 0) process.exitCode = code;
   } catch (err) {
-    if (err instanceof UsageError) process.stderr.write(`return-address: ${err.message}\n`);
+    if (err instanceof UsageError || (err as Error).name === 'AdminError') process.stderr.write(`return-address: ${(err as Error).message}\n`);
     else if (err instanceof ReturnAddressError) process.stderr.write(`return-address: ${err.code} (HTTP ${err.status}): ${err.message}\n`);
     else process.stderr.write(`return-address: ${(err as Error).stack ?? String(err)}\n`);
     process.exitCode = 1;

@@ -12,9 +12,10 @@ export const ERROR_CATALOGUE = {
   address_expired: { status: 410, description: 'The address is past expiresAt and refuses deliveries.' },
   payload_too_large: { status: 413, description: 'The body is larger than MAX_PAYLOAD_BYTES (MAX_CAPTURE_BYTES on the capture URL; answered with Connection: close), or the event it makes would be larger than a whole address may hold (MAX_BYTES_PER_ADDRESS).' },
   unsupported_media_type: { status: 415, description: 'A JSON endpoint was sent a body whose Content-Type is not application/json.' },
-  rate_limited: { status: 429, description: 'Too many addresses created from this client IP; retry after Retry-After seconds.' },
+  rate_limited: { status: 429, description: 'Too many addresses created from this client IP (CREATE_RATE_LIMIT), or too many deliveries to this address (DELIVERY_RATE_LIMIT, when the operator set it); retry after Retry-After seconds.' },
   queue_full: { status: 429, description: 'The address is full: MAX_EVENTS_PER_ADDRESS events or MAX_BYTES_PER_ADDRESS bytes, and pruning its acknowledged events cannot make room; acknowledge some, then retry after Retry-After seconds.' },
   unavailable: { status: 503, description: 'The service cannot take this request now: storage cannot be reached or written (a database outage, a full disk; nothing was stored), or capture bytes being received by all clients passed MAX_INFLIGHT_CAPTURE_BYTES. Retry after Retry-After seconds. Never sent for something the client did.' },
+  too_many_streams: { status: 429, description: 'The address already has MAX_STREAMS_PER_ADDRESS open event streams, or this client MAX_STREAMS_PER_CLIENT; close one, then retry after Retry-After seconds.' },
   internal: { status: 500, description: 'An unexpected server error. Nothing about it is revealed; it is logged.' },
 } as const;
 

@@ -1,6 +1,7 @@
 // Deletes addresses past expiresAt + grace on a timer. Safe to run on every instance: each sweep
 // deletes what it finds, and the stores make concurrent sweeps harmless (SQLite has one writer;
-// PostgreSQL skips rows another sweeper holds).
+// PostgreSQL skips rows another sweeper holds). With RETAIN_ACKED_SECONDS it also deletes old
+// acknowledged events, in batches that each hold the write lock briefly (sweepAcknowledged).
 import type { Log } from './ports.js';
 import type { ReturnAddressService } from './return-address-service.js';
 
@@ -30,6 +31,8 @@ export class ExpirySweeper {
   sweepOnce(): Promise<void> {
     this.running ??= this.runSweeps().then(() => this.service.sweepExpired())
       .then((n) => { if (n > 0) this.log.info({ deleted: n }, 'swept expired addresses'); })
+      .then(() => this.service.sweepAcknowledged())
+      .then((n) => { if (n > 0) this.log.info({ deleted: n }, 'deleted acknowledged events past RETAIN_ACKED_SECONDS'); })
       .catch((err: unknown) => { this.log.error({ err }, 'expiry sweep failed'); })
       .finally(() => { this.running = undefined; });
     return this.running;

@@ -15,6 +15,8 @@ export interface AddressRecord {
   signingKeys: Buffer | null;
   createdAt: number;
   expiresAt: number;
+  /** The creating client's IP (written at create for `admin list`; not read back by the service). */
+  createdIp?: string | null;
 }
 
 export interface EventRecord {

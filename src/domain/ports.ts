@@ -125,6 +125,28 @@ export interface Store {
    * chunks; null when the address, the event or the blob does not exist.
    */
   openBlob(addressId: string, eventId: string, name: BlobName): Promise<StoredBlob | null>;
+  /**
+   * Counts one attempt against `key` in the fixed window containing `now` (domain/rate-window.ts),
+   * shared by every instance on the store; a refused attempt does not count.
+   */
+  countRate(rate: { key: string; limit: number; windowMs: number; now: number }): Promise<RateDecision>;
+  /**
+   * Deletes at most `batchSize` events acknowledged before `cutoff` (RETAIN_ACKED_SECONDS), in one
+   * short transaction, keeping each address's event_count and event_bytes exact; returns how many.
+   */
+  deleteAcknowledgedBefore(cutoff: number, batchSize: number): Promise<number>;
+  /** Gives space freed by deletions back (SQLite: a bounded incremental vacuum; PostgreSQL: autovacuum's job). */
+  reclaimSpace(): Promise<void>;
+  /**
+   * Cheap totals for /metrics, bounded work: events stored, unacknowledged events (counted up to
+   * `countCap`), and the creation time of the oldest unacknowledged event (null: none).
+   */
+  queueTotals(countCap: number): Promise<{ stored: number; unacknowledged: number; oldestUnacknowledgedAt: number | null }>;
+  /**
+   * For a store another process may write (an operator's `admin delete` beside a running SQLite
+   * service): `onChange` is called when a change made elsewhere was seen, after the caches dropped it.
+   */
+  watchExternalChanges?(onChange: () => void): void;
   /** Sets acknowledged_at once (a second ack keeps the first time); null when no such event. */
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
 

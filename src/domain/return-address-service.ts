@@ -13,6 +13,7 @@ import { EventStream, type StreamSink } from './event-stream.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
 import type { AddressRecord, Delivery, EventInput, EventRecord, ListQuery, NewEvent, Page } from './model.js';
 import type { Store, WakeupHub } from './ports.js';
+import { NO_OBSERVER, type DeliveryOutcome, type DeliveryRoute, type ServiceObserver } from './service-observer.js';
 
 export interface ServiceOptions {
   defaultTtlSeconds: number;
@@ -26,6 +27,13 @@ export interface ServiceOptions {
   maxPageBytes: number;
   /** An event's stored JSON (data and metadata) is at most this (MAX_EVENT_BYTES, at most MAX_PAGE_BYTES): every page budget is at least this. */
   maxEventBytes: number;
+  /** MAX_TTL_SECONDS: a create asking for a longer expires_in_seconds is refused naming the cap. */
+  maxTtlSeconds?: number | undefined;
+  /** DELIVERY_RATE_LIMIT per DELIVERY_RATE_WINDOW_SECONDS, per address, over every way in. */
+  deliveryRateLimit?: number | undefined;
+  deliveryRateWindowSeconds?: number;
+  /** RETAIN_ACKED_SECONDS: acknowledged events are deleted this long after their ack. */
+  retainAckedSeconds?: number | undefined;
 }
 
 export interface CreateAddressInput {
@@ -74,6 +82,8 @@ const QUEUE_FULL_RETRY_AFTER_SECONDS = 30;
 export class ReturnAddressService {
   /** Stream reads not yet started, by address and cursor: joined by streams asking the same (streamRead). */
   private readonly pendingStreamReads = new Map<string, Promise<Page>>();
+  /** Told about deliveries, commits, signatures and approvals (the metrics set it; a no-op otherwise). */
+  observer: ServiceObserver = NO_OBSERVER;
 
   constructor(
     private readonly store: Store,
@@ -84,6 +94,11 @@ export class ReturnAddressService {
 
   async createAddress(input: CreateAddressInput, clientKey: string): Promise<CreatedAddress> {
     const createdAt = this.now();
+    const cap = this.opts.maxTtlSeconds;
+    if (cap !== undefined && input.expires_in_seconds !== undefined && input.expires_in_seconds > cap) {
+      throw new ApiError('invalid_request', `expires_in_seconds must be at most ${cap} on this instance (MAX_TTL_SECONDS = ${cap}); ` +
+        `got ${input.expires_in_seconds}. Ask for ${cap} or less, or omit it for the default of ${this.opts.defaultTtlSeconds} s.`);
+    }
     const ttl = input.expires_in_seconds ?? this.opts.defaultTtlSeconds;
     const readToken = newReadToken();
     const inboxSecret = newInboxSecret();
@@ -98,6 +113,9 @@ export class ReturnAddressService {
       signingKeys: newSigningKeys(id, readToken, inboxSecret),
       createdAt,
       expiresAt: createdAt + ttl * 1000,
+      // The creating client's IP, plain (the operator's `admin list` shows it to act on abuse); it
+      // goes with the address.
+      createdIp: clientKey,
     };
     const decision = await this.store.createAddress(address, {
       key: `create:${clientKey}`,
@@ -182,14 +200,25 @@ export class ReturnAddressService {
 
   /** Endpoint 6 once `openInbox` has resolved the address. */
   async deliverToInbox(address: AddressRecord, input: EventInput, idempotencyKey: string | undefined): Promise<Delivery> {
-    return this.deliver(address, input, idempotencyKey, 'https');
+    return this.deliver(address, input, idempotencyKey, 'https', 'inbox');
   }
 
   /**
    * Appends one event to an address's queue (any source: HTTP, email). Resolves once the event is
    * durably committed; a repeat of an idempotency key resolves to the original event.
    */
-  async deliver(address: AddressRecord, input: EventInput, idempotencyKey: string | undefined, defaultSource: string): Promise<Delivery> {
+  async deliver(address: AddressRecord, input: EventInput, idempotencyKey: string | undefined, defaultSource: string, route: DeliveryRoute = 'other'): Promise<Delivery> {
+    try {
+      const delivery = await this.deliverOnce(address, input, idempotencyKey, defaultSource);
+      this.observer.delivery(route, delivery.duplicate ? 'duplicate' : 'created');
+      return delivery;
+    } catch (err) {
+      this.observer.delivery(route, refusalOf(err));
+      throw err;
+    }
+  }
+
+  private async deliverOnce(address: AddressRecord, input: EventInput, idempotencyKey: string | undefined, defaultSource: string): Promise<Delivery> {
     if (idempotencyKey !== undefined && input.dedupe_key !== undefined && idempotencyKey !== input.dedupe_key) {
       throw new ApiError('idempotency_key_mismatch', 'The Idempotency-Key header and the body dedupe_key differ; send one, or the same value in both.');
     }
@@ -222,7 +251,21 @@ export class ReturnAddressService {
     if (size > this.opts.maxBytesPerAddress) {
       throw new ApiError('payload_too_large', `This event would take ${size} bytes stored, more than one address holds (MAX_BYTES_PER_ADDRESS = ${this.opts.maxBytesPerAddress}): send less.`);
     }
+    const limit = this.opts.deliveryRateLimit;
+    if (limit !== undefined) {
+      // Shared by every instance on one database (the store counts in its rate_windows table); a
+      // refused delivery does not count.
+      const decision = await this.store.countRate({
+        key: `deliver:${address.id}`, limit, windowMs: (this.opts.deliveryRateWindowSeconds ?? 60) * 1000, now: createdAt,
+      });
+      if (!decision.allowed) {
+        throw new ApiError('rate_limited', `Too many deliveries to this address: at most ${limit} per ${this.opts.deliveryRateWindowSeconds ?? 60} s ` +
+          `(DELIVERY_RATE_LIMIT); retry in ${decision.retryAfterSeconds} s.`, { 'retry-after': String(decision.retryAfterSeconds) });
+      }
+    }
+    const started = performance.now();
     const result = await this.store.appendEvent(event, { maxEventsPerAddress: this.opts.maxEventsPerAddress, maxBytesPerAddress: this.opts.maxBytesPerAddress });
+    this.observer.commit((performance.now() - started) / 1000);
     switch (result.kind) {
       case 'created':
         this.changed(address.id);
@@ -348,6 +391,29 @@ export class ReturnAddressService {
     }
   }
 
+  /**
+   * Retention by age (RETAIN_ACKED_SECONDS): deletes events acknowledged before now − retention, in
+   * batches of `batchSize`, each its own short transaction. Between batches it pauses as long as the
+   * batch took, so the deletion never takes more than half of the store's (and, on SQLite, the event
+   * loop's) time from deliveries: a large backlog takes longer, deliveries keep their latency.
+   * Returns how many events were deleted.
+   */
+  async sweepAcknowledged(batchSize = 200): Promise<number> {
+    const retain = this.opts.retainAckedSeconds;
+    if (retain === undefined) return 0;
+    const cutoff = this.now() - retain * 1000;
+    let total = 0;
+    for (;;) {
+      const started = performance.now();
+      const deleted = await this.store.deleteAcknowledgedBefore(cutoff, batchSize);
+      total += deleted;
+      if (deleted < batchSize) break;
+      await new Promise<void>((resolve) => setTimeout(resolve, Math.max(1, performance.now() - started)));
+    }
+    if (total > 0) await this.store.reclaimSpace();
+    return total;
+  }
+
   private async readPage(addressId: string, after: number, limit: number, maxBytes = this.opts.maxPageBytes): Promise<Page> {
     // Never below MAX_EVENT_BYTES: then every event fits in a page, and no page needs an exception for a large first event.
     const page = await this.store.listEvents(addressId, after, limit, Math.max(this.opts.maxEventBytes, Math.min(maxBytes, this.opts.maxPageBytes)));
@@ -376,5 +442,18 @@ export class ReturnAddressService {
    */
   private changed(addressId: string): void {
     this.hub.notify(addressId);
+  }
+}
+
+/** The observer's outcome for a refused delivery. */
+function refusalOf(err: unknown): DeliveryOutcome {
+  if (!(err instanceof ApiError)) return 'error';
+  switch (err.code) {
+    case 'queue_full': return 'queue_full';
+    case 'address_expired': return 'expired';
+    case 'payload_too_large': return 'too_large';
+    case 'rate_limited': return 'rate_limited';
+    case 'not_found': return 'not_found';
+    default: return 'invalid';
   }
 }

@@ -55,12 +55,12 @@ export async function fanOut(parsed: ParsedEmail, targets: readonly { recipient:
   if (!othersHold) ctx.budget.take(dataJson.length);
   const deliverTo = ({ recipient, rcpt }: { recipient: Recipient; rcpt: string }) => {
     const input = emailEventInput(data, { mailFrom: ctx.mailFrom, rcptTo: rcpt, remoteIp: ctx.remoteIp, tag: recipient.tag });
-    if (parsed.blobs.length === 0) return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE);
+    if (parsed.blobs.length === 0) return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE, 'email');
     // Blobs are named by url, which holds the address and the event id: one JSON per recipient
     // (bounded by MAX_EVENT_BYTES), the bytes shared.
     const id = newEventId(ctx.now());
     const own = emailDataJson(parsed, (name) => blobUrl(ctx.baseUrl, recipient.address.id, id, name));
-    return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson: own, id, blobs: parsed.blobs }, undefined, EMAIL_EVENT_SOURCE);
+    return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson: own, id, blobs: parsed.blobs }, undefined, EMAIL_EVENT_SOURCE, 'email');
   };
   try {
     if (dataJson.length <= LARGE_EVENT_CHARS) return await Promise.allSettled(targets.map(deliverTo));

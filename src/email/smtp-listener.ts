@@ -160,9 +160,13 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
 
     onRcptTo(address, _session, callback) {
       resolve(address.address).then(
-        (recipient) => callback(recipient ? null : smtpError(550, `No such mailbox here: <${address.address}>`)),
+        (recipient) => {
+          service.observer.smtp('rcpt', recipient ? 250 : 550);
+          callback(recipient ? null : smtpError(550, `No such mailbox here: <${address.address}>`));
+        },
         (err: unknown) => {
           log.error({ err }, 'looking up an email recipient failed');
+          service.observer.smtp('rcpt', 451);
           callback(smtpError(451, 'Temporary failure looking up the recipient, try again later'));
         },
       );
@@ -206,11 +210,15 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
         stream.off('close', release);
         if (stream.sizeExceeded || bytes > opts.maxEmailBytes) {
           release();
+          // Refused before any recipient's delivery began: counted here, once per message.
+          service.observer.smtp('data', 552);
+          service.observer.delivery('email', 'too_large');
           callback(smtpError(552, `Message exceeds the maximum size of ${opts.maxEmailBytes} bytes`));
           return;
         }
         if (overBudget) {
           log.warn({ session: session.id, buffered: budget.held }, 'email refused for now: too many message bytes in memory');
+          service.observer.smtp('data', 452);
           callback(smtpError(452, 'Insufficient system storage, try again later'));
           return;
         }
@@ -222,16 +230,22 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
         const raw = Buffer.concat(chunks, bytes);
         chunks.length = 0; // `raw` holds the bytes now; they count against the budget until stored
         const delivery = deliverMessage(raw, mailFrom, rcpts, remoteIp, helo, session.id).then(
-          (reply) => callback(null, reply),
+          (reply) => {
+            service.observer.smtp('data', 250);
+            callback(null, reply);
+          },
           (err: unknown) => {
             if (err instanceof MailParseLimitError) {
               // Every parser stayed busy (or the service is stopping): the message is not the problem, the sender retries.
               log.warn({ err, session: session.id }, 'email refused for now: no mail parser free');
+              service.observer.smtp('data', 451);
               callback(smtpError(451, 'Too much mail being processed, try again later'));
             } else if (typeof (err as SMTPServerError).responseCode === 'number') {
+              service.observer.smtp('data', (err as SMTPServerError).responseCode as number);
               callback(err as SMTPServerError);
             } else {
               log.error({ err, session: session.id }, 'processing an email failed');
+              service.observer.smtp('data', 451);
               callback(smtpError(451, 'Temporary failure processing the message, try again later'));
             }
           },

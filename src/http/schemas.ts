@@ -218,18 +218,19 @@ const ERROR_HEADERS: Record<number, Record<string, TSchema>> = {
   },
   405: { Allow: Type.String({ description: 'The methods the path has, e.g. "GET, HEAD" or "POST".' }) },
   429: { 'Retry-After': Type.Integer({ minimum: 0, description: 'Seconds to wait before retrying.' }) },
+  503: { 'Retry-After': Type.Integer({ minimum: 0, description: 'Seconds to wait before retrying.' }) },
 };
 
 /**
  * Response schemas for the given error statuses, each describing the codes it can carry and the
  * headers that come with it, for the route's `response` map. Every route also answers 400 (an
- * unknown query parameter, a missing Host header) and 500, so those are always there. A route that
+ * unknown query parameter, a missing Host header), 500 and 503 (storage unavailable), so those are always there. A route that
  * reads no body still parses one sent with a JSON Content-Type on POST and DELETE (400 invalid_json,
  * 413) and refuses other types (415): such routes list 413 and 415 themselves.
  */
 export function errorResponses(...statuses: number[]): Record<number, TSchema> {
   const out: Record<number, TSchema> = {};
-  for (const status of [400, ...statuses, 500].sort((a, b) => a - b)) {
+  for (const status of [...new Set([400, ...statuses, 500, 503])].sort((a, b) => a - b)) {
     const codes = ERROR_CODES_BY_STATUS.get(status) ?? [];
     const text = codes.map((c) => `\`${c}\`: ${ERROR_CATALOGUE[c].description}`).join(' ');
     const headers = ERROR_HEADERS[status];

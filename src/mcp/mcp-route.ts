@@ -180,7 +180,7 @@ export const mcpRoutes = (deps: AppDeps): FastifyPluginAsyncTypebox => async (ap
 
     // Ends long waits when the client goes away; the response finishing fires it too, harmlessly.
     const gone = new AbortController();
-    const server = buildMcpServer({ service, address, emailDomain: config.emailDomain, signal: gone.signal, log: request.log, approvals });
+    const server = buildMcpServer({ service, address, emailDomain: config.emailDomain, signal: gone.signal, log: request.log, approvals, maxEventBytes: config.maxEventBytes });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.raw.once('close', () => {
       gone.abort();

@@ -6,6 +6,7 @@
 // a caller can act on are tool results with isError: true, never protocol errors: the queue's own
 // (unknown event, address deleted) carry the API's error body as text; arguments outside the input
 // schema are refused by the SDK before a tool runs, with a message naming the argument.
+import { ResultBudget, storedBytes } from './result-budget.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -32,7 +33,8 @@ function rangeOf(schema: object): Range {
 
 /**
  * A list_events result carries its page twice (structuredContent and text), and a batch may call it
- * many times: its pages stop at 1 MiB of stored JSON (still at least one event; has_more says so).
+ * many times: its pages stop at 1 MiB of stored JSON (MAX_EVENT_BYTES when that is larger; has_more
+ * says so), and all the calls of one request share two pages' worth (result-budget.ts).
  */
 export const MCP_PAGE_BYTES = 1024 * 1024;
 
@@ -125,6 +127,8 @@ export interface ToolContext {
   /** Aborts when the HTTP client goes away: long waits end then. */
   signal: AbortSignal;
   log: FastifyBaseLogger;
+  /** MAX_EVENT_BYTES: a page is never smaller, so any event fits one. */
+  maxEventBytes: number;
   /** request_approval and get_approval (approval-tools.ts). */
   approvals?: ApprovalService;
 }
@@ -138,6 +142,9 @@ const JSON_SCHEMA_VALIDATOR = new AjvJsonSchemaValidator();
 /** Builds the MCP server for one request on one (already authenticated) address. */
 export function buildMcpServer(ctx: ToolContext): McpServer {
   const { service, address } = ctx;
+  const pageBytes = Math.max(MCP_PAGE_BYTES, ctx.maxEventBytes);
+  // Shared by every call of this request (a batch): two pages' worth of events in all.
+  const budget = new ResultBudget(2 * pageBytes, ctx.maxEventBytes);
   const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: JSON_SCHEMA_VALIDATOR });
 
   /**
@@ -172,7 +179,15 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     inputSchema: ListEventsInput,
     outputSchema: EventPage,
     annotations: { readOnlyHint: true, openWorldHint: false },
-  }, (args, extra) => run('list_events', extra, async (signal) => eventPageJson(await service.listEvents(address, { ...args, maxBytes: MCP_PAGE_BYTES }, signal))));
+  }, (args, extra) => run('list_events', extra, async (signal) => {
+    const granted = budget.take(pageBytes);
+    const page = await service.listEvents(address, { ...args, maxBytes: granted }, signal).catch((err: unknown) => {
+      budget.give(granted);
+      throw err;
+    });
+    budget.give(granted - storedBytes(page.events));
+    return eventPageJson(page);
+  }));
 
   server.registerTool('ack_event', {
     title: 'Acknowledge an event',
@@ -195,7 +210,13 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     outputSchema: WaitResult,
     annotations: { readOnlyHint: true, openWorldHint: false },
   }, (args, extra) => run('wait_for_event', extra, async (signal) => {
-    const r = await service.waitForEvent(address, args.after, args.timeout, { type: args.type, match: args.match }, signal);
+    // Its result holds one event at most.
+    const granted = budget.take(ctx.maxEventBytes);
+    const r = await service.waitForEvent(address, args.after, args.timeout, { type: args.type, match: args.match }, signal).catch((err: unknown) => {
+      budget.give(granted);
+      throw err;
+    });
+    budget.give(granted - (r.event ? storedBytes([r.event]) : 0));
     return `{"event":${r.event ? eventJson(r.event) : 'null'},"next_cursor":${r.nextCursor}}`;
   }));
 

@@ -68,7 +68,9 @@ export const toEvent = (r: EventRow): EventRecord => ({
  * One page of an address's events bounded by count and by bytes, as SQL both backends run: the
  * next `limit + 1` events after the cursor, cut before the event that would take the running total
  * of stored JSON bytes past the budget. The budget is never below MAX_EVENT_BYTES (the service's
- * readPage), so the first event always fits: no page needs an exception for a large event. `fetched` tells whether
+ * readPage), so every event stored since migration 0006 fits: `rn = 1` only serves an
+ * event stored before MAX_EVENT_BYTES existed (or before an operator lowered it) alone, so that no
+ * cursor is stuck behind it. `fetched` tells whether
  * anything was left out. `bytes` is the caller's expression for one row's size in its dialect.
  * Placeholders are the caller's: `{after}`, `{below}`, `{limit}`, `{budget}`, `{address}`.
  */
@@ -82,7 +84,7 @@ export function boundedPageSql(bytes: string, p: { address: string; after: strin
         ORDER BY sequence LIMIT ${p.limit}
       ) AS next_events
     ) AS counted
-    WHERE running <= ${p.budget}
+    WHERE rn = 1 OR running <= ${p.budget}
     ORDER BY sequence`;
 }
 

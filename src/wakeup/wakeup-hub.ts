@@ -92,6 +92,18 @@ export class InProcessWakeupHub implements WakeupHub {
     return this.count;
   }
 
+  /** Open waiters by kind (`kindOf` names a listener's kind), for /metrics: O(waiters), at scrape time only. */
+  countByKind(kindOf: (listener: WakeListener) => string): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const set of this.byAddress.values()) {
+      for (const r of set) {
+        const kind = kindOf(r.listener);
+        counts.set(kind, (counts.get(kind) ?? 0) + 1);
+      }
+    }
+    return counts;
+  }
+
   /** @internal Called by a registration as it settles or is cancelled. */
   remove(r: Registration): void {
     const set = this.byAddress.get(r.addressId);

@@ -129,4 +129,27 @@ describe('TypeScript client', () => {
       await proxy.close();
     }
   });
+
+  it('a page that fails with 500 every time is retried a bounded number of times, not until the deadline (issue 27)', async () => {
+    const ra = await ReturnAddress.create({ url: svc.baseUrl });
+    let pages = 0;
+    // The service stands behind a fetch that breaks its page reads (a deployment whose reads fail
+    // with 500 every time); everything else reaches the real service.
+    const broken: typeof fetch = async (input, init) => {
+      if (String(input).includes('/events') && (init?.method ?? 'GET') === 'GET') {
+        pages++;
+        return new Response(JSON.stringify({ error: { code: 'internal', message: 'Internal error.' } }), { status: 500, headers: { 'content-type': 'application/json' } });
+      }
+      return fetch(input, init);
+    };
+    const client = new ReturnAddress({ url: svc.baseUrl, id: ra.id, token: ra.token, fetch: broken });
+    const t0 = Date.now();
+    await assert.rejects(client.waitFor({ timeout: 120 }), (err: unknown) => err instanceof ReturnAddressError && err.status === 500);
+    assert.equal(pages, 3, 'three attempts in all');
+    assert.ok(Date.now() - t0 < 10_000, `gave up in ${Date.now() - t0} ms, well before the 120 s timeout`);
+    pages = 0;
+    await assert.rejects(async () => { for await (const _ of client.events()) { /* none */ } }, (err: unknown) => err instanceof ReturnAddressError && err.status === 500);
+    assert.equal(pages, 3);
+    await ra.delete();
+  });
 });

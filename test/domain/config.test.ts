@@ -42,6 +42,14 @@ describe('loadConfig', () => {
     }
   });
 
+  it('MAX_EVENT_BYTES: 4 MiB by default, MAX_PAGE_BYTES when that is smaller, never above it (every event fits a page)', () => {
+    assert.equal(loadConfig({}).maxEventBytes, 4 * 1024 * 1024);
+    assert.equal(loadConfig({ MAX_PAGE_BYTES: '65536' }).maxEventBytes, 65536);
+    assert.throws(() => loadConfig({ MAX_PAGE_BYTES: '65536', MAX_EVENT_BYTES: '65537' }), (e: unknown) => e instanceof ConfigError && e.variable === 'MAX_EVENT_BYTES');
+    assert.equal(loadConfig({}).maxStreamsPerAddress, 100);
+    assert.equal(loadConfig({}).maxStreamsPerClient, 200);
+  });
+
   it('lets operators go below the client ranges so expiry can be watched', () => {
     const c = loadConfig({ DEFAULT_TTL_SECONDS: '1', EXPIRED_GRACE_SECONDS: '0' });
     assert.equal(c.defaultTtlSeconds, 1);

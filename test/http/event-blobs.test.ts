@@ -144,6 +144,27 @@ describe(`bounded events: bytes beside the event (${STORE})`, () => {
     assert.equal(await blobRows(svc), before, 'deleting the address deletes its bytes');
   });
 
+  it('parallel captures with and without blobs: gapless sequences, every blob with its own event', { timeout: 60_000 }, async () => {
+    const a = await createAddress(svc.baseUrl);
+    const bodies = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? Buffer.alloc(100 * 1024, i) : Buffer.from(JSON.stringify({ i }))));
+    const results = await Promise.all(bodies.map((b, i) => capture(svc, a, b, i % 2 === 0 ? 'application/octet-stream' : 'application/json')));
+    for (const r of results) assert.equal(r.status, 202, JSON.stringify(r.json));
+    const events: any[] = [];
+    for (let after = 0; ;) {
+      const page = await listEvents(svc.baseUrl, a, { after, limit: 100 });
+      events.push(...page.json.events);
+      after = page.json.next_cursor;
+      if (!page.json.has_more) break;
+    }
+    assert.deepEqual(events.map((e) => e.sequence), Array.from({ length: 40 }, (_, i) => i + 1), 'gapless, in order');
+    const withBlob = events.filter((e) => e.data.raw.url !== undefined);
+    assert.equal(withBlob.length, 20);
+    for (const e of withBlob) {
+      const got = Buffer.from(await (await fetch(e.data.raw.url, { headers: { authorization: `Bearer ${a.token}` } })).arrayBuffer());
+      assert.equal(sha256(got), e.data.raw.sha256, `event ${e.sequence} has its own bytes`);
+    }
+  });
+
   it('mail: a large attachment is stored beside the event; unparseable MIME keeps the message behind raw.url', async () => {
     const a = await createAddress(svc.baseUrl);
     const payload = Buffer.alloc(200 * 1024);

@@ -373,14 +373,18 @@ describe('MCP endpoint', () => {
     assert.equal(unknownMethod.json.error?.code, -32601, unknownMethod.text);
   });
 
-  it('bounds a result: a batch holds at most 10 messages, and list_events pages stop at 1 MiB of stored JSON', async () => {
+  it('bounds a result: a batch holds at most 10 messages, and list_events pages stop at max(1 MiB, MAX_EVENT_BYTES) of stored JSON', async () => {
     const a = await createAddress(base);
     const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'list_events', arguments: { limit: 100 } } });
     const big = await rpc(base, a, Array.from({ length: 11 }, (_, i) => call(i)));
     assertError(big, 400, 'invalid_request');
     assert.match(big.json.error.message, /at most 10/);
-    // Three events of ~600 KB: an HTTP page (8 MiB budget) holds all three, an MCP page one at a time.
-    for (let i = 0; i < 3; i++) await deliverOk(base, a, { data: 'x'.repeat(600 * 1024) });
+    // Three captured events of ~2.5 MB (a JSON body inline, its raw bytes beside the event): an HTTP
+    // page (8 MiB budget) holds all three, an MCP page (4 MiB, MAX_EVENT_BYTES) one at a time.
+    for (let i = 0; i < 3; i++) {
+      const r = await fetch(`${base}/api/v1/hooks/${a.id}/${a.secret}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify('x'.repeat(2500 * 1024)) });
+      assert.equal(r.status, 202);
+    }
     const http = await api(base, 'GET', `/api/v1/addresses/${a.id}/events?limit=100`, { token: a.token });
     assert.equal(http.json.events.length, 3);
     const seen: number[] = [];
@@ -388,7 +392,7 @@ describe('MCP endpoint', () => {
     for (let guard = 0; guard < 10; guard++) {
       const r = await rpc(base, a, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_events', arguments: { after, limit: 100 } } });
       const page = r.json.result.structuredContent;
-      assert.ok(page.events.length <= 1, 'at most one 600 KB event in a 1 MiB page');
+      assert.ok(page.events.length <= 1, 'at most one 2.5 MB event in a 4 MiB page');
       seen.push(...page.events.map((e: { sequence: number }) => e.sequence));
       after = page.next_cursor;
       if (!page.has_more) break;

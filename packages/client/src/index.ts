@@ -88,6 +88,8 @@ export interface CreateOptions extends ClientOptions {
   taskId?: string;
   /** Lifetime in seconds (expires_in_seconds). */
   ttl?: number;
+  /** A create token, for a service whose operator set CREATE_TOKENS (default $RETURN_ADDRESS_CREATE_TOKEN). */
+  createToken?: string;
 }
 
 export interface WaitOptions {
@@ -132,6 +134,14 @@ const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve, 
 function transient(err: unknown): boolean {
   return err instanceof ReturnAddressError && (err.status === 0 || err.status === 429 || err.status >= 500);
 }
+
+/**
+ * A 5xx that does not say "try later" (500 internal, not 502/503/504): the same request will most
+ * likely fail again, so it is retried only this many times in all, not until the deadline (a page
+ * that failed on the server every time was retried forever, issue 27).
+ */
+const INTERNAL_ERROR_ATTEMPTS = 3;
+const tryLater = (err: unknown) => err instanceof ReturnAddressError && (err.status === 0 || err.status === 429 || err.status === 502 || err.status === 503 || err.status === 504);
 
 async function request<T>(doFetch: typeof fetch, method: string, url: string, opts: { token?: string; json?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<T> {
   const headers: Record<string, string> = { ...opts.headers };
@@ -190,7 +200,8 @@ export class ReturnAddress {
     if (opts.name !== undefined) body.name = opts.name;
     if (opts.taskId !== undefined) body.task_id = opts.taskId;
     if (opts.ttl !== undefined) body.expires_in_seconds = opts.ttl;
-    const created = await request<CreateAddressResponse>(opts.fetch ?? globalThis.fetch, 'POST', `${resolveUrl(opts.url)}/api/v1/addresses`, { json: body });
+    const createToken = opts.createToken ?? (typeof process === 'undefined' ? undefined : process.env.RETURN_ADDRESS_CREATE_TOKEN);
+    const created = await request<CreateAddressResponse>(opts.fetch ?? globalThis.fetch, 'POST', `${resolveUrl(opts.url)}/api/v1/addresses`, { json: body, token: createToken });
     return ReturnAddress.fromCreated(created, opts);
   }
 
@@ -319,13 +330,18 @@ export class ReturnAddress {
     return { approval, event };
   }
 
-  /** Runs a read, retrying transient failures with capped exponential backoff (and jitter) until `deadline`. */
+  /**
+   * Runs a read, retrying transient failures with capped exponential backoff (and jitter) until
+   * `deadline`; a 500 only INTERNAL_ERROR_ATTEMPTS times in all.
+   */
   private async retrying<T>(read: () => Promise<T>, deadline: number, signal?: AbortSignal): Promise<T> {
+    let internalErrors = 0;
     for (let attempt = 0; ; attempt++) {
       try {
         return await read();
       } catch (err) {
         const delay = Math.min(5000, 200 * 2 ** attempt) * (0.5 + Math.random() / 2);
+        if (transient(err) && !tryLater(err) && ++internalErrors >= INTERNAL_ERROR_ATTEMPTS) throw err;
         if (!transient(err) || Date.now() + delay > deadline) throw err;
         await sleep(delay, signal);
       }

@@ -4,14 +4,22 @@ import { addressView } from '../../domain/representation.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import { OPTIONAL_BODY } from '../openapi-document.js';
 import type { AppDeps } from '../route-deps.js';
+import { requireCreateToken } from '../plugins/create-token.js';
 import { AddressParams, AddressResponse, BEARER, CreateAddressBody, CreateAddressResponse, NO_AUTH, errorResponses } from '../schemas.js';
+
+/** The security requirement of a create when CREATE_TOKENS is set (scheme `createToken`, declared in app.ts). */
+const CREATE_TOKEN = [{ createToken: [] }];
 
 const CREDENTIALS_NOTE = 'Store read_token now: it is shown only once and cannot be recovered.';
 
 export const addressRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
   const auth = requireReadToken(service);
 
+  // CREATE_TOKENS set: the create needs one of them (401 otherwise), and the document says so.
+  const createTokens = config.createTokens.length > 0;
+
   app.post('/api/v1/addresses', {
+    ...(createTokens ? { onRequest: requireCreateToken(config.createTokens) } : {}),
     // The body is optional: no body (or an empty one) means the same as {}. JSON null is not.
     preValidation: async (request) => {
       if (request.body === undefined) request.body = {};
@@ -20,12 +28,14 @@ export const addressRoutes = ({ config, service }: AppDeps): FastifyPluginAsyncT
       operationId: 'createAddress',
       summary: 'Create a return address',
       description: 'No account and no API key. Persist the whole response: credentials.read_token is shown only this once. ' +
-        `Rate-limited per client IP (default ${config.createRateLimit} per ${config.createRateWindowSeconds} s; 429 rate_limited with Retry-After; refused attempts do not count).`,
+        `Rate-limited per client IP (default ${config.createRateLimit} per ${config.createRateWindowSeconds} s; 429 rate_limited with Retry-After; refused attempts do not count).` +
+        (createTokens ? ' This instance requires a create token: Authorization: Bearer <one of the operator\'s CREATE_TOKENS>, else 401 unauthorized.' : '') +
+        (config.maxTtlSeconds !== undefined ? ` expires_in_seconds may be at most ${config.maxTtlSeconds} here (MAX_TTL_SECONDS); more is 400 invalid_request naming the cap.` : ''),
       tags: ['addresses'],
-      security: NO_AUTH,
+      security: createTokens ? CREATE_TOKEN : NO_AUTH,
       [OPTIONAL_BODY]: true,
       body: CreateAddressBody,
-      response: { 201: CreateAddressResponse, ...errorResponses(400, 413, 415, 429) },
+      response: { 201: CreateAddressResponse, ...(createTokens ? errorResponses(400, 401, 413, 415, 429) : errorResponses(400, 413, 415, 429)) },
     },
   }, async (request, reply) => {
     // Keyed on the client's network (an IPv6 /64 by default), not its exact address: domain/client-key.ts.

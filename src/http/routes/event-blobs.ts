@@ -25,8 +25,8 @@ const BYTES = {
   description: 'The exact bytes, with the Content-Type they were stored with, Content-Length and ETag: "<sha256 hex>" (the same sha256 as in the event).',
   content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
   headers: {
-    etag: { description: 'The bytes\' SHA-256, lower-case hex, in quotes.', schema: { type: 'string' } },
-    'content-length': { schema: { type: 'integer' } },
+    ETag: Type.String({ description: 'The bytes\' SHA-256, lower-case hex, in quotes.' }),
+    'Content-Length': Type.Integer({ minimum: 0, description: 'The size of the bytes.' }),
   },
 };
 

@@ -5,6 +5,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServerResponse } from 'node:http';
 import { Type } from 'typebox';
+import { clientKey } from '../../domain/client-key.js';
 import { ApiError, INTERNAL_MESSAGE, errorBody } from '../../domain/errors.js';
 import type { EventStream } from '../../domain/event-stream.js';
 import type { EventRecord } from '../../domain/model.js';
@@ -29,13 +30,65 @@ const StreamHeaders = Type.Object({
   })),
 });
 
-/** One SSE message per event: `id` is the sequence, `data` the Event as GET …/events returns it. */
+/**
+ * One SSE message per event: `id` is the sequence, `data` the Event as GET …/events returns it, byte
+ * for byte. JSON text holds a raw line break only as whitespace between tokens (captures store none
+ * since issue 27; older events may): such a break becomes a space, which keeps every other byte,
+ * digits included, where re-serialising would round a large integer.
+ */
 function eventFrame(e: EventRecord): string {
   let json = eventJson(e);
-  // JSON text holds a raw line break only as whitespace between tokens; SSE data may hold none.
-  if (json.includes('\n') || json.includes('\r')) json = JSON.stringify(JSON.parse(json));
+  if (json.includes('\n') || json.includes('\r')) json = json.replace(/[\r\n]/g, ' ');
   return `id: ${e.sequence}\nevent: event\ndata: ${json}\n\n`;
 }
+
+/**
+ * Frames rendered once and shared by every stream that sends the same event: each socket's write
+ * queue then references one Buffer instead of holding a copy of its own (2,000 streams of a 1 MiB
+ * event held +932 MB when each rendered its own). Keyed by event id and acknowledgement (the only
+ * part of an event that changes), so streams at different cursors, or on a store that builds new
+ * records per read (PostgreSQL), still share. Least recently used out past FRAME_CACHE_BYTES.
+ */
+const FRAME_CACHE_BYTES = 64 * 1024 * 1024;
+const frameCache = new Map<string, Buffer>();
+let frameCacheBytes = 0;
+function frameOf(e: EventRecord): Buffer {
+  const key = `${e.id} ${e.acknowledgedAt ?? ''}`;
+  let frame = frameCache.get(key);
+  if (frame !== undefined) {
+    frameCache.delete(key);
+  } else {
+    frame = Buffer.from(eventFrame(e));
+    frameCacheBytes += frame.length;
+  }
+  frameCache.set(key, frame);
+  for (const [oldest, f] of frameCache) {
+    if (frameCacheBytes <= FRAME_CACHE_BYTES || oldest === key) break;
+    frameCache.delete(oldest);
+    frameCacheBytes -= f.length;
+  }
+  return frame;
+}
+
+/** Open streams counted per key (address, client), each under its cap. */
+class StreamCounts {
+  private readonly counts = new Map<string, number>();
+  constructor(private readonly cap: number) {}
+  full(key: string): boolean {
+    return (this.counts.get(key) ?? 0) >= this.cap;
+  }
+  add(key: string): void {
+    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+  }
+  remove(key: string): void {
+    const n = (this.counts.get(key) ?? 1) - 1;
+    if (n <= 0) this.counts.delete(key);
+    else this.counts.set(key, n);
+  }
+}
+
+/** What a client told it has too many streams waits before retrying. */
+const TOO_MANY_STREAMS_RETRY_AFTER_SECONDS = 10;
 
 const errorFrame = (code: Parameters<typeof errorBody>[0], message: string) => `event: error\ndata: ${JSON.stringify(errorBody(code, message))}\n\n`;
 
@@ -47,6 +100,8 @@ interface OpenStream {
 export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
   const auth = requireReadToken(service);
   const open = new Set<OpenStream>();
+  const perAddress = new StreamCounts(config.maxStreamsPerAddress);
+  const perClient = new StreamCounts(config.maxStreamsPerClient);
 
   // Streams are not idle connections, so closing the server would wait for them: end them first.
   // (The hub's shutdown has ended every stream that was waiting; this catches one blocked on a
@@ -68,7 +123,9 @@ export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAs
       summary: 'Stream the event queue live (Server-Sent Events)',
       description: 'A text/event-stream of every event with sequence > after, in order and without a gap, then each new one as it is ' +
         'committed; resume with `Last-Event-ID` (or `?after=`). Message format, heartbeats (SSE_HEARTBEAT_MS) and disconnects: ' +
-        '/llms-full.txt, section "Live event stream".',
+        '/llms-full.txt, section "Live event stream". ' +
+        `An address has at most ${config.maxStreamsPerAddress} open streams (MAX_STREAMS_PER_ADDRESS) and a client at most ` +
+        `${config.maxStreamsPerClient} (MAX_STREAMS_PER_CLIENT); one more is 429 too_many_streams with Retry-After.`,
       tags: ['events'],
       security: BEARER,
       params: AddressParams,
@@ -76,7 +133,7 @@ export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAs
       headers: StreamHeaders,
       response: {
         200: { description: 'The event stream.', content: { 'text/event-stream': { schema: Type.String({ description: 'Server-Sent Events: messages of `id`, `event: event` and `data` lines; `: ping` comments.' }) } } },
-        ...errorResponses(400, 401, 404),
+        ...errorResponses(400, 401, 404, 429),
       },
     },
   }, (request, reply) => {
@@ -85,6 +142,25 @@ export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAs
     const after = lastEventId !== undefined ? Number(lastEventId) : (request.query.after ?? 0);
     if (after > MAX_CURSOR) {
       throw new ApiError('invalid_request', `Invalid header 'Last-Event-ID': must be an integer from 0 to ${MAX_CURSOR}, written in plain decimal digits.`);
+    }
+    // Every open stream costs a socket, a waiter and its buffered frames: bounded per address and per client.
+    // An IPv6 client is one client per IPV6_PREFIX_BITS prefix (a /64 owner has 2^64 addresses).
+    const client = clientKey(request.ip, config.ipv6PrefixBits);
+    const retry = { 'retry-after': String(TOO_MANY_STREAMS_RETRY_AFTER_SECONDS) };
+    if (perAddress.full(address.id)) {
+      throw new ApiError('too_many_streams', `This address already has ${config.maxStreamsPerAddress} open event streams (MAX_STREAMS_PER_ADDRESS): ` +
+        'close one, or share one stream among your readers.', retry);
+    }
+    if (perClient.full(client)) {
+      throw new ApiError('too_many_streams', `This client already holds ${config.maxStreamsPerClient} open event streams (MAX_STREAMS_PER_CLIENT): close some first.`, retry);
+    }
+    if (request.raw.method !== 'HEAD') {
+      perAddress.add(address.id);
+      perClient.add(client);
+      reply.raw.once('close', () => {
+        perAddress.remove(address.id);
+        perClient.remove(client);
+      });
     }
     reply.hijack();
     const res = reply.raw;
@@ -106,9 +182,11 @@ export const eventStreamRoutes = ({ service, config }: AppDeps): FastifyPluginAs
       res,
       stream: service.streamEvents(address, after, config.sseHeartbeatMs, {
         send(events, resume) {
-          let text = '';
-          for (const e of events) text += eventFrame(e);
-          if (res.write(text)) return true;
+          let writable = true;
+          res.cork();
+          for (const e of events) writable = res.write(frameOf(e));
+          res.uncork();
+          if (writable) return true;
           // Nothing more is read for this client until it has taken what it was given.
           drainTimer = setTimeout(() => {
             request.log.info({ addressId: address.id, buffered: res.writableLength }, 'event stream dropped: the client did not read');

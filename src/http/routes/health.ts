@@ -5,7 +5,7 @@ import { errorBody } from '../../domain/errors.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../storage/store-unavailable.js';
 import { writeHealthOf } from '../plugins/error-handling.js';
 import type { AppDeps } from '../route-deps.js';
-import { ErrorBody, NO_AUTH, errorResponses } from '../schemas.js';
+import { NO_AUTH, errorResponses } from '../schemas.js';
 
 const Status = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
 
@@ -44,7 +44,7 @@ export const healthRoutes = ({ store }: AppDeps): FastifyPluginAsyncTypebox => a
         'Retry-After otherwise: unreachable, a disk below the free space one event needs (SQLite), or a write refused by the store in the last 10 s.',
       tags: ['operations'],
       security: NO_AUTH,
-      response: { 200: Status, 503: { ...ErrorBody, description: 'Storage cannot be reached or written (code unavailable), with Retry-After.' }, ...errorResponses() },
+      response: { 200: Status, ...errorResponses(), 503: { ...errorResponses()[503], description: 'Storage cannot be reached or written (code unavailable), with Retry-After.' } },
     },
   }, async (request, reply) => {
     const unready = (message: string) =>

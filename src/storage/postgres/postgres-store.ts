@@ -184,9 +184,10 @@ export class PostgresStore implements Store {
            WHERE EXCLUDED.window_start > w.window_start OR w.count < $3::bigint
          RETURNING 1
        )
-       INSERT INTO addresses (${ADDRESS_COLUMNS})
-       SELECT $4::text, $5::text, $6::text, $7::text, $8::bytea, $9::bytea, $10::bytea, $11::bigint, $12::bigint FROM counted`,
-      [rate.key, windowStart, rate.limit, a.id, a.slug, a.name, a.taskId, a.readTokenHash, a.inboxSecretHash, a.signingKeys, a.createdAt, a.expiresAt],
+       INSERT INTO addresses (${ADDRESS_COLUMNS}, created_ip)
+       SELECT $4::text, $5::text, $6::text, $7::text, $8::bytea, $9::bytea, $10::bytea, $11::bigint, $12::bigint, $13::text FROM counted`,
+      [rate.key, windowStart, rate.limit, a.id, a.slug, a.name, a.taskId, a.readTokenHash, a.inboxSecretHash, a.signingKeys, a.createdAt, a.expiresAt,
+        a.createdIp ?? null],
     );
     if (r.rowCount === 1) return { allowed: true };
     // Refused: the wait runs to the end of the stored window, which a lagging clock's attempt
@@ -194,6 +195,47 @@ export class PostgresStore implements Store {
     const w = await this.pool.query<{ window_start: string }>('SELECT window_start FROM rate_windows WHERE key = $1', [rate.key]);
     const stored = Math.max(windowStart, Number(w.rows[0]?.window_start ?? windowStart));
     return { allowed: false, retryAfterSeconds: retryAfterSeconds(stored, rate.windowMs, rate.now) };
+  }
+
+  async countRate(rate: { key: string; limit: number; windowMs: number; now: number }): Promise<RateDecision> {
+    // The create limit's upsert (createAddress), alone: one row per key shared by every instance.
+    const windowStart = windowStartOf(rate.now, rate.windowMs);
+    const r = await this.pool.query(
+      `INSERT INTO rate_windows AS w (key, window_start, count) VALUES ($1, $2, 1)
+       ON CONFLICT (key) DO UPDATE
+         SET window_start = GREATEST(w.window_start, EXCLUDED.window_start),
+             count = CASE WHEN EXCLUDED.window_start > w.window_start THEN 1 ELSE w.count + 1 END
+         WHERE EXCLUDED.window_start > w.window_start OR w.count < $3::bigint`,
+      [rate.key, windowStart, rate.limit],
+    );
+    if (r.rowCount === 1) return { allowed: true };
+    const w = await this.pool.query<{ window_start: string }>('SELECT window_start FROM rate_windows WHERE key = $1', [rate.key]);
+    const stored = Math.max(windowStart, Number(w.rows[0]?.window_start ?? windowStart));
+    return { allowed: false, retryAfterSeconds: retryAfterSeconds(stored, rate.windowMs, rate.now) };
+  }
+
+  /** One batch of ra_delete_acknowledged (migration 0010), which locks the addresses as appends do. */
+  async deleteAcknowledgedBefore(cutoff: number, batchSize: number): Promise<number> {
+    const r = await this.pool.query<{ deleted: number }>('SELECT ra_delete_acknowledged($1, $2) AS deleted', [cutoff, batchSize]);
+    return r.rows[0]?.deleted ?? 0;
+  }
+
+  /**
+   * Plain deletes leave dead tuples that autovacuum marks reusable (the table stops growing, new
+   * rows fill the holes); giving the file's space back to the OS would take VACUUM FULL, an
+   * exclusive lock on the whole table, which a running service must not take.
+   */
+  async reclaimSpace(): Promise<void> {}
+
+  async queueTotals(countCap: number): Promise<{ stored: number; unacknowledged: number; oldestUnacknowledgedAt: number | null }> {
+    const r = await this.pool.query<{ stored: string; unacked: string; oldest: string | null }>(
+      `SELECT (SELECT coalesce(sum(event_count), 0) FROM addresses) AS stored,
+              (SELECT count(*) FROM (SELECT 1 FROM events WHERE acknowledged_at IS NULL LIMIT $1) s) AS unacked,
+              (SELECT min(created_at) FROM events WHERE acknowledged_at IS NULL) AS oldest`,
+      [countCap],
+    );
+    const row = r.rows[0]!;
+    return { stored: Number(row.stored), unacknowledged: Number(row.unacked), oldestUnacknowledgedAt: row.oldest === null ? null : Number(row.oldest) };
   }
 
   async getAddress(id: string): Promise<AddressRecord | null> {
@@ -288,8 +330,6 @@ export class PostgresStore implements Store {
     if (!row) throw new Error('ra_append_event answered no row');
     return toAppendResult(row);
   }
-
-
 
   /**
    * An event and its blobs in one transaction (migration 0006): the append function counts the

@@ -125,6 +125,37 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.ra_delete_acknowledged(p_cutoff bigint, p_batch integer) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_addr TEXT[];
+  v_seq BIGINT[];
+  v_deleted INTEGER;
+BEGIN
+  SELECT array_agg(v.address_id), array_agg(v.sequence) INTO v_addr, v_seq FROM (
+    SELECT e.address_id, e.sequence FROM events e
+    WHERE e.acknowledged_at IS NOT NULL AND e.acknowledged_at < p_cutoff
+    ORDER BY e.acknowledged_at LIMIT p_batch) v;
+  IF v_addr IS NULL THEN
+    RETURN 0;
+  END IF;
+  PERFORM 1 FROM addresses a WHERE a.id = ANY (v_addr) ORDER BY a.id FOR UPDATE;
+  WITH gone AS (
+    DELETE FROM events e USING unnest(v_addr, v_seq) AS v(a, s)
+    WHERE e.address_id = v.a AND e.sequence = v.s
+    RETURNING e.address_id, octet_length(e.data) + coalesce(octet_length(e.metadata), 0) + e.blob_bytes AS bytes
+  ), per AS (
+    SELECT g.address_id, count(*)::INTEGER AS n, sum(g.bytes)::BIGINT AS b FROM gone g GROUP BY g.address_id
+  ), counted AS (
+    UPDATE addresses a SET event_count = a.event_count - per.n, event_bytes = a.event_bytes - per.b
+    FROM per WHERE a.id = per.address_id RETURNING per.n
+  )
+  SELECT coalesce(sum(c.n), 0)::INTEGER INTO v_deleted FROM counted c;
+  RETURN v_deleted;
+END
+$$;
+
 CREATE TABLE public.addresses (
     id text NOT NULL,
     slug text NOT NULL,
@@ -138,7 +169,8 @@ CREATE TABLE public.addresses (
     event_count integer DEFAULT 0 NOT NULL,
     signing_keys bytea,
     signing_secrets bytea,
-    event_bytes bigint DEFAULT 0 NOT NULL
+    event_bytes bigint DEFAULT 0 NOT NULL,
+    created_ip text
 );
 
 CREATE TABLE public.approval_answers (
@@ -233,9 +265,13 @@ CREATE INDEX approvals_due ON public.approvals USING btree (expires_at) WHERE (s
 
 CREATE INDEX events_acknowledged ON public.events USING btree (address_id, sequence) WHERE (acknowledged_at IS NOT NULL);
 
+CREATE INDEX events_acknowledged_at ON public.events USING btree (acknowledged_at) WHERE (acknowledged_at IS NOT NULL);
+
 CREATE UNIQUE INDEX events_dedupe_key ON public.events USING btree (address_id, dedupe_key) WHERE (dedupe_key IS NOT NULL);
 
 CREATE UNIQUE INDEX events_id ON public.events USING btree (substr(id, 10, 9), id);
+
+CREATE INDEX events_unacknowledged ON public.events USING btree (created_at) WHERE (acknowledged_at IS NULL);
 
 CREATE INDEX rate_windows_window_start ON public.rate_windows USING btree (window_start);
 

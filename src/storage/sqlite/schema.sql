@@ -12,7 +12,7 @@ CREATE TABLE addresses (
   expires_at        INTEGER NOT NULL,   -- epoch ms
   last_sequence     INTEGER NOT NULL DEFAULT 0,  -- the sequence of the newest event ever appended
   event_count       INTEGER NOT NULL DEFAULT 0   -- events currently stored (acknowledged or not)
-, signing_keys BLOB, signing_secrets BLOB, event_bytes INTEGER NOT NULL DEFAULT 0) STRICT;
+, signing_keys BLOB, signing_secrets BLOB, event_bytes INTEGER NOT NULL DEFAULT 0, created_ip TEXT) STRICT;
 
 CREATE TABLE approval_answers (
   approval_id TEXT    NOT NULL REFERENCES approvals (id) ON DELETE CASCADE,
@@ -82,6 +82,10 @@ CREATE INDEX approvals_due ON approvals (expires_at) WHERE status = 'pending';
 
 CREATE INDEX events_acknowledged ON events (address_id, sequence) WHERE acknowledged_at IS NOT NULL;
 
+CREATE INDEX events_acknowledged_at ON events (acknowledged_at) WHERE acknowledged_at IS NOT NULL;
+
 CREATE UNIQUE INDEX events_dedupe_key ON events (address_id, dedupe_key) WHERE dedupe_key IS NOT NULL;
 
 CREATE UNIQUE INDEX events_id ON events (substr(id, 10, 9), id);
+
+CREATE INDEX events_unacknowledged ON events (created_at) WHERE acknowledged_at IS NULL;

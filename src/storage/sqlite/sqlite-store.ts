@@ -16,7 +16,9 @@
 // reused). Per address, `undurable` holds the first sequence of each committed, not yet durable
 // batch, in order; reads stop below the oldest, so what a reader sees is always a durable prefix.
 // Dedupe: looked up inside that transaction, with a partial unique index as the backstop.
-// Caches: this process is the only writer, so it knows every change. Address rows (immutable
+// Caches: this process is the only service writing, so it knows every change it makes; the one other
+// writer, an operator's `admin delete`, is seen through PRAGMA data_version on every cache lookup
+// (and twice a second), which then drops all caches and wakes the waiters. Address rows (immutable
 // once created) are cached by id and dropped when the address is deleted or swept; pages of events
 // are cached per address and dropped on any change to that address's events (an append, a batch
 // becoming durable, an ack, a deletion). Both are bounded.
@@ -89,6 +91,11 @@ interface QueueCounters {
   changed: boolean;
 }
 
+/** Pages an incremental vacuum gives back per step (1 MiB of 4 KiB pages): a few ms of write lock each. */
+const VACUUM_STEP_PAGES = 256;
+/** How often a running service looks for writes made by another process (`admin delete`), besides every cache hit. */
+const EXTERNAL_CHANGE_POLL_MS = 500;
+
 /** An address's acknowledged events, oldest first, with their stored bytes: what pruning may delete. */
 export const ACKED_SIZES_SQL = `SELECT sequence, length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) + blob_bytes AS bytes
   FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence`;
@@ -128,6 +135,13 @@ export class SqliteStore implements Store {
   private cachedBytes = 0;
 
   private readonly q: ReturnType<SqliteStore['prepare']>;
+  /**
+   * PRAGMA data_version as last seen: it changes when another connection (an operator's `admin`
+   * command) commits. Checked on every cache hit, so a deleted address is never served from a cache.
+   */
+  private seenDataVersion: number;
+  private readonly dataVersion: Database.Statement<[], number>;
+  private onExternalChange: (() => void) | undefined;
   /** An append that must first prune acknowledged events, in a savepoint: a prune that frees too little rolls back. */
   private readonly appendAfterPrune: (e: NewEvent, c: QueueCounters, size: number, needEvents: number, needBytes: number) => AppendResult;
 
@@ -136,6 +150,11 @@ export class SqliteStore implements Store {
     this.minFreeBytes = opts.minFreeBytes ?? 32 * 1024 * 1024;
     if (path !== ':memory:') keepPrivate(path);
     this.db = new Database(path);
+    // Space freed by deletions (retention, expiry) can be given back to the file system a few pages
+    // at a time (reclaimSpace), without a full VACUUM's long exclusive lock. auto_vacuum only takes
+    // effect on a database that has no table yet: a file created before this stays as it was
+    // (its free pages are reused by new rows; a one-time VACUUM, service stopped, converts it).
+    this.db.pragma('auto_vacuum = INCREMENTAL');
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
     this.db.pragma('foreign_keys = ON');
@@ -147,6 +166,8 @@ export class SqliteStore implements Store {
       throw err;
     }
     this.q = this.prepare();
+    this.dataVersion = this.db.prepare<[], number>('PRAGMA data_version').pluck();
+    this.seenDataVersion = this.dataVersion.get() as number;
     // Room for both limits: the shortest run of oldest acknowledged events that frees enough
     // events and bytes, or QueueFull (the savepoint undoes nothing, since nothing was written).
     this.appendAfterPrune = this.db.transaction((e: NewEvent, c: QueueCounters, size: number, needEvents: number, needBytes: number) => {
@@ -250,9 +271,20 @@ export class SqliteStore implements Store {
       ),
       addressExists: db.prepare<[string], { one: number }>('SELECT 1 AS one FROM addresses WHERE id = ?'),
       insertAddress: db.prepare(
-        `INSERT INTO addresses (${ADDRESS_COLUMNS})
-         VALUES (@id, @slug, @name, @taskId, @readTokenHash, @inboxSecretHash, @signingKeys, @createdAt, @expiresAt)`,
+        `INSERT INTO addresses (${ADDRESS_COLUMNS}, created_ip)
+         VALUES (@id, @slug, @name, @taskId, @readTokenHash, @inboxSecretHash, @signingKeys, @createdAt, @expiresAt, @createdIp)`,
       ),
+      // Retention: the oldest acknowledged events first, by the partial index on acknowledged_at (migration 0010).
+      deleteAcknowledged: db.prepare<[number, number], { address_id: string; bytes: number }>(
+        `DELETE FROM events WHERE rowid IN (
+           SELECT rowid FROM events WHERE acknowledged_at IS NOT NULL AND acknowledged_at < ? ORDER BY acknowledged_at LIMIT ?)
+         RETURNING address_id, length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) + blob_bytes AS bytes`,
+      ),
+      subtractCounters: db.prepare<[number, number, string]>('UPDATE addresses SET event_count = event_count - ?, event_bytes = event_bytes - ? WHERE id = ?'),
+      storedEvents: db.prepare<[], number>('SELECT ifnull(sum(event_count), 0) FROM addresses').pluck(),
+      unacknowledged: db.prepare<[number], number>('SELECT count(*) FROM (SELECT 1 FROM events WHERE acknowledged_at IS NULL LIMIT ?)').pluck(),
+      oldestUnacknowledged: db.prepare<[], number | null>('SELECT min(created_at) FROM events WHERE acknowledged_at IS NULL').pluck(),
+      freePages: db.prepare<[], number>('PRAGMA freelist_count').pluck(),
       deleteAddress: db.prepare<[string]>('DELETE FROM addresses WHERE id = ?'),
       signingSecrets: db.prepare<[string], { signing_secrets: Buffer | null }>('SELECT signing_secrets FROM addresses WHERE id = ?'),
       setSigningSecrets: db.prepare<[Buffer | null, string]>('UPDATE addresses SET signing_secrets = ? WHERE id = ?'),
@@ -345,7 +377,7 @@ export class SqliteStore implements Store {
       const attempt = countAttempt(w && { windowStart: w.window_start, count: w.count }, rate);
       if (!attempt.allowed) return attempt;
       this.q.upsertRateWindow.run(rate.key, attempt.row.windowStart, attempt.row.count);
-      this.q.insertAddress.run(a);
+      this.q.insertAddress.run({ ...a, createdIp: a.createdIp ?? null });
       return { allowed: true };
     }).immediate();
     if (decision.allowed) await this.durable();
@@ -353,7 +385,8 @@ export class SqliteStore implements Store {
   }
 
   async getAddress(id: string): Promise<AddressRecord | null> {
-    const held = this.heldAddress(id);
+    this.checkExternalChanges();
+    const held = this.addresses.get(id);
     if (held) return held;
     const r = this.q.getAddress.get(id);
     if (!r) return null;
@@ -363,9 +396,92 @@ export class SqliteStore implements Store {
     return a;
   }
 
-  /** This process is the only writer, so a cached address is exact (dropped on delete and sweep). */
+  /** A cached address is exact: dropped on delete and sweep, and on any other process's commit (checkExternalChanges). */
   heldAddress(id: string): AddressRecord | undefined {
+    this.checkExternalChanges();
     return this.addresses.get(id);
+  }
+
+  /**
+   * Another process committed (an operator's `admin delete` while this service runs): every cache
+   * may be stale, so all of it goes, and the waiters re-read (a deleted address's long-polls end
+   * with 404). One PRAGMA read (~1 µs) per call.
+   */
+  private checkExternalChanges(): void {
+    if (this.closed) return;
+    const version = this.dataVersion.get() as number;
+    if (version === this.seenDataVersion) return;
+    this.seenDataVersion = version;
+    this.addresses.clear();
+    this.pages.clear();
+    this.cachedBytes = 0;
+    this.onExternalChange?.();
+  }
+
+  watchExternalChanges(onChange: () => void): void {
+    this.onExternalChange = onChange;
+    // Waiters hold no cache hit that would notice, so a timer looks too.
+    setInterval(() => this.checkExternalChanges(), EXTERNAL_CHANGE_POLL_MS).unref();
+  }
+
+  async countRate(rate: { key: string; limit: number; windowMs: number; now: number }): Promise<RateDecision> {
+    // Not awaited to disk: a rate window lost to a power cut only lets a few more deliveries in.
+    return this.db.transaction((): RateDecision => {
+      const w = this.q.rateWindow.get(rate.key);
+      const attempt = countAttempt(w && { windowStart: w.window_start, count: w.count }, rate);
+      if (!attempt.allowed) return attempt;
+      this.q.upsertRateWindow.run(rate.key, attempt.row.windowStart, attempt.row.count);
+      return { allowed: true };
+    }).immediate();
+  }
+
+  async deleteAcknowledgedBefore(cutoff: number, batchSize: number): Promise<number> {
+    const perAddress = this.db.transaction(() => {
+      const per = new Map<string, { n: number; bytes: number }>();
+      for (const row of this.q.deleteAcknowledged.all(cutoff, batchSize)) {
+        const p = per.get(row.address_id);
+        if (p) {
+          p.n++;
+          p.bytes += row.bytes;
+        } else per.set(row.address_id, { n: 1, bytes: row.bytes });
+      }
+      for (const [id, p] of per) this.q.subtractCounters.run(p.n, p.bytes, id);
+      return per;
+    }).immediate();
+    let deleted = 0;
+    for (const [id, p] of perAddress) {
+      this.forget(id);
+      deleted += p.n;
+    }
+    if (deleted > 0) await this.durable();
+    return deleted;
+  }
+
+  /**
+   * Gives free pages back to the file system in steps of VACUUM_STEP_PAGES, pausing after each step
+   * as long as it took (incremental vacuum: each step is one short write transaction on the event
+   * loop, where a full VACUUM would lock the database for as long as it copies it, and need as much
+   * free disk again). A no-op on a file made before auto_vacuum was set.
+   */
+  async reclaimSpace(): Promise<void> {
+    if (this.path === ':memory:') return;
+    for (let free = this.q.freePages.get() as number; free > 0 && !this.closed; free = this.q.freePages.get() as number) {
+      const before = free;
+      const started = performance.now();
+      this.db.pragma(`incremental_vacuum(${VACUUM_STEP_PAGES})`);
+      const took = performance.now() - started;
+      await this.durable();
+      if ((this.q.freePages.get() as number) >= before) return; // auto_vacuum is off on this file
+      await new Promise<void>((resolve) => setTimeout(resolve, Math.max(1, took)));
+    }
+  }
+
+  async queueTotals(countCap: number): Promise<{ stored: number; unacknowledged: number; oldestUnacknowledgedAt: number | null }> {
+    return {
+      stored: this.q.storedEvents.get() as number,
+      unacknowledged: this.q.unacknowledged.get(countCap) as number,
+      oldestUnacknowledgedAt: this.q.oldestUnacknowledged.get() ?? null,
+    };
   }
 
   /** The address's rows changed (or it is gone): forget what is cached about it. */
@@ -557,6 +673,7 @@ export class SqliteStore implements Store {
   }
 
   async listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null> {
+    this.checkExternalChanges();
     const key = `${after}:${limit}:${maxBytes}`;
     const cached = this.pages.get(addressId)?.get(key);
     if (cached) return cached;
