@@ -117,10 +117,13 @@ export interface EventsOptions {
   signal?: AbortSignal;
 }
 
+/** An environment variable where there is a `process` (Node, Deno), else undefined (browsers). */
+function envVar(name: string): string | undefined {
+  return (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[name];
+}
+
 export function resolveUrl(url?: string): string {
-  // `process` exists in Node and Deno, not in browsers.
-  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
-  return (url ?? env?.RETURN_ADDRESS_URL ?? DEFAULT_URL).replace(/\/+$/, '');
+  return (url ?? envVar('RETURN_ADDRESS_URL') ?? DEFAULT_URL).replace(/\/+$/, '');
 }
 
 const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve, reject) => {
@@ -200,7 +203,7 @@ export class ReturnAddress {
     if (opts.name !== undefined) body.name = opts.name;
     if (opts.taskId !== undefined) body.task_id = opts.taskId;
     if (opts.ttl !== undefined) body.expires_in_seconds = opts.ttl;
-    const createToken = opts.createToken ?? (typeof process === 'undefined' ? undefined : process.env.RETURN_ADDRESS_CREATE_TOKEN);
+    const createToken = opts.createToken ?? envVar('RETURN_ADDRESS_CREATE_TOKEN');
     const created = await request<CreateAddressResponse>(opts.fetch ?? globalThis.fetch, 'POST', `${resolveUrl(opts.url)}/api/v1/addresses`, { json: body, token: createToken });
     return ReturnAddress.fromCreated(created, opts);
   }
