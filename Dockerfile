@@ -15,6 +15,8 @@ FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
+# The TypeScript client is an npm workspace the service depends on: npm ci links it from here.
+COPY packages/client/package.json packages/client/
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm_config_nodedir=/usr/local npm rebuild better-sqlite3 \
  && npm cache clean --force
@@ -27,6 +29,7 @@ COPY --from=deps /app/node_modules node_modules
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY scripts/copy-assets.mjs scripts/
 COPY src src
+COPY packages/client packages/client
 RUN npm run build
 
 FROM ${NODE_IMAGE}
@@ -43,6 +46,9 @@ RUN groupadd --system --gid 10001 return-address \
 COPY --from=deps /app/node_modules node_modules
 COPY --from=build /app/dist/src dist/src
 COPY --from=build /app/dist/.build-stamp dist/.build-stamp
+# node_modules/@return-address/client links here.
+COPY --from=build /app/packages/client/package.json packages/client/
+COPY --from=build /app/packages/client/dist packages/client/dist
 COPY package.json ./
 COPY bin bin
 USER return-address

@@ -21,7 +21,8 @@ export function staleReason(packageDir) {
   const stamp = join(packageDir, 'dist', '.build-stamp');
   if (!existsSync(stamp)) return 'dist/ has not been built';
   const built = statSync(stamp).mtimeMs;
-  const inputs = [src, join(packageDir, 'tsconfig.json'), join(packageDir, 'tsconfig.build.json'), join(packageDir, 'package-lock.json')];
+  const client = join(packageDir, 'packages', 'client');
+  const inputs = [src, join(packageDir, 'tsconfig.json'), join(packageDir, 'tsconfig.build.json'), join(packageDir, 'package-lock.json'), join(client, 'src', 'index.ts'), join(client, 'scripts'), join(client, 'tsconfig.json')];
   for (const input of inputs) {
     if (existsSync(input) && newestMtime(input) > built) return `${input.slice(packageDir.length + 1)} changed since the last build`;
   }
@@ -33,6 +34,12 @@ export function buildIfStale(packageDir) {
   if (reason === undefined) return;
   console.error(`return-address: ${reason}; building first (npm run build)`);
   const tsc = join(packageDir, 'node_modules', 'typescript', 'bin', 'tsc');
+  // The client workspace first: the service imports @return-address/client's build.
+  const client = join(packageDir, 'packages', 'client');
+  if (existsSync(client)) {
+    execFileSync(process.execPath, [join(client, 'scripts', 'generate.mjs')], { cwd: client, stdio: 'inherit' });
+    execFileSync(process.execPath, [tsc, '-p', join(client, 'tsconfig.json')], { cwd: client, stdio: 'inherit' });
+  }
   execFileSync(process.execPath, [tsc, '-p', join(packageDir, 'tsconfig.build.json')], { cwd: packageDir, stdio: 'inherit' });
   execFileSync(process.execPath, [join(packageDir, 'scripts', 'copy-assets.mjs')], { cwd: packageDir, stdio: 'inherit' });
 }

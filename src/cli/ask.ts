@@ -3,7 +3,7 @@
 // stdout. Exit 0 when the first option was chosen, 1 for another option (or an error), 2 when the
 // approval expired, was cancelled, or --timeout passed first.
 import { parseArgs } from 'node:util';
-import { ReturnAddress, type ApprovalFieldSpec } from '../client/index.js';
+import { ReturnAddress, type ApprovalFieldSpec } from '@return-address/client';
 import { savedUrl } from './saved-file.js';
 import { loadSaved, out, UsageError } from './main.js';
 

@@ -6,7 +6,7 @@
 // backoff (1 s doubling to 60 s), so nothing is skipped and the order holds. A crash or kill
 // re-runs at most the event that was not committed yet: CMD should dedupe by RA_EVENT_ID.
 import { spawn } from 'node:child_process';
-import { parseMatch, ReturnAddress } from '../client/index.js';
+import { parseMatch, ReturnAddress } from '@return-address/client';
 import { loadSaved, savedUrl, writeSaved } from './saved-file.js';
 
 export const CONSUME_HELP = `Usage: return-address consume --save FILE --exec CMD [--type T]... [--match path=value]... [--consumer NAME] [--until-idle S]

@@ -2,7 +2,7 @@
 // until Ctrl-C, one status line per attempt on stderr. Options before the first --to apply to every
 // target; --type and --match after a --to apply to that target only.
 import { parseArgs } from 'node:util';
-import { type EventMatch, parseMatch, ReturnAddress, resolveUrl } from '../client/index.js';
+import { type EventMatch, parseMatch, ReturnAddress, resolveUrl } from '@return-address/client';
 import { type ForwardAttempt, type ForwardTarget, forward } from '../forward/forwarder.js';
 import { parseResign } from '../forward/resign.js';
 import type { CliVerb } from './verb.js';

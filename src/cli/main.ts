@@ -5,7 +5,7 @@ import { ask, ASK_HELP } from './ask.js';
 import { forwardVerb } from './forward.js';
 import { signingSecretsVerb } from './signing-secrets.js';
 import type { CliVerb, VerbKit } from './verb.js';
-import { indentJson, parseMatch, ReturnAddress, sourceOf, ReturnAddressError, resolveUrl, type CreateEventBody, type WaitResult } from '../client/index.js';
+import { indentJson, parseMatch, ReturnAddress, sourceOf, ReturnAddressError, resolveUrl, type CreateEventBody, type WaitResult } from '@return-address/client';
 import { CONSUME_HELP, consume } from './consume.js';
 import { loadSaved as readSavedFile, type Saved, SavedFileError, savedUrl, writeSaved } from './saved-file.js';
 

@@ -4,7 +4,7 @@
 // reads and writes the same format. It holds the read token and the inbox secret: mode 0600.
 import { randomBytes } from 'node:crypto';
 import { closeSync, fchmodSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { type CreateAddressResponse, DEFAULT_URL } from '../client/index.js';
+import { type CreateAddressResponse, DEFAULT_URL } from '@return-address/client';
 
 export type Saved = CreateAddressResponse & { cursor: number; url?: string };
 

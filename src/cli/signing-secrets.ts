@@ -3,7 +3,7 @@
 // without a hand-written curl. The PUT replaces the whole set, so the verb does too, and says so.
 // A secret can come from an environment variable instead of the command line, where `ps` and shell
 // history would keep it.
-import { ReturnAddress, resolveUrl, type SigningSecretsBody } from '../client/index.js';
+import { ReturnAddress, resolveUrl, type SigningSecretsBody } from '@return-address/client';
 import type { CliVerb } from './verb.js';
 
 const SCHEMES = ['github', 'stripe', 'slack', 'standard-webhooks'] as const;

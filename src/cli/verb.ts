@@ -2,7 +2,7 @@
 // main.ts. main.ts hands each verb the shared pieces (option parsing, the saved file, output), so a
 // verb file never imports main.ts.
 import type { ParseArgsConfig } from 'node:util';
-import type { CreateAddressResponse } from '../client/index.js';
+import type { CreateAddressResponse } from '@return-address/client';
 
 export type Saved = CreateAddressResponse & { cursor: number };
 

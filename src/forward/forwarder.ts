@@ -4,7 +4,7 @@
 // as it came, any other as Event JSON), and moves its position past an event only after the
 // handler's 2xx. Anything else is retried, 1 s doubling to 60 s, and nothing after that event is
 // sent meanwhile, so a handler sees events in order. A target that is down holds back no other.
-import type { Event, ReturnAddress } from '../client/index.js';
+import type { Event, ReturnAddress } from '@return-address/client';
 import { type EventMatch, eventMatches } from '../domain/event-match.js';
 import { forwardConsumerName } from './consumer-name.js';
 import { openPosition, type PositionStore } from './position.js';
@@ -164,7 +164,7 @@ async function targetLoop(ctx: LoopContext, target: Target): Promise<void> {
 
 /** Sends `event` until a 2xx (true) or the forwarder stops (false). */
 async function deliverInOrder(ctx: LoopContext, target: Target, event: Event): Promise<boolean> {
-  const fetchRaw = (url: string) => ctx.ra.rawBytes(url, { signal: ctx.signal });
+  const fetchRaw = async (url: string) => Buffer.from(await ctx.ra.rawBytes(url, { signal: ctx.signal }));
   const base = await retryRead(ctx, `fetching the raw bytes of ${event.id}`, () => replayRequest(event, target.url, fetchRaw));
   if (base === undefined) return false;
   for (let delay = ctx.backoff.initialMs; ; delay = Math.min(delay * 2, ctx.backoff.maxMs)) {

@@ -4,7 +4,7 @@
 // the position is kept in a local file instead (write, then rename: a crash never leaves half a
 // file), so a restart still resumes. Either way the position moves only after the handler's 2xx.
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { type EventPage, type ReturnAddress, ReturnAddressError } from '../client/index.js';
+import { type EventPage, type ReturnAddress, ReturnAddressError } from '@return-address/client';
 
 export const PAGE_LIMIT = 100;
 

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { eventMatches } from '../../src/client/index.js';
+import { eventMatches } from '@return-address/client';
 import { RECEIVED_PAGE } from '../../src/http/routes/hooks.js';
 import { runCli } from '../forward/cli-process.js';
 import { type TestService, api, createAddress, listEvents, startTestService } from '../helpers.js';

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { ReturnAddress, ReturnAddressError } from '../../src/client/index.js';
+import { ReturnAddress, ReturnAddressError } from '@return-address/client';
 import { createAddress, deliver, sleep, startTestService, type TestService } from '../helpers.js';
 
 const python = spawnSync('python3', ['--version'], { encoding: 'utf8' });

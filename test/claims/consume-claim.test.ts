@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ReturnAddress } from '../../src/client/index.js';
+import { ReturnAddress } from '@return-address/client';
 import { range, STORE, startTestService, type TestService } from '../helpers.js';
 
 function cli(args: string[]) {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { ReturnAddress, ReturnAddressError, type Event } from '../../src/client/index.js';
+import { ReturnAddress, ReturnAddressError, type Event } from '@return-address/client';
 import { freePort, sleep, startTestService, type TestService } from '../helpers.js';
 
 /** A TCP forwarder that can drop every open connection and refuse new ones for a while. */

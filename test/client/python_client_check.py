@@ -1,5 +1,7 @@
 """Driven by test/client/python.test.ts: exercises clients/python/return_address.py against the live
-service whose base URL is argv[1]. Any failed assert exits non-zero with a traceback."""
+service whose base URL is argv[1]. Any failed assert exits non-zero with a traceback. The test runs
+it with a virtualenv's python where the package is pip-installed; RETURN_ADDRESS_PY_FROM_SOURCE=1
+makes it import the source folder instead."""
 import json
 import os
 import socket
@@ -9,11 +11,13 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+if os.environ.get("RETURN_ADDRESS_PY_FROM_SOURCE") == "1":
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
 from return_address import ReturnAddress, ReturnAddressError, event_matches, parse_match  # noqa: E402
 
 url = sys.argv[1]
-module = sys.modules["return_address"].__file__
+# The file that runs as a script: the installed package's return_address.py, or the source file.
+module = getattr(sys.modules.get("return_address.return_address"), "__file__", None) or sys.modules["return_address"].__file__
 
 ra = ReturnAddress.create(url, name="py", task_id="t-py", ttl=3600)
 assert ra.id.startswith("addr_") and ra.email.endswith("@" + ra.email.split("@")[1])
@@ -152,7 +156,7 @@ except ReturnAddressError as err:
     assert err.status == 404
 # The save file goes through an unpredictable name created exclusively: a planted pid-named
 # symlink is not followed (issue 27).
-import return_address as _ra  # noqa: E402
+_ra = sys.modules.get("return_address.return_address") or sys.modules["return_address"]  # the module itself, private helpers included (installed: the package's return_address.py)
 work = tempfile.mkdtemp()
 victim = os.path.join(work, "victim.txt")
 with open(victim, "w") as f:

@@ -322,7 +322,8 @@ describe('return-address forward', () => {
   });
 
   it('the TypeScript client exposes the same replay as forward(ra, options)', async () => {
-    const { ReturnAddress, forward: forwardFn } = await import('../../src/client/index.js');
+    const { ReturnAddress } = await import('@return-address/client');
+    const { forward: forwardFn } = await import('../../src/forward/forwarder.js');
     const a = await createAddress(svc.baseUrl);
     const gh = githubDelivery('s', 'reopened');
     await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, { body: gh.body, headers: gh.headers });

@@ -4,15 +4,21 @@
 // then lost the answer of a request whose event was already stored (issue 27). Receiving a request
 // stays bounded by REQUEST_TIMEOUT_MS and HEADERS_TIMEOUT_MS, which Node checks independently of
 // the socket timeout, and handling it is bounded by its own budgets.
+import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+
+/** The request's socket when it is a real one (app.inject's stand-in has no timeout to suspend). */
+function realSocket(socket: Socket | undefined): Socket | undefined {
+  return socket !== undefined && typeof socket.setTimeout === 'function' ? socket : undefined;
+}
 
 export function suspendSocketTimeoutWhileHandling(app: FastifyInstance, socketTimeoutMs: number): void {
   app.addHook('onRequest', (request, _reply, done) => {
-    request.raw.socket?.setTimeout(0);
+    realSocket(request.raw.socket)?.setTimeout(0);
     done();
   });
   app.addHook('onResponse', (request, _reply, done) => {
-    const socket = request.raw.socket;
+    const socket = realSocket(request.raw.socket);
     if (socket && !socket.destroyed) socket.setTimeout(socketTimeoutMs);
     done();
   });

@@ -1,25 +1,24 @@
-// The TypeScript client (design.md, "Agent toolkit and live view"). Its types are the routes' own TypeBox schemas
-// (`Static<typeof …>`), imported as types only, so the client carries no server code at run time
-// and cannot drift from what the routes validate and /openapi.json documents.
-import type { Static } from 'typebox';
-import type * as S from '../http/schemas.js';
-import type { EventMatch } from '../domain/event-match.js';
+// The TypeScript client (design.md, "Agent toolkit and live view"), published as
+// @return-address/client. Its types are the routes' own TypeBox schemas, expanded to plain types at
+// build time (scripts/generate.mjs writes src/generated/), so the package has no dependency, carries
+// no server code and cannot drift from what the routes validate and /openapi.json documents.
+import type * as S from './generated/api-types.js';
+import type { EventMatch } from './generated/event-match.js';
 import { elementTexts, memberTexts, rememberSource, sourceOf } from './json-source.js';
 
-export { eventMatches, parseMatch, valueAt, type EventFilter, type EventMatch } from '../domain/event-match.js';
+export { eventMatches, parseMatch, valueAt, type EventFilter, type EventMatch } from './generated/event-match.js';
 export { indentJson, sourceOf } from './json-source.js';
-export { forward, type ForwardAttempt, type ForwardOptions, type ForwardTarget } from '../forward/forwarder.js';
 
-export type Address = Static<typeof S.Address>;
-export type CreateAddressBody = Static<typeof S.CreateAddressBody>;
-export type CreateAddressResponse = Static<typeof S.CreateAddressResponse>;
-export type CreateEventBody = Static<typeof S.CreateEventBody>;
-export type Event = Static<typeof S.Event>;
-export type EventPage = Static<typeof S.EventPage>;
-export type EventDeliveryResponse = Static<typeof S.EventDeliveryResponse>;
-export type ErrorBody = Static<typeof S.ErrorBody>;
-export type SigningSecretsBody = Static<typeof S.SigningSecretsBody>;
-export type SigningSecretsResponse = Static<typeof S.SigningSecretsResponse>;
+export type Address = S.Address;
+export type CreateAddressBody = S.CreateAddressBody;
+export type CreateAddressResponse = S.CreateAddressResponse;
+export type CreateEventBody = S.CreateEventBody;
+export type Event = S.Event;
+export type EventPage = S.EventPage;
+export type EventDeliveryResponse = S.EventDeliveryResponse;
+export type ErrorBody = S.ErrorBody;
+export type SigningSecretsBody = S.SigningSecretsBody;
+export type SigningSecretsResponse = S.SigningSecretsResponse;
 
 /** A claim's lease on one event (POST …/claims). */
 export interface Claim {
@@ -195,8 +194,13 @@ export function appendFilter(params: URLSearchParams, f: FilterOptions): void {
   if (f.state !== undefined) params.set('state', f.state);
 }
 
+/** An environment variable where there is a `process` (Node, Deno), else undefined (browsers). */
+function envVar(name: string): string | undefined {
+  return (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[name];
+}
+
 export function resolveUrl(url?: string): string {
-  return (url ?? process.env.RETURN_ADDRESS_URL ?? DEFAULT_URL).replace(/\/+$/, '');
+  return (url ?? envVar('RETURN_ADDRESS_URL') ?? DEFAULT_URL).replace(/\/+$/, '');
 }
 
 const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve, reject) => {
@@ -288,7 +292,7 @@ export class ReturnAddress {
     if (opts.name !== undefined) body.name = opts.name;
     if (opts.taskId !== undefined) body.task_id = opts.taskId;
     if (opts.ttl !== undefined) body.expires_in_seconds = opts.ttl;
-    const createToken = opts.createToken ?? (typeof process === 'undefined' ? undefined : process.env.RETURN_ADDRESS_CREATE_TOKEN);
+    const createToken = opts.createToken ?? envVar('RETURN_ADDRESS_CREATE_TOKEN');
     const created = await request<CreateAddressResponse>(opts.fetch ?? globalThis.fetch, 'POST', `${resolveUrl(opts.url)}/api/v1/addresses`, { json: body, token: createToken });
     return ReturnAddress.fromCreated(created, opts);
   }
@@ -439,7 +443,7 @@ export class ReturnAddress {
   }
 
   /** The exact bytes behind an event's `data.raw.url` (a large captured body kept outside the event). */
-  async rawBytes(url: string, opts: { signal?: AbortSignal } = {}): Promise<Buffer> {
+  async rawBytes(url: string, opts: { signal?: AbortSignal } = {}): Promise<Uint8Array> {
     let res: Response;
     try {
       res = await this.fetch(url, { headers: { authorization: `Bearer ${this.token}` }, signal: opts.signal });
@@ -447,7 +451,7 @@ export class ReturnAddress {
       throw new ReturnAddressError(0, 'network_error', `GET ${url}: ${(err as Error).message}`, { cause: err });
     }
     if (!res.ok) throw new ReturnAddressError(res.status, 'bad_response', `GET ${url}: HTTP ${res.status}`);
-    return Buffer.from(await res.arrayBuffer());
+    return new Uint8Array(await res.arrayBuffer());
   }
 
   /**
