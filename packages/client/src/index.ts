@@ -21,12 +21,7 @@ export type SigningSecretsBody = S.SigningSecretsBody;
 export type SigningSecretsResponse = S.SigningSecretsResponse;
 
 /** A claim's lease on one event (POST …/claims). */
-export interface Claim {
-  event: Event;
-  lease_id: string;
-  lease_expires_at: string;
-  delivery_count: number;
-}
+export type Claim = S.Claim;
 
 export interface ClaimOptions {
   max?: number;
@@ -38,29 +33,9 @@ export interface ClaimOptions {
 }
 
 /** An approval (POST …/approvals): url only in the answer to its creation. */
-export interface Approval {
-  id: string;
-  status: 'pending' | 'decided' | 'expired' | 'cancelled';
-  url?: string;
-  question: string;
-  details?: string;
-  options: { id: string; label: string }[];
-  fields: ApprovalFieldSpec[];
-  max_responses: number;
-  responses: number;
-  created_at: string;
-  expires_at: string;
-  closed_at?: string;
-  answers?: Record<string, unknown>[];
-}
-
-export interface ApprovalFieldSpec {
-  name: string;
-  label: string;
-  type: 'text' | 'textarea' | 'number' | 'boolean' | 'select';
-  required?: boolean;
-  choices?: string[];
-}
+export type Approval = S.Approval;
+/** One input of an approval's page. */
+export type ApprovalFieldSpec = S.ApprovalField;
 
 export interface AskOptions {
   details?: string;

@@ -14,7 +14,8 @@ export const ApprovalOption = Type.Object({
 export const ApprovalField = Type.Object({
   name: Type.String({ pattern: FIELD_NAME_PATTERN, description: 'A letter, then letters, digits or _ (at most 40); unique. The key in the answer\'s data.fields.' }),
   label: text(LIMITS.fieldLabel, 'What the page shows beside the input.', 1),
-  type: Type.Union(FIELD_TYPES.map((t) => Type.Literal(t)), { description: 'text (one line, ≤ 1,000 characters), textarea (≤ 10,000), number, boolean (a checkbox), select (one of choices).' }),
+  // Written out as a tuple (not FIELD_TYPES.map) so its static type is the five literals, which the client package's types are generated from.
+  type: Type.Union([Type.Literal(FIELD_TYPES[0]), Type.Literal(FIELD_TYPES[1]), Type.Literal(FIELD_TYPES[2]), Type.Literal(FIELD_TYPES[3]), Type.Literal(FIELD_TYPES[4])], { description: 'text (one line, ≤ 1,000 characters), textarea (≤ 10,000), number, boolean (a checkbox), select (one of choices).' }),
   required: Type.Optional(Type.Boolean({ description: 'An answer without it is refused (400; the page names the field). A required boolean must be ticked. Default false.' })),
   choices: Type.Optional(Type.Array(text(LIMITS.choice, 'A choice.', 1), { minItems: 1, maxItems: LIMITS.choices, description: 'Only for type select: its values, each once.' })),
 }, { additionalProperties: false, title: 'ApprovalField' });
