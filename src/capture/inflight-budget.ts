@@ -4,6 +4,7 @@
 // one budget as they arrive and given back when the request's answer is done (sent, or the
 // connection gone); a request whose bytes would pass it is answered 503 `unavailable` with
 // Retry-After, as SMTP answers 452 past SMTP_MAX_BUFFERED_BYTES.
+import { ByteBudget } from '../domain/byte-budget.js';
 import { ApiError } from '../domain/errors.js';
 
 /** How long a client refused for lack of room is told to wait. */
@@ -15,25 +16,7 @@ export const INFLIGHT_RETRY_AFTER_SECONDS = 5;
  */
 export class CaptureBudgetExceeded extends ApiError {}
 
-export class InflightCaptureBudget {
-  #held = 0;
-
-  constructor(readonly max: number) {}
-
-  get held(): number {
-    return this.#held;
-  }
-
-  tryTake(bytes: number): boolean {
-    if (this.#held + bytes > this.max) return false;
-    this.#held += bytes;
-    return true;
-  }
-
-  release(bytes: number): void {
-    this.#held -= bytes;
-  }
-
+export class InflightCaptureBudget extends ByteBudget {
   refusal(): ApiError {
     return new CaptureBudgetExceeded(
       'unavailable',
@@ -50,7 +33,7 @@ export class InflightCaptureBudget {
    * `release` gives every byte back; call it once the answer is done with.
    */
   meter(payload: NodeJS.ReadableStream & { emit(event: 'error', err: Error): boolean }, declaredLength: number | undefined): ApiError | (() => void) {
-    if (declaredLength !== undefined && this.#held + declaredLength > this.max) return this.refusal();
+    if (declaredLength !== undefined && this.held + declaredLength > this.max) return this.refusal();
     let held = 0;
     let refused = false;
     let released = false;
