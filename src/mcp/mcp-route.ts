@@ -16,7 +16,7 @@ import { Type } from 'typebox';
 import { Consumers } from '../consumers/consumers.js';
 import { ApiError, internalErrorBody } from '../domain/errors.js';
 import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
-import { sendApiError, toApiError } from '../http/plugins/error-handling.js';
+import { sendApiError, toApiError } from '../http/plugins/api-error-handler.js';
 import type { AppDeps } from '../http/route-deps.js';
 import { METHOD_NOT_ALLOWED_REF } from '../http/openapi-document.js';
 import { AddressParams, BEARER, ErrorBody, errorResponses } from '../http/schemas.js';

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { errorBody } from '../../domain/errors.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../storage/store-unavailable.js';
-import { writeHealthOf } from '../plugins/error-handling.js';
+import { writeHealthOf } from '../plugins/api-error-handler.js';
 import type { AppDeps } from '../route-deps.js';
 import { NO_AUTH, errorResponses } from '../schemas.js';
 

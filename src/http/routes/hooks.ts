@@ -10,7 +10,7 @@ import { handshakeAnswer } from '../../capture/handshake.js';
 import { InflightCaptureBudget } from '../../capture/inflight-budget.js';
 import { SigningSecrets } from '../../domain/signing-secrets.js';
 import { sendJsonText } from '../json-text.js';
-import { errorHandler } from '../plugins/error-handling.js';
+import { errorHandler } from '../plugins/api-error-handler.js';
 import { authenticatedAddress, requireInboxSecret } from '../plugins/authentication.js';
 import type { AppDeps } from '../route-deps.js';
 import { AnyQuery, CaptureReceipt, HookParams, HookSubPathParams, NO_AUTH, errorResponses } from '../schemas.js';
