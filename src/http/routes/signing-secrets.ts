@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isStandardWebhooksSecret } from '../../capture/signature-verification.js';
 import { ApiError } from '../../domain/errors.js';
-import { bearerToken } from '../../domain/return-address-service.js';
+import { bearerToken } from '../../domain/bearer-token.js';
 import { SigningSecrets } from '../../domain/signing-secrets.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import type { AppDeps } from '../route-deps.js';
