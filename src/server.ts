@@ -2,8 +2,10 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
+import { Capture } from './capture/capture.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { ReturnAddressService } from './domain/return-address-service.js';
+import { SigningSecrets } from './domain/signing-secrets.js';
 import { startSmtpListener, type SmtpListener } from './email/smtp-listener.js';
 import type { DnsResolver } from './email/sender-authentication.js';
 import { ExpirySweeper } from './domain/expiry-sweeper.js';
@@ -51,13 +53,15 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   const store = metrics ? countingStoreErrors(openedStore, metrics) : openedStore;
   const service = new ReturnAddressService(store, hub, config);
   if (metrics) service.observer = metrics;
+  const signingSecrets = new SigningSecrets(store);
+  const capture = new Capture(service, signingSecrets, { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes });
   // An operator's `admin delete` on the SQLite file while this runs: caches drop it, waiters re-read.
   store.watchExternalChanges?.(() => hub.notifyAll());
   let app: FastifyInstance | undefined;
   let smtp: SmtpListener | undefined;
   let metricsListener: MetricsListener | undefined;
   try {
-    app = await buildApp({ config, store, service, metrics }, { loggerInstance: log });
+    app = await buildApp({ config, store, service, capture, signingSecrets, metrics }, { loggerInstance: log });
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe((addressId) => hub.notify(addressId), () => hub.notifyAll());
     }

@@ -11,9 +11,11 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { buildApp } from '../src/app.js';
+import { Capture } from '../src/capture/capture.js';
 import { loadConfig } from '../src/config.js';
 import type { Store } from '../src/domain/ports.js';
 import { ReturnAddressService } from '../src/domain/return-address-service.js';
+import { SigningSecrets } from '../src/domain/signing-secrets.js';
 import { loggerOptions } from '../src/http/plugins/request-logging.js';
 import { openStore } from '../src/storage/open-store.js';
 import { InProcessWakeupHub } from '../src/wakeup/wakeup-hub.js';
@@ -53,7 +55,9 @@ export async function startInjectedService(env: Record<string, string> = {}, sto
     store = await openStore(config, log.child({ component: 'store' }));
     const hub = new InProcessWakeupHub();
     const service = new ReturnAddressService(store, hub, config);
-    const app = await buildApp({ config, store, service }, { loggerInstance: log });
+    const signingSecrets = new SigningSecrets(store);
+    const capture = new Capture(service, signingSecrets, { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes });
+    const app = await buildApp({ config, store, service, capture, signingSecrets }, { loggerInstance: log });
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe((addressId) => hub.notify(addressId), () => hub.notifyAll());
     }

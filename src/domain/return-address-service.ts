@@ -1,7 +1,8 @@
 // The queue's rules, shared by every way in: HTTP routes, the SMTP listener and MCP tools.
 // No HTTP and no SQL here: it speaks to a Store and a WakeupHub and throws ApiErrors.
+import { bearerToken, WRONG_TOKEN } from './bearer-token.js';
 import {
-  ADDRESS_ID_RE, EVENT_ID_RE, INBOX_SECRET_RE, READ_TOKEN_RE, hashSecret, newAddressId, newEventId, newInboxSecret, newReadToken, newSlug,
+  ADDRESS_ID_RE, EVENT_ID_RE, hashSecret, newAddressId, newEventId, newInboxSecret, newReadToken, newSlug,
   secretMatches,
 } from './credentials.js';
 import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
@@ -47,29 +48,6 @@ export interface CreatedAddress {
   readToken: string;
   inboxSecret: string;
 }
-
-/**
- * The token of an `Authorization: Bearer <read token>` header; 401 when there is none of that form.
- * The three 401s of design.md, "Errors" say which case it is and the fix (no header; not a bearer read token;
- * a well-formed token that is not this address's), and none depends on whether the address exists.
- */
-export function bearerToken(authorization: string | undefined): string {
-  if (authorization === undefined || authorization.trim() === '') throw unauthorized(MISSING_BEARER, false);
-  const m = /^Bearer +(\S+) *$/i.exec(authorization);
-  const token = m?.[1];
-  if (token === undefined || !READ_TOKEN_RE.test(token)) {
-    throw unauthorized(token !== undefined && INBOX_SECRET_RE.test(token) ? INBOX_SECRET_AS_BEARER : MALFORMED_BEARER);
-  }
-  return token;
-}
-
-const MISSING_BEARER = 'No Authorization header: send Authorization: Bearer <read_token>, the credentials.read_token returned when the address was created.';
-const MALFORMED_BEARER = 'The Authorization header is not a bearer read token: send exactly "Authorization: Bearer aa_read_…" ' +
-  '(the scheme Bearer, one space, then the 51-character credentials.read_token).';
-const INBOX_SECRET_AS_BEARER = 'The Authorization header holds an inbox secret (aa_ingress_…), which can only deliver: ' +
-  'send Authorization: Bearer <read_token> (credentials.read_token, aa_read_…) to read.';
-const WRONG_TOKEN = 'This read token does not open this address: use the credentials.read_token returned when this address was created ' +
-  '(a token opens only its own address).';
 
 export const DEFAULT_EVENT_TYPE = 'message.received';
 export const DEFAULT_EVENT_SOURCE = 'https';

@@ -1,6 +1,8 @@
+import type { Capture } from '../capture/capture.js';
 import type { Config } from '../config.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { Store } from '../domain/ports.js';
+import type { SigningSecrets } from '../domain/signing-secrets.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
 
 /** What the HTTP layer is built from. */
@@ -8,6 +10,10 @@ export interface AppDeps {
   config: Config;
   store: Store;
   service: ReturnAddressService;
+  /** The capture URL's rules over `service` and `signingSecrets`: built once where the service is composed, not per route plugin. */
+  capture: Capture;
+  /** The sealed per-address signing secrets over `store`: the capture checks signatures with them, their route replaces them. */
+  signingSecrets: SigningSecrets;
   /** Set when METRICS_PORT is: the HTTP layer counts refusals the service never sees (413 on the body limit). */
   metrics?: ServiceMetrics | undefined;
 }

@@ -4,11 +4,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastify';
 import { isBrowserNavigation } from '../../capture/browser-navigation.js';
-import { Capture } from '../../capture/capture.js';
 import { type CapturedRequest, headersFromRaw } from '../../capture/captured-request.js';
 import { handshakeAnswer } from '../../capture/handshake.js';
 import { InflightCaptureBudget } from '../../capture/inflight-budget.js';
-import { SigningSecrets } from '../../domain/signing-secrets.js';
 import { sendJsonText } from '../json-text.js';
 import { errorHandler } from '../plugins/api-error-handler.js';
 import { authenticatedAddress, requireInboxSecret } from '../plugins/authentication.js';
@@ -56,8 +54,7 @@ function takeAnyContentType(request: FastifyRequest, _reply: FastifyReply, done:
 /** One budget per service: every capture route shares it (MAX_INFLIGHT_CAPTURE_BYTES). */
 const budgets = new WeakMap<AppDeps['config'], InflightCaptureBudget>();
 
-export const hookRoutes = ({ service, store, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
-  const capture = new Capture(service, new SigningSecrets(store), { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes });
+export const hookRoutes = ({ service, capture, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
   const bodyLimit = config.maxCaptureBytes;
   let inflight = budgets.get(config);
   if (!inflight) budgets.set(config, (inflight = new InflightCaptureBudget(config.maxInflightCaptureBytes)));

@@ -1,15 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isStandardWebhooksSecret } from '../../capture/signature-verification.js';
 import { ApiError } from '../../domain/errors.js';
-import { bearerToken } from '../../domain/return-address-service.js';
-import { SigningSecrets } from '../../domain/signing-secrets.js';
+import { bearerToken } from '../../domain/bearer-token.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, BEARER, SigningSecretsBody, SigningSecretsResponse, errorResponses } from '../schemas.js';
 
-export const signingSecretRoutes = ({ service, store }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
-  const secrets = new SigningSecrets(store);
-
+export const signingSecretRoutes = ({ service, signingSecrets }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
   app.put('/api/v1/addresses/:addressId/signing-secrets', {
     onRequest: requireReadToken(service),
     schema: {
@@ -30,7 +27,7 @@ export const signingSecretRoutes = ({ service, store }: AppDeps): FastifyPluginA
     if (body.standard_webhooks !== undefined && !isStandardWebhooksSecret(body.standard_webhooks)) {
       throw new ApiError('invalid_request', "Invalid field 'standard_webhooks': must be whsec_ followed by the base64 of the key, as the sender shows it.");
     }
-    const configured = await secrets.replace(authenticatedAddress(request), bearerToken(request.headers.authorization), body);
+    const configured = await signingSecrets.replace(authenticatedAddress(request), bearerToken(request.headers.authorization), body);
     return { configured };
   });
 };
