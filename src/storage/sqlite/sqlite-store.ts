@@ -13,8 +13,8 @@
 // transaction as the insert, hence gapless.
 // Visibility: an appended event stays invisible to readers until its batch is durable, so a
 // reader never sees an event that a power cut could take back (and whose sequence could then be
-// reused). Per address, `undurable` holds the first sequence of each committed, not yet durable
-// batch, in order; reads stop below the oldest, so what a reader sees is always a durable prefix.
+// reused); reads stop below the oldest batch not yet durable (event-visibility.ts), so what a reader
+// sees is always a durable prefix.
 // Dedupe: looked up inside that transaction, with a partial unique index as the backstop.
 // Caches: address rows and pages of events, dropped on every change this process makes and, through
 // PRAGMA data_version, on any other process's commit (sqlite-read-cache.ts).
@@ -32,6 +32,7 @@ import { filterSql, scanPage, scanSql, SqlParams, type ScanRow } from '../event-
 import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
 import { migrateSqlite } from './sqlite-migrations.js';
 import { SqliteReadCache } from './sqlite-read-cache.js';
+import { EventVisibility } from './event-visibility.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, INSERTED_EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { stepDedupeKey, type ApprovalAnswerRecord, type ApprovalRecord, type ApprovalStep, type ApprovalStepResult } from '../../approvals/approval-model.js';
@@ -117,8 +118,8 @@ export class SqliteStore implements Store {
   private readonly walFds: number[];
   /** Checkpoints the WAL after its fdatasyncs (see checkpointer.ts); undefined for :memory:. */
   readonly checkpointer: Checkpointer | undefined;
-  /** Per address, the first sequence of each committed batch that is not durable yet, oldest first. */
-  private readonly undurable = new Map<string, number[]>();
+  /** Which committed events are durable, hence visible to readers (event-visibility.ts). */
+  private readonly visibility = new EventVisibility();
   /** Address rows and pages of events (sqlite-read-cache.ts). */
   private readonly cache: SqliteReadCache;
   /** Prepared filtered scans by their SQL (one per filter shape), oldest first. */
@@ -151,7 +152,7 @@ export class SqliteStore implements Store {
     }
     this.q = this.prepare();
     this.cache = new SqliteReadCache(this.db, () => this.closed);
-    this.claims = new SqliteClaims(this.db, (addressId) => this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER);
+    this.claims = new SqliteClaims(this.db, (addressId) => this.visibility.visibleBelow(addressId));
     this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
     // Room for both limits: the shortest run of oldest acknowledged events that frees enough
     // events and bytes, or QueueFull (the savepoint undoes nothing, since nothing was written).
@@ -559,9 +560,7 @@ export class SqliteStore implements Store {
     for (const [addressId, first] of firstCreated(outcomes)) {
       this.forget(addressId);
       if (this.walFds.length === 0) continue;
-      const pending = this.undurable.get(addressId);
-      if (pending) pending.push(first);
-      else this.undurable.set(addressId, [first]);
+      this.visibility.hide(addressId, first);
     }
     return outcomes;
   }
@@ -570,9 +569,7 @@ export class SqliteStore implements Store {
   private markDurable(outcomes: readonly ItemOutcome<ApprovalStepResult>[]): void {
     for (const [addressId] of firstCreated(outcomes)) {
       this.forget(addressId);
-      const pending = this.undurable.get(addressId);
-      pending?.shift();
-      if (pending?.length === 0) this.undurable.delete(addressId);
+      this.visibility.reveal(addressId);
     }
   }
 
@@ -624,7 +621,7 @@ export class SqliteStore implements Store {
     if (cached) return cached;
     const page = this.db.transaction((): EventPageRecord | null => {
       if (!this.q.addressExists.get(addressId)) return null;
-      const visibleBelow = this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER;
+      const visibleBelow = this.visibility.visibleBelow(addressId);
       const { rows, hasMore } = cutPage(this.q.page.all(addressId, after, visibleBelow, limit + 1, maxBytes), limit);
       return Object.freeze({ events: Object.freeze(rows.map((r) => Object.freeze(toEvent(r)))) as EventRecord[], hasMore });
     })();
@@ -639,7 +636,7 @@ export class SqliteStore implements Store {
    */
   async scanEvents(addressId: string, after: number, filter: EventFilter, limit: number, maxBytes: number): Promise<ScanPageRecord | null> {
     const p = new SqlParams('sqlite');
-    const visibleBelow = this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER;
+    const visibleBelow = this.visibility.visibleBelow(addressId);
     const sql = scanSql({
       address: p.add(addressId), after: p.add(after), below: p.add(visibleBelow), scanEvents: SCAN_EVENTS, scanBytes: SCAN_BYTES,
       limit: p.add(limit + 1), budget: p.add(maxBytes), bytes: 'length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0)',
@@ -656,8 +653,8 @@ export class SqliteStore implements Store {
 
   async openBlob(addressId: string, eventId: string, name: BlobName): Promise<StoredBlob | null> {
     const b = this.q.blob.get(eventId, eventId, addressId, name);
-    // An event not yet durable is not visible (see `undurable`), nor are its bytes.
-    if (!b || b.sequence >= (this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER)) return null;
+    // An event not yet durable is not visible (event-visibility.ts), nor are its bytes.
+    if (!b || b.sequence >= this.visibility.visibleBelow(addressId)) return null;
     const q = this.q;
     return {
       contentType: b.content_type,
