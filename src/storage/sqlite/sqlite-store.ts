@@ -33,6 +33,7 @@ import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.j
 import { migrateSqlite } from './sqlite-migrations.js';
 import { SqliteReadCache } from './sqlite-read-cache.js';
 import { EventVisibility } from './event-visibility.js';
+import { SqliteQueueTotals, type QueueTotals } from './sqlite-queue-totals.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, INSERTED_EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { stepDedupeKey, type ApprovalAnswerRecord, type ApprovalRecord, type ApprovalStep, type ApprovalStepResult } from '../../approvals/approval-model.js';
@@ -118,6 +119,7 @@ export class SqliteStore implements Store {
   private readonly walFds: number[];
   /** Checkpoints the WAL after its fdatasyncs (see checkpointer.ts); undefined for :memory:. */
   readonly checkpointer: Checkpointer | undefined;
+  private readonly totals: SqliteQueueTotals;
   /** Which committed events are durable, hence visible to readers (event-visibility.ts). */
   private readonly visibility = new EventVisibility();
   /** Address rows and pages of events (sqlite-read-cache.ts). */
@@ -152,6 +154,7 @@ export class SqliteStore implements Store {
     }
     this.q = this.prepare();
     this.cache = new SqliteReadCache(this.db, () => this.closed);
+    this.totals = new SqliteQueueTotals(this.db);
     this.claims = new SqliteClaims(this.db, (addressId) => this.visibility.visibleBelow(addressId));
     this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
     // Room for both limits: the shortest run of oldest acknowledged events that frees enough
@@ -246,9 +249,6 @@ export class SqliteStore implements Store {
          RETURNING address_id, length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) + blob_bytes AS bytes`,
       ),
       subtractCounters: db.prepare<[number, number, string]>('UPDATE addresses SET event_count = event_count - ?, event_bytes = event_bytes - ? WHERE id = ?'),
-      storedEvents: db.prepare<[], number>('SELECT ifnull(sum(event_count), 0) FROM addresses').pluck(),
-      unacknowledged: db.prepare<[number], number>('SELECT count(*) FROM (SELECT 1 FROM events WHERE acknowledged_at IS NULL LIMIT ?)').pluck(),
-      oldestUnacknowledged: db.prepare<[], number | null>('SELECT min(created_at) FROM events WHERE acknowledged_at IS NULL').pluck(),
       freePages: db.prepare<[], number>('PRAGMA freelist_count').pluck(),
       deleteAddress: db.prepare<[string]>('DELETE FROM addresses WHERE id = ?'),
       signingSecrets: db.prepare<[string], { signing_secrets: Buffer | null }>('SELECT signing_secrets FROM addresses WHERE id = ?'),
@@ -423,12 +423,9 @@ export class SqliteStore implements Store {
     }
   }
 
-  async queueTotals(countCap: number): Promise<{ stored: number; unacknowledged: number; oldestUnacknowledgedAt: number | null }> {
-    return {
-      stored: this.q.storedEvents.get() as number,
-      unacknowledged: this.q.unacknowledged.get(countCap) as number,
-      oldestUnacknowledgedAt: this.q.oldestUnacknowledged.get() ?? null,
-    };
+  /** For /metrics (sqlite-queue-totals.ts). */
+  async queueTotals(countCap: number): Promise<QueueTotals> {
+    return this.totals.read(countCap);
   }
 
   /** The address's rows changed (or it is gone): forget what is cached about it. */
