@@ -13,19 +13,15 @@
 // transaction as the insert, hence gapless.
 // Visibility: an appended event stays invisible to readers until its batch is durable, so a
 // reader never sees an event that a power cut could take back (and whose sequence could then be
-// reused). Per address, `undurable` holds the first sequence of each committed, not yet durable
-// batch, in order; reads stop below the oldest, so what a reader sees is always a durable prefix.
+// reused); reads stop below the oldest batch not yet durable (event-visibility.ts), so what a reader
+// sees is always a durable prefix.
 // Dedupe: looked up inside that transaction, with a partial unique index as the backstop.
-// Caches: this process is the only service writing, so it knows every change it makes; the one other
-// writer, an operator's `admin delete`, is seen through PRAGMA data_version on every cache lookup
-// (and twice a second), which then drops all caches and wakes the waiters. Address rows (immutable
-// once created) are cached by id and dropped when the address is deleted or swept; pages of events
-// are cached per address and dropped on any change to that address's events (an append, a batch
-// becoming durable, an ack, a deletion). Both are bounded.
+// Caches: address rows and pages of events, dropped on every change this process makes and, through
+// PRAGMA data_version, on any other process's commit (sqlite-read-cache.ts).
+// Migrations run in the constructor (sqlite-migrations.ts).
 import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, fdatasync, mkdirSync, openSync, statfsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname } from 'node:path';
 import type { EventFilter } from '../../domain/event-filter.js';
 import { SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
@@ -34,7 +30,10 @@ import type { ConsumerPositions } from '../../consumers/consumer-positions.js';
 import { SqliteConsumerPositions } from './sqlite-consumers.js';
 import { filterSql, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
 import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
-import { assertSchemaNotNewer, readMigrations } from '../migration-files.js';
+import { migrateSqlite } from './sqlite-migrations.js';
+import { SqliteReadCache } from './sqlite-read-cache.js';
+import { EventVisibility } from './event-visibility.js';
+import { SqliteQueueTotals, type QueueTotals } from './sqlite-queue-totals.js';
 import { ADDRESS_COLUMNS, EVENT_COLUMNS, INSERTED_EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
 import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
 import { stepDedupeKey, type ApprovalAnswerRecord, type ApprovalRecord, type ApprovalStep, type ApprovalStepResult } from '../../approvals/approval-model.js';
@@ -44,18 +43,6 @@ import { GroupCommit, GroupCommitStats, type ItemOutcome } from './group-commit.
 import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../../claims/claim-rules.js';
 import { SqliteClaims } from './sqlite-claims.js';
 
-const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
-
-/** Bounds of the in-process caches. */
-const ADDRESS_CACHE_SIZE = 10_000;
-/**
- * What cached pages may hold, all addresses together, in characters of stored JSON plus a per-event
- * allowance for the record and its rendering. A budget by count let 10,000 cached events of 1 MB
- * each hold 10 GB.
- */
-const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
-const EVENT_OVERHEAD_BYTES = 1024;
-const PAGE_CACHE_PER_ADDRESS = 2;
 /** Prepared statements of filtered scans kept (each filter shape is one). */
 const SCAN_STATEMENTS = 64;
 
@@ -102,9 +89,6 @@ interface QueueCounters {
 
 /** Pages an incremental vacuum gives back per step (1 MiB of 4 KiB pages): a few ms of write lock each. */
 const VACUUM_STEP_PAGES = 256;
-/** How often a running service looks for writes made by another process (`admin delete`), besides every cache hit. */
-const EXTERNAL_CHANGE_POLL_MS = 500;
-
 /** An address's acknowledged events, oldest first, with their stored bytes: what pruning may delete. */
 export const ACKED_SIZES_SQL = `SELECT sequence, length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) + blob_bytes AS bytes
   FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence`;
@@ -135,25 +119,15 @@ export class SqliteStore implements Store {
   private readonly walFds: number[];
   /** Checkpoints the WAL after its fdatasyncs (see checkpointer.ts); undefined for :memory:. */
   readonly checkpointer: Checkpointer | undefined;
-  /** Per address, the first sequence of each committed batch that is not durable yet, oldest first. */
-  private readonly undurable = new Map<string, number[]>();
-  /** Address rows by id, oldest first (a Map keeps insertion order). */
-  private readonly addresses = new Map<string, AddressRecord>();
-  /** Pages of events by address, then by `${after}:${limit}`; frozen, shared by every reader. */
-  private readonly pages = new Map<string, Map<string, EventPageRecord>>();
+  private readonly totals: SqliteQueueTotals;
+  /** Which committed events are durable, hence visible to readers (event-visibility.ts). */
+  private readonly visibility = new EventVisibility();
+  /** Address rows and pages of events (sqlite-read-cache.ts). */
+  private readonly cache: SqliteReadCache;
   /** Prepared filtered scans by their SQL (one per filter shape), oldest first. */
   private readonly scanStatements = new Map<string, Database.Statement<unknown[], ScanRow>>();
-  /** The weight of `pages` (pageWeight), kept under PAGE_CACHE_BYTES. */
-  private cachedBytes = 0;
 
   private readonly q: ReturnType<SqliteStore['prepare']>;
-  /**
-   * PRAGMA data_version as last seen: it changes when another connection (an operator's `admin`
-   * command) commits. Checked on every cache hit, so a deleted address is never served from a cache.
-   */
-  private seenDataVersion: number;
-  private readonly dataVersion: Database.Statement<[], number>;
-  private onExternalChange: (() => void) | undefined;
   private readonly claims: SqliteClaims;
   /** An append that must first prune acknowledged events, in a savepoint: a prune that frees too little rolls back. */
   private readonly appendAfterPrune: (e: NewEvent, c: QueueCounters, size: number, needEvents: number, needBytes: number) => AppendResult;
@@ -173,15 +147,15 @@ export class SqliteStore implements Store {
     this.db.pragma('foreign_keys = ON');
     this.db.pragma('busy_timeout = 5000');
     try {
-      this.migrateNow(opts.log ?? SILENT_LOG);
+      migrateSqlite(this.db, opts.log ?? SILENT_LOG);
     } catch (err) {
       this.db.close(); // a refused or failed migration leaves no handle on the file
       throw err;
     }
     this.q = this.prepare();
-    this.dataVersion = this.db.prepare<[], number>('PRAGMA data_version').pluck();
-    this.seenDataVersion = this.dataVersion.get() as number;
-    this.claims = new SqliteClaims(this.db, (addressId) => this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER);
+    this.cache = new SqliteReadCache(this.db, () => this.closed);
+    this.totals = new SqliteQueueTotals(this.db);
+    this.claims = new SqliteClaims(this.db, (addressId) => this.visibility.visibleBelow(addressId));
     this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
     // Room for both limits: the shortest run of oldest acknowledged events that frees enough
     // events and bytes, or QueueFull (the savepoint undoes nothing, since nothing was written).
@@ -251,29 +225,8 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** Migrations run in the constructor (statements are prepared against the final schema). */
+  /** Migrations run in the constructor (sqlite-migrations.ts; statements are prepared against the final schema). */
   async migrate(): Promise<void> {}
-
-  private migrateNow(log: Log): void {
-    this.db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`);
-    const applied = new Map(
-      (this.db.prepare('SELECT version, name FROM schema_migrations').all() as { version: number; name: string }[]).map((r) => [r.version, r.name]),
-    );
-    const migrations = readMigrations(MIGRATIONS_DIR);
-    assertSchemaNotNewer('SQLite', applied, migrations);
-    for (const m of migrations) {
-      if (applied.has(m.version)) continue;
-      const started = performance.now();
-      // Record first, inside the migration's own transaction: a second runner fails on the
-      // primary key instead of applying the DDL twice.
-      this.db.transaction(() => {
-        this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
-        this.db.exec(m.sql);
-      }).immediate();
-      log.info({ migration: m.name, version: m.version, ms: Math.round(performance.now() - started) }, 'applied SQLite migration');
-    }
-  }
 
   private prepare() {
     const db = this.db;
@@ -296,9 +249,6 @@ export class SqliteStore implements Store {
          RETURNING address_id, length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) + blob_bytes AS bytes`,
       ),
       subtractCounters: db.prepare<[number, number, string]>('UPDATE addresses SET event_count = event_count - ?, event_bytes = event_bytes - ? WHERE id = ?'),
-      storedEvents: db.prepare<[], number>('SELECT ifnull(sum(event_count), 0) FROM addresses').pluck(),
-      unacknowledged: db.prepare<[number], number>('SELECT count(*) FROM (SELECT 1 FROM events WHERE acknowledged_at IS NULL LIMIT ?)').pluck(),
-      oldestUnacknowledged: db.prepare<[], number | null>('SELECT min(created_at) FROM events WHERE acknowledged_at IS NULL').pluck(),
       freePages: db.prepare<[], number>('PRAGMA freelist_count').pluck(),
       deleteAddress: db.prepare<[string]>('DELETE FROM addresses WHERE id = ?'),
       signingSecrets: db.prepare<[string], { signing_secrets: Buffer | null }>('SELECT signing_secrets FROM addresses WHERE id = ?'),
@@ -400,43 +350,25 @@ export class SqliteStore implements Store {
   }
 
   async getAddress(id: string): Promise<AddressRecord | null> {
-    this.checkExternalChanges();
-    const held = this.addresses.get(id);
+    this.cache.checkExternalChanges();
+    const held = this.cache.address(id);
     if (held) return held;
     const r = this.q.getAddress.get(id);
     if (!r) return null;
     const a = Object.freeze(toAddress(r));
-    if (this.addresses.size >= ADDRESS_CACHE_SIZE) this.addresses.delete(this.addresses.keys().next().value as string);
-    this.addresses.set(id, a);
+    this.cache.rememberAddress(id, a);
     return a;
   }
 
-  /** A cached address is exact: dropped on delete and sweep, and on any other process's commit (checkExternalChanges). */
+  /** A cached address is exact: dropped on delete and sweep, and on any other process's commit (SqliteReadCache.checkExternalChanges). */
   heldAddress(id: string): AddressRecord | undefined {
-    this.checkExternalChanges();
-    return this.addresses.get(id);
+    this.cache.checkExternalChanges();
+    return this.cache.address(id);
   }
 
-  /**
-   * Another process committed (an operator's `admin delete` while this service runs): every cache
-   * may be stale, so all of it goes, and the waiters re-read (a deleted address's long-polls end
-   * with 404). One PRAGMA read (~1 µs) per call.
-   */
-  private checkExternalChanges(): void {
-    if (this.closed) return;
-    const version = this.dataVersion.get() as number;
-    if (version === this.seenDataVersion) return;
-    this.seenDataVersion = version;
-    this.addresses.clear();
-    this.pages.clear();
-    this.cachedBytes = 0;
-    this.onExternalChange?.();
-  }
-
+  /** Another process's commit drops every cache and calls onChange (sqlite-read-cache.ts). */
   watchExternalChanges(onChange: () => void): void {
-    this.onExternalChange = onChange;
-    // Waiters hold no cache hit that would notice, so a timer looks too.
-    setInterval(() => this.checkExternalChanges(), EXTERNAL_CHANGE_POLL_MS).unref();
+    this.cache.watchExternalChanges(onChange);
   }
 
   async countRate(rate: { key: string; limit: number; windowMs: number; now: number }): Promise<RateDecision> {
@@ -491,18 +423,14 @@ export class SqliteStore implements Store {
     }
   }
 
-  async queueTotals(countCap: number): Promise<{ stored: number; unacknowledged: number; oldestUnacknowledgedAt: number | null }> {
-    return {
-      stored: this.q.storedEvents.get() as number,
-      unacknowledged: this.q.unacknowledged.get(countCap) as number,
-      oldestUnacknowledgedAt: this.q.oldestUnacknowledged.get() ?? null,
-    };
+  /** For /metrics (sqlite-queue-totals.ts). */
+  async queueTotals(countCap: number): Promise<QueueTotals> {
+    return this.totals.read(countCap);
   }
 
   /** The address's rows changed (or it is gone): forget what is cached about it. */
   private forget(addressId: string, deleted = false): void {
-    this.dropPages(addressId);
-    if (deleted) this.addresses.delete(addressId);
+    this.cache.forget(addressId, deleted);
   }
 
   async getAddressBySlug(slug: string): Promise<AddressRecord | null> {
@@ -629,9 +557,7 @@ export class SqliteStore implements Store {
     for (const [addressId, first] of firstCreated(outcomes)) {
       this.forget(addressId);
       if (this.walFds.length === 0) continue;
-      const pending = this.undurable.get(addressId);
-      if (pending) pending.push(first);
-      else this.undurable.set(addressId, [first]);
+      this.visibility.hide(addressId, first);
     }
     return outcomes;
   }
@@ -640,9 +566,7 @@ export class SqliteStore implements Store {
   private markDurable(outcomes: readonly ItemOutcome<ApprovalStepResult>[]): void {
     for (const [addressId] of firstCreated(outcomes)) {
       this.forget(addressId);
-      const pending = this.undurable.get(addressId);
-      pending?.shift();
-      if (pending?.length === 0) this.undurable.delete(addressId);
+      this.visibility.reveal(addressId);
     }
   }
 
@@ -688,40 +612,19 @@ export class SqliteStore implements Store {
   }
 
   async listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null> {
-    this.checkExternalChanges();
+    this.cache.checkExternalChanges();
     const key = `${after}:${limit}:${maxBytes}`;
-    const cached = this.pages.get(addressId)?.get(key);
+    const cached = this.cache.page(addressId, key);
     if (cached) return cached;
     const page = this.db.transaction((): EventPageRecord | null => {
       if (!this.q.addressExists.get(addressId)) return null;
-      const visibleBelow = this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER;
+      const visibleBelow = this.visibility.visibleBelow(addressId);
       const { rows, hasMore } = cutPage(this.q.page.all(addressId, after, visibleBelow, limit + 1, maxBytes), limit);
       return Object.freeze({ events: Object.freeze(rows.map((r) => Object.freeze(toEvent(r)))) as EventRecord[], hasMore });
     })();
     if (!page) return null;
-    let byKey = this.pages.get(addressId);
-    if (byKey) this.pages.delete(addressId);
-    this.pages.set(addressId, (byKey ??= new Map()));
-    if (byKey.size >= PAGE_CACHE_PER_ADDRESS) {
-      const oldest = byKey.keys().next().value as string;
-      this.cachedBytes -= pageWeight(byKey.get(oldest));
-      byKey.delete(oldest);
-    }
-    byKey.set(key, page);
-    this.cachedBytes += pageWeight(page);
-    // Over budget: drop whole addresses, least recently filled first (never the one just filled).
-    for (const oldest of this.pages.keys()) {
-      if (this.cachedBytes <= PAGE_CACHE_BYTES || oldest === addressId) break;
-      this.dropPages(oldest);
-    }
+    this.cache.rememberPage(addressId, key, page);
     return page;
-  }
-
-  private dropPages(addressId: string): void {
-    const byKey = this.pages.get(addressId);
-    if (!byKey) return;
-    for (const p of byKey.values()) this.cachedBytes -= pageWeight(p);
-    this.pages.delete(addressId);
   }
 
   /**
@@ -730,7 +633,7 @@ export class SqliteStore implements Store {
    */
   async scanEvents(addressId: string, after: number, filter: EventFilter, limit: number, maxBytes: number): Promise<ScanPageRecord | null> {
     const p = new SqlParams('sqlite');
-    const visibleBelow = this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER;
+    const visibleBelow = this.visibility.visibleBelow(addressId);
     const sql = scanSql({
       address: p.add(addressId), after: p.add(after), below: p.add(visibleBelow), scanEvents: SCAN_EVENTS, scanBytes: SCAN_BYTES,
       limit: p.add(limit + 1), budget: p.add(maxBytes), bytes: 'length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0)',
@@ -747,8 +650,8 @@ export class SqliteStore implements Store {
 
   async openBlob(addressId: string, eventId: string, name: BlobName): Promise<StoredBlob | null> {
     const b = this.q.blob.get(eventId, eventId, addressId, name);
-    // An event not yet durable is not visible (see `undurable`), nor are its bytes.
-    if (!b || b.sequence >= (this.undurable.get(addressId)?.[0] ?? Number.MAX_SAFE_INTEGER)) return null;
+    // An event not yet durable is not visible (event-visibility.ts), nor are its bytes.
+    if (!b || b.sequence >= this.visibility.visibleBelow(addressId)) return null;
     const q = this.q;
     return {
       contentType: b.content_type,
@@ -793,13 +696,6 @@ export class SqliteStore implements Store {
     return result;
   }
 }
-
-const pageWeight = (p: EventPageRecord | undefined): number => {
-  if (!p) return 0;
-  let bytes = EVENT_OVERHEAD_BYTES; // an empty page costs something too
-  for (const e of p.events) bytes += EVENT_OVERHEAD_BYTES + e.data.length + (e.metadata?.length ?? 0);
-  return bytes;
-};
 
 /** The first sequence each address received in a batch's outcomes (sequences ascend within a batch). */
 function firstCreated(outcomes: readonly ItemOutcome<ApprovalStepResult>[]): Map<string, number> {
