@@ -50,7 +50,7 @@ describe('Python client, pip-installed into a virtualenv', { skip: reason }, () 
   });
 
   it('installs as a typed package: py.typed and the module under site-packages, a console script', (t) => {
-    if (installSkip) return t.skip(installSkip);
+    if (installSkip) return t.skip(installSkip); // skipped only when pip cannot build the package here (no venv, or no setuptools/wheel offline); the reason is reported
     const r = spawnSync(venvPython, ['-c', 'import importlib.resources as r, return_address as m; print(m.__file__); print(r.files("return_address").joinpath("py.typed").is_file())'], { encoding: 'utf8', cwd: tmpdir() });
     assert.equal(r.status, 0, r.stderr);
     const [file, typed] = r.stdout.trim().split('\n');
@@ -62,7 +62,7 @@ describe('Python client, pip-installed into a virtualenv', { skip: reason }, () 
   });
 
   it('runs every verb, the CLI and the error types against a live service', async (t) => {
-    if (installSkip) return t.skip(installSkip);
+    if (installSkip) return t.skip(installSkip); // skipped only when pip cannot build the package here (no venv, or no setuptools/wheel offline); the reason is reported
     const proc = spawn(venvPython, ['test/client/python_client_check.py', svc.baseUrl], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     proc.stdout.on('data', (d: Buffer) => { out += d.toString(); });
@@ -74,7 +74,7 @@ describe('Python client, pip-installed into a virtualenv', { skip: reason }, () 
   });
 
   it('the console script creates, delivers to and waits on an address', async (t) => {
-    if (installSkip) return t.skip(installSkip);
+    if (installSkip) return t.skip(installSkip); // skipped only when pip cannot build the package here (no venv, or no setuptools/wheel offline); the reason is reported
     const save = join(venvDir, 'addr.json');
     // Asynchronous: the service answers from this process, so a synchronous spawn would starve it.
     const cli = (...args: string[]) => new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
