@@ -12,7 +12,7 @@ import pg from 'pg';
 import { SQLITE_FILE } from '../../src/storage/open-store.js';
 import { sendRaw } from '../email/smtp-client.js';
 import { type Addr, api, createAddress, listEvents, STORE, startTestService, type TestService } from '../helpers.js';
-import { livenessProbe } from '../liveness.js';
+import { startLivenessProbe } from '../liveness-probe.js';
 
 const MAX_EVENT_BYTES = 64 * 1024;
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -50,11 +50,11 @@ describe(`bounded events: bytes beside the event (${STORE})`, () => {
   it('a 1 MiB text/plain body of control bytes is stored once beside a small event, served exactly by …/raw', async () => {
     const a = await createAddress(svc.baseUrl);
     const body = Buffer.alloc(1024 * 1024, 0x01);
-    const probe = livenessProbe(svc.baseUrl);
+    const probe = startLivenessProbe(svc.baseUrl);
     const r = await capture(svc, a, body, 'text/plain');
     const live = await probe.stop();
     assert.equal(r.status, 202, JSON.stringify(r.json));
-    assert.ok(live.maxMs < 1000 && live.failures === 0, `healthz answered within 1 s: ${JSON.stringify(live)}`);
+    assert.ok(live.maxMs < 1000 && live.failures.length === 0, `healthz answered within 1 s: ${JSON.stringify(live)}`);
 
     const page = await listEvents(svc.baseUrl, a);
     assert.equal(page.status, 200);
@@ -214,7 +214,7 @@ describe(`an event that cannot be bounded is refused (${STORE})`, () => {
   it('a request whose headers and query alone exceed MAX_EVENT_BYTES is 413 naming the limit, and nothing is stored', async () => {
     const a = await createAddress(svc.baseUrl);
     const query = Array.from({ length: 600 }, (_, i) => `k${i}=${'v'.repeat(8)}`).join('&');
-    const probe = livenessProbe(svc.baseUrl);
+    const probe = startLivenessProbe(svc.baseUrl);
     const r = await fetch(`${svc.baseUrl}/api/v1/hooks/${a.id}/${a.secret}?${query}`, { method: 'POST', body: 'x' });
     const live = await probe.stop();
     const j = await r.json() as any;
@@ -222,7 +222,7 @@ describe(`an event that cannot be bounded is refused (${STORE})`, () => {
     assert.equal(j.error.code, 'payload_too_large');
     assert.match(j.error.message, /MAX_EVENT_BYTES = 4096/);
     assert.equal((await listEvents(svc.baseUrl, a)).json.events.length, 0);
-    assert.ok(live.maxMs < 1000 && live.failures === 0, JSON.stringify(live));
+    assert.ok(live.maxMs < 1000 && live.failures.length === 0, JSON.stringify(live));
   });
 
   it('endpoint 6 refuses an event over MAX_EVENT_BYTES with 413 naming it', async () => {

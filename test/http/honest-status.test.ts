@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { api, createAddress, createTestStorage, onlyPostgres, onlySqlite, sleep, startTestService, type TestStorage } from '../helpers.js';
-import { livenessProbe } from '../liveness.js';
+import { startLivenessProbe } from '../liveness-probe.js';
 
 function canMount(): boolean {
   const dir = mkdtempSync(join(tmpdir(), 'ra-mount-probe-'));
@@ -64,7 +64,7 @@ describe('honest status: SQLite on a full disk', { skip: onlySqlite || (canMount
       assert.equal((await api(svc.baseUrl, 'GET', '/readyz')).status, 200);
       const filler = join(mnt, 'filler');
       fillDisk(filler);
-      const probe = livenessProbe(svc.baseUrl);
+      const probe = startLivenessProbe(svc.baseUrl);
       let refused: Awaited<ReturnType<typeof api>> | undefined;
       for (let i = 0; i < 200 && !refused; i++) {
         const r = await api(svc.baseUrl, 'POST', a.inboxUrl, { json: { data: { pad: 'x'.repeat(200_000), i } } });
@@ -138,7 +138,7 @@ describe('honest status: PostgreSQL unreachable', { skip: onlyPostgres }, () => 
       const a = await createAddress(svc.baseUrl);
       assert.equal((await api(svc.baseUrl, 'POST', a.inboxUrl, { json: { data: 1 } })).status, 202);
       proxy.cut();
-      const probe = livenessProbe(svc.baseUrl);
+      const probe = startLivenessProbe(svc.baseUrl);
       const delivery = await api(svc.baseUrl, 'POST', a.inboxUrl, { json: { data: 2 } });
       const read = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events`, { token: a.token });
       const created = await api(svc.baseUrl, 'POST', '/api/v1/addresses', { json: {} });

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type Addr, api, createAddress, listEvents, STORE, startTestService, type TestService } from '../helpers.js';
-import { livenessProbe } from '../liveness.js';
+import { startLivenessProbe } from '../liveness-probe.js';
 
 const MCP_HEADERS = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
 const rpc = (svc: TestService, a: Addr, body: unknown) => api(svc.baseUrl, 'POST', a.mcpUrl, { body: JSON.stringify(body), headers: MCP_HEADERS, token: a.token });
@@ -22,7 +22,7 @@ describe(`MCP result budget (${STORE})`, () => {
       const r = await api(svc.baseUrl, 'POST', a.inboxUrl, { json: { data: { i, pad: 'z'.repeat(60_000) } } });
       assert.equal(r.status, 202, r.text);
     }
-    const probe = livenessProbe(svc.baseUrl);
+    const probe = startLivenessProbe(svc.baseUrl);
     const batch = await rpc(svc, a, Array.from({ length: 10 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'list_events', arguments: { after: 0, limit: 100 } } })));
     const live = await probe.stop();
     assert.equal(batch.status, 200);

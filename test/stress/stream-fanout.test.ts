@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { api, createAddress, STORE, sleep, startTestService, type TestService } from '../helpers.js';
-import { livenessProbe } from '../liveness.js';
+import { startLivenessProbe } from '../liveness-probe.js';
 
 const STREAMS = 100;
 const EVENT_CHARS = 3.9 * 1024 * 1024;
@@ -27,7 +27,7 @@ describe(`non-reading event streams share their frames (${STORE})`, () => {
     global.gc?.();
     await sleep(200);
     const before = process.memoryUsage().rss;
-    const probe = livenessProbe(svc.baseUrl);
+    const probe = startLivenessProbe(svc.baseUrl);
     const url = new URL(`${svc.baseUrl}/api/v1/addresses/${a.id}/events/stream`);
     const sockets: Socket[] = [];
     for (let i = 0; i < STREAMS; i++) {
