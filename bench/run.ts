@@ -46,9 +46,15 @@ const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:
  */
 function startScriptNodeArgs(): string[] {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
-  const words = pkg.scripts.start.split(/\s+/);
-  if (words[0] !== 'node' || !words.at(-1)?.endsWith('dist/src/server.js')) throw new Error(`unexpected start script: ${pkg.scripts.start}`);
-  return words.slice(1, -1);
+  // `exec node <flags> <entry> [args]`: the flags are the words after `node` that start with `--`.
+  const words = pkg.scripts.start.split(/\s+/).filter((w) => w !== 'exec');
+  if (words[0] !== 'node') throw new Error(`unexpected start script: ${pkg.scripts.start}`);
+  const flags: string[] = [];
+  for (const w of words.slice(1)) {
+    if (!w.startsWith('--')) break;
+    flags.push(w);
+  }
+  return flags;
 }
 const SERVICE_NODE_ARGS = [...startScriptNodeArgs(), ...(process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean)];
 
