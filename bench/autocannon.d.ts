@@ -21,8 +21,16 @@ declare module 'autocannon' {
     timeout?: number;
   }
   export interface Histogram {
-    average: number; mean: number; stddev: number; min: number; max: number;
-    p50: number; p90: number; p99: number; p99_9?: number; total: number;
+    average: number;
+    mean: number;
+    stddev: number;
+    min: number;
+    max: number;
+    p50: number;
+    p90: number;
+    p99: number;
+    p99_9?: number;
+    total: number;
   }
   export interface Result {
     requests: Histogram;

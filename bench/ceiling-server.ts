@@ -44,9 +44,12 @@ app.put('/bench/page', { bodyLimit: 8 * 1024 * 1024 }, async (request, reply) =>
 });
 
 const port = Number(process.env.PORT ?? 0);
-app.listen({ port, host: '127.0.0.1' }).then((url) => {
-  process.stdout.write(`ceiling listening on ${url}\n`);
-}, (err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+app.listen({ port, host: '127.0.0.1' }).then(
+  (url) => {
+    process.stdout.write(`ceiling listening on ${url}\n`);
+  },
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -6,14 +6,15 @@
 // "claim" is a claim of max events plus an ack per event, so claims/s counts events leased and
 // acked, measured until the delivered events run out on an address. Checks that no event was
 // leased twice. Prints a table; writes bench/results/claims.json.
-import http from 'node:http';
+
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { request } from './http-client.js';
-import { freePort, startChild, type Child } from './processes.js';
+import { type Child, freePort, startChild } from './processes.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
@@ -23,15 +24,33 @@ const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:
 const WEBHOOK = JSON.stringify({ type: 'payment.succeeded', data: { id: 'pi_3NbT2x', amount: 4200, currency: 'eur' } });
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
-interface Addr { id: string; token: string; inbox: URL }
+interface Addr {
+  id: string;
+  token: string;
+  inbox: URL;
+}
 
 async function startService(env: Record<string, string>): Promise<Child> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  return startChild('service', join(ROOT, 'dist/src/server.js'), {
-    PORT: String(port), HOST: '127.0.0.1', BASE_URL: url, SMTP_PORT: String(await freePort()), SMTP_HOST: '127.0.0.1', LOG_LEVEL: 'warn',
-    CREATE_RATE_LIMIT: '1000000', MAX_EVENTS_PER_ADDRESS: '100000000', MAX_BYTES_PER_ADDRESS: String(2 ** 50), ...env,
-  }, url, '/readyz');
+  return startChild(
+    'service',
+    join(ROOT, 'dist/src/server.js'),
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      BASE_URL: url,
+      SMTP_PORT: String(await freePort()),
+      SMTP_HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      CREATE_RATE_LIMIT: '1000000',
+      MAX_EVENTS_PER_ADDRESS: '100000000',
+      MAX_BYTES_PER_ADDRESS: String(2 ** 50),
+      ...env,
+    },
+    url,
+    '/readyz',
+  );
 }
 
 async function createAddress(base: string): Promise<Addr> {
@@ -49,13 +68,15 @@ async function loops(step: (worker: number, round: number) => Promise<number>): 
   const end = start + SECONDS * 1000;
   let total = 0;
   let drained = false;
-  await Promise.all(Array.from({ length: WORKERS }, async (_, w) => {
-    for (let round = 0; performance.now() < end && !drained; round++) {
-      const n = await step(w, round);
-      if (n < 0) drained = true;
-      else total += n;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: WORKERS }, async (_, w) => {
+      for (let round = 0; performance.now() < end && !drained; round++) {
+        const n = await step(w, round);
+        if (n < 0) drained = true;
+        else total += n;
+      }
+    }),
+  );
   return total / ((performance.now() - start) / 1000);
 }
 
@@ -73,13 +94,20 @@ async function layout(base: string, addresses: number, max: number): Promise<{ d
   const claims = await loops(async (w, round) => {
     const a = pick(w, round);
     const headers = { ...JSON_HEADERS, authorization: `Bearer ${a.token}` };
-    const r = await request(agent, new URL(`${base}/api/v1/addresses/${a.id}/claims`), { method: 'POST', headers, body: JSON.stringify({ max, lease_seconds: 300 }) });
+    const r = await request(agent, new URL(`${base}/api/v1/addresses/${a.id}/claims`), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ max, lease_seconds: 300 }),
+    });
     if (r.status !== 200) throw new Error(`claim: ${r.status} ${r.body}`);
     const got = (JSON.parse(r.body) as { claims: { event: { id: string }; lease_id: string }[] }).claims;
     for (const c of got) {
       if (leased.has(c.event.id)) doubled++;
       leased.add(c.event.id);
-      const ack = await request(agent, new URL(`${base}/api/v1/addresses/${a.id}/claims/${c.lease_id}/ack`), { method: 'POST', headers: { authorization: headers.authorization } });
+      const ack = await request(agent, new URL(`${base}/api/v1/addresses/${a.id}/claims/${c.lease_id}/ack`), {
+        method: 'POST',
+        headers: { authorization: headers.authorization },
+      });
       if (ack.status !== 200) throw new Error(`ack: ${ack.status} ${ack.body}`);
     }
     // One address drained: the rate is measured up to here (the events delivered bound it).
@@ -91,7 +119,12 @@ async function layout(base: string, addresses: number, max: number): Promise<{ d
 
 const rows: { store: string; layout: string; max: number; deliveries: number; claims: number; doubled: number }[] = [];
 for (const store of STORES) {
-  for (const [addresses, max] of [[1, 1], [100, 1], [1, 10], [100, 10]] as const) {
+  for (const [addresses, max] of [
+    [1, 1],
+    [100, 1],
+    [1, 10],
+    [100, 10],
+  ] as const) {
     const dataDir = mkdtempSync(join(os.tmpdir(), 'ra-bench-claims-'));
     let dbName: string | undefined;
     const env: Record<string, string> = { DATA_DIR: dataDir };
@@ -110,8 +143,10 @@ for (const store of STORES) {
     try {
       const r = await layout(svc.url, addresses, max);
       rows.push({ store, layout: addresses === 1 ? 'one address' : '100 addresses', max, ...r });
-      console.log(`${store}, ${addresses === 1 ? 'one address' : '100 addresses'}, max ${max}: deliveries ${Math.round(r.deliveries)}/s, ` +
-        `claims (claimed + acked) ${Math.round(r.claims)}/s, leased twice: ${r.doubled}`);
+      console.log(
+        `${store}, ${addresses === 1 ? 'one address' : '100 addresses'}, max ${max}: deliveries ${Math.round(r.deliveries)}/s, ` +
+          `claims (claimed + acked) ${Math.round(r.claims)}/s, leased twice: ${r.doubled}`,
+      );
     } finally {
       await svc.stop();
       rmSync(dataDir, { recursive: true, force: true });
@@ -125,5 +160,8 @@ for (const store of STORES) {
   }
 }
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
-writeFileSync(join(ROOT, 'bench/results/claims.json'), `${JSON.stringify({ at: new Date().toISOString(), seconds: SECONDS, workers: WORKERS, cpus: os.cpus().length, rows }, null, 2)}\n`);
+writeFileSync(
+  join(ROOT, 'bench/results/claims.json'),
+  `${JSON.stringify({ at: new Date().toISOString(), seconds: SECONDS, workers: WORKERS, cpus: os.cpus().length, rows }, null, 2)}\n`,
+);
 if (rows.some((r) => r.doubled > 0)) process.exitCode = 1;

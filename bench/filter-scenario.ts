@@ -30,10 +30,15 @@ async function measure(service: Child): Promise<number[]> {
   const { inbox_url: inbox, events_url: events } = created.body.endpoints;
   const auth = { authorization: `Bearer ${created.body.credentials.read_token}` };
   for (let i = 0; i < EVENTS; i += 200) {
-    await Promise.all(Array.from({ length: 200 }, (_, j) => fetch(inbox, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ type: 'stripe.charge.succeeded', data: { id: `ch_${i + j}`, amount: 4200, livemode: false, customer: { email: 'a@b.c' } } }),
-    }).then((r) => r.arrayBuffer())));
+    await Promise.all(
+      Array.from({ length: 200 }, (_, j) =>
+        fetch(inbox, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ type: 'stripe.charge.succeeded', data: { id: `ch_${i + j}`, amount: 4200, livemode: false, customer: { email: 'a@b.c' } } }),
+        }).then((r) => r.arrayBuffer()),
+      ),
+    );
   }
   // The type passes every event, so the JSON condition is evaluated on all 10,000 (the costly case).
   const url = `${events}?type=stripe.*&match=data.livemode=true&limit=50`;
@@ -53,8 +58,14 @@ async function measure(service: Child): Promise<number[]> {
 
 function row(key: string, label: string, [p50, p95, max]: number[]): Row {
   return {
-    key, label, unit: 'ms', service: p50, target: 'reported', met: true,
-    note: `p95 ${p95!.toFixed(1)} ms, max ${max!.toFixed(1)} ms over ${READS} reads; one request examines ${EVENTS.toLocaleString('en-US')} events ` +
+    key,
+    label,
+    unit: 'ms',
+    service: p50,
+    target: 'reported',
+    met: true,
+    note:
+      `p95 ${p95!.toFixed(1)} ms, max ${max!.toFixed(1)} ms over ${READS} reads; one request examines ${EVENTS.toLocaleString('en-US')} events ` +
       '(type=stripe.* matching all, match=data.livemode=true none, so the JSON is read for every event), answered empty with next_cursor = the last event examined',
   };
 }
@@ -78,7 +89,14 @@ export async function filteredReadRows(deps: Deps): Promise<Row[]> {
     await admin.query(`CREATE DATABASE ${name}`);
   } catch (err) {
     await admin.end().catch(() => {});
-    rows.push({ key: 'filter_pg', label: 'Filtered read, 10,000 non-matching events, PostgreSQL', unit: 'ms', target: 'reported', met: null, note: `skipped: ${(err as Error).message}` });
+    rows.push({
+      key: 'filter_pg',
+      label: 'Filtered read, 10,000 non-matching events, PostgreSQL',
+      unit: 'ms',
+      target: 'reported',
+      met: null,
+      note: `skipped: ${(err as Error).message}`,
+    });
     return rows;
   }
   const dbUrl = new URL(deps.pgAdminUrl);

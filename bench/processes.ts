@@ -1,6 +1,6 @@
 // Child processes of the bench: the ceiling and the service, each on free ports, each started
 // with `node` so the bench's own load generator never shares their event loop.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
@@ -30,14 +30,22 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-export async function startChild(name: string, script: string, env: Record<string, string>, url: string, readyPath: string,
-  nodeArgs: string[] = []): Promise<Child> {
+export async function startChild(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+  url: string,
+  readyPath: string,
+  nodeArgs: string[] = [],
+): Promise<Child> {
   const proc = spawn(process.execPath, [...nodeArgs, script], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  const keep = (d: Buffer) => { out = (out + d.toString()).slice(-65536); };
+  const keep = (d: Buffer) => {
+    out = (out + d.toString()).slice(-65536);
+  };
   proc.stdout?.on('data', keep);
   proc.stderr?.on('data', keep);
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));

@@ -33,15 +33,25 @@ const num = (n: number | undefined, unit: string) => {
 export function renderTable(r: Report): string {
   const head = ['scenario', 'unit', 'ceiling', 'service', 'ratio', 'target', 'met', 'notes'];
   const body = r.rows.map((x) => [
-    x.label, x.unit, num(x.ceiling, x.unit), num(x.service, x.unit), x.ratio === undefined ? '—' : `${x.ratio.toFixed(2)}x`,
-    x.target, x.met === null ? 'skipped' : x.met ? 'yes' : 'NO', x.note,
+    x.label,
+    x.unit,
+    num(x.ceiling, x.unit),
+    num(x.service, x.unit),
+    x.ratio === undefined ? '—' : `${x.ratio.toFixed(2)}x`,
+    x.target,
+    x.met === null ? 'skipped' : x.met ? 'yes' : 'NO',
+    x.note,
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => (row[i] as string).length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => (i >= 2 && i <= 4 ? c.padStart(widths[i] as number) : c.padEnd(widths[i] as number))).join(' | ')} |`;
+  const line = (cells: string[]) =>
+    `| ${cells.map((c, i) => (i >= 2 && i <= 4 ? c.padStart(widths[i] as number) : c.padEnd(widths[i] as number))).join(' | ')} |`;
   const sep = `|${widths.map((w, i) => (i >= 2 && i <= 4 ? `${'-'.repeat(w + 1)}:` : '-'.repeat(w + 2))).join('|')}|`;
   const m = r.machine;
   return [
-    line(head), sep, ...body.map(line), '',
+    line(head),
+    sep,
+    ...body.map(line),
+    '',
     `${r.date} · ${m.cpu}, ${m.nproc} cores, ${m.memoryGB} GB, Linux ${m.kernel}, Node ${m.node} · ` +
       `${r.settings.connections} connections, ${r.settings.rounds} alternating rounds of ~${r.settings.secondsPerRound} s, medians · ` +
       `load average ${r.load.before.map((x) => x.toFixed(2)).join(' ')} before, ${r.load.after.map((x) => x.toFixed(2)).join(' ')} after`,
@@ -56,8 +66,10 @@ export function renderChart(r: Report): string {
   const H = 420;
   const out: string[] = [];
   const text = (x: number, y: number, s: string, o: { size?: number; anchor?: string; weight?: string; fill?: string } = {}) =>
-    out.push(`<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" font-size="${o.size ?? 11}" text-anchor="${o.anchor ?? 'start'}"` +
-      `${o.weight ? ` font-weight="${o.weight}"` : ''} fill="${o.fill ?? '#222'}">${esc(s)}</text>`);
+    out.push(
+      `<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" font-size="${o.size ?? 11}" text-anchor="${o.anchor ?? 'start'}"` +
+        `${o.weight ? ` font-weight="${o.weight}"` : ''} fill="${o.fill ?? '#222'}">${esc(s)}</text>`,
+    );
   const rect = (x: number, y: number, w: number, h: number, fill: string) =>
     out.push(`<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${Math.max(0, w).toFixed(1)}" height="${Math.max(0, h).toFixed(1)}" fill="${fill}"/>`);
   const hline = (x1: number, x2: number, y: number, color: string, dash = '') =>
@@ -67,8 +79,10 @@ export function renderChart(r: Report): string {
 
   text(20, 26, 'Return Address vs. the ceiling (bare Fastify, no storage)', { size: 15, weight: 'bold' });
   text(20, 44, `${r.machine.cpu}, ${r.machine.nproc} cores, Node ${r.machine.node} · ${r.date.slice(0, 16).replace('T', ' ')} UTC`, { size: 11, fill: '#555' });
-  rect(W - 250, 16, 12, 12, C); text(W - 232, 27, 'ceiling');
-  rect(W - 170, 16, 12, 12, S); text(W - 152, 27, 'service (SQLite; PG last)');
+  rect(W - 250, 16, 12, 12, C);
+  text(W - 232, 27, 'ceiling');
+  rect(W - 170, 16, 12, 12, S);
+  text(W - 152, 27, 'service (SQLite; PG last)');
 
   // Panel 1: throughput.
   const tp = r.rows.filter((x) => x.unit === 'req/s');
@@ -98,7 +112,13 @@ export function renderChart(r: Report): string {
     const sub = x.label.slice(words.length + 1).trim();
     text(cx, p1.y + p1.h + 16, words, { anchor: 'middle', size: 10 });
     text(cx, p1.y + p1.h + 29, sub, { anchor: 'middle', size: 10 });
-    if (x.ratio !== undefined) text(cx, p1.y + p1.h + 44, `${x.ratio.toFixed(2)}x (${x.target.replace(' ceiling', '')})`, { anchor: 'middle', size: 10, weight: 'bold', fill: x.met ? '#1a7f37' : '#c62828' });
+    if (x.ratio !== undefined)
+      text(cx, p1.y + p1.h + 44, `${x.ratio.toFixed(2)}x (${x.target.replace(' ceiling', '')})`, {
+        anchor: 'middle',
+        size: 10,
+        weight: 'bold',
+        fill: x.met ? '#1a7f37' : '#c62828',
+      });
   });
   hline(p1.x, p1.x + p1.w, p1.y + p1.h, '#555');
 
@@ -107,7 +127,12 @@ export function renderChart(r: Report): string {
   text(p2.x, p2.y - 8, 'Latency and memory vs. targets', { size: 12, weight: 'bold' });
   const gauges: { label: string; value: number | undefined; target: number; unit: string; met: boolean | null }[] = [];
   const row = (k: string) => r.rows.find((x) => x.key === k);
-  for (const [k, label, target] of [['wake_p50', 'wake p50', 5], ['wake_p99', 'wake p99', 5], ['wake_p99_10', 'wake p99, 10 deliveries in flight', 5], ['idle_rss', `${r.settings.idlePolls.toLocaleString('en-US')} idle polls`, 200]] as const) {
+  for (const [k, label, target] of [
+    ['wake_p50', 'wake p50', 5],
+    ['wake_p99', 'wake p99', 5],
+    ['wake_p99_10', 'wake p99, 10 deliveries in flight', 5],
+    ['idle_rss', `${r.settings.idlePolls.toLocaleString('en-US')} idle polls`, 200],
+  ] as const) {
     const x = row(k);
     if (x) gauges.push({ label, value: x.service, target, unit: x.unit === 'ms' ? 'ms' : 'MB', met: x.met });
   }
@@ -120,13 +145,24 @@ export function renderChart(r: Report): string {
     const tx = p2.x + (g.target / scale) * p2.w;
     out.push(`<line x1="${tx.toFixed(1)}" x2="${tx.toFixed(1)}" y1="${y + 16}" y2="${y + 42}" stroke="#c62828" stroke-dasharray="3 2"/>`);
     text(tx, y + 54, `target ${g.target} ${g.unit}`, { anchor: 'middle', size: 9, fill: '#c62828' });
-    text(p2.x + p2.w, y + 12, g.value === undefined ? '—' : `${g.value.toFixed(g.unit === 'ms' ? 2 : 0)} ${g.unit}`, { anchor: 'end', size: 11, weight: 'bold' });
+    text(p2.x + p2.w, y + 12, g.value === undefined ? '—' : `${g.value.toFixed(g.unit === 'ms' ? 2 : 0)} ${g.unit}`, {
+      anchor: 'end',
+      size: 11,
+      weight: 'bold',
+    });
   });
-  text(20, H - 12, `${r.settings.connections} connections (autocannon), ${r.settings.rounds} alternating rounds of ~${r.settings.secondsPerRound} s per side; ` +
-    `every 2xx verified stored, sequences gapless. Load average before: ${r.load.before.map((x) => x.toFixed(2)).join(' ')}.`, { size: 10, fill: '#555' });
+  text(
+    20,
+    H - 12,
+    `${r.settings.connections} connections (autocannon), ${r.settings.rounds} alternating rounds of ~${r.settings.secondsPerRound} s per side; ` +
+      `every 2xx verified stored, sequences gapless. Load average before: ${r.load.before.map((x) => x.toFixed(2)).join(' ')}.`,
+    { size: 10, fill: '#555' },
+  );
 
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif">\n` +
-    `<rect width="${W}" height="${H}" fill="#fff"/>\n${out.join('\n')}\n</svg>\n`;
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif">\n` +
+    `<rect width="${W}" height="${H}" fill="#fff"/>\n${out.join('\n')}\n</svg>\n`
+  );
 }
 
 const START = '<!-- bench:latest:start -->';

@@ -7,14 +7,15 @@
 // measured before, the deletion window from the first row gone to the last. Deliveries run closed-loop
 // on 16 keep-alive connections to the same addresses the sweeper deletes from; the baseline leaves out
 // the first WARM_UP_MS after start.
-import Database from 'better-sqlite3';
+
 import http from 'node:http';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { newEventId } from '../src/domain/credentials.js';
 import { SQLITE_FILE } from '../src/storage/open-store.js';
 import { percentile, request } from './http-client.js';
-import { sleep, type Child } from './processes.js';
+import { type Child, sleep } from './processes.js';
 import type { Row } from './report.js';
 
 export const RETENTION_EVENTS = 100_000;
@@ -34,7 +35,13 @@ interface Target {
   close(): Promise<void>;
 }
 
-const DATA = JSON.stringify({ id: 'pi_3NbT2x', amount: 4200, currency: 'eur', customer: { id: 'cus_9s6XKzkNRiz8i3', email: 'agent@example.com' }, note: 'x'.repeat(150) });
+const DATA = JSON.stringify({
+  id: 'pi_3NbT2x',
+  amount: 4200,
+  currency: 'eur',
+  customer: { id: 'cus_9s6XKzkNRiz8i3', email: 'agent@example.com' },
+  note: 'x'.repeat(150),
+});
 
 function rows(ids: string[], perAddress: number, ackedAt: number) {
   const out: [string, number, string, number][] = [];
@@ -86,11 +93,17 @@ export async function postgresTarget(url: string): Promise<Target> {
       const all = rows(ids, perAddress, ackedAt);
       for (let i = 0; i < all.length; i += 10_000) {
         const part = all.slice(i, i + 10_000);
-        await c.query(`INSERT INTO events (id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at)
+        await c.query(
+          `INSERT INTO events (id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at)
           SELECT id, a, s, 'payment.succeeded', 'bench', $4, NULL, NULL, $5::bigint - 1000, $5::bigint FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(a, id, s)`,
-        [part.map((r) => r[0]), part.map((r) => r[2]), part.map((r) => r[1]), DATA, ackedAt]);
+          [part.map((r) => r[0]), part.map((r) => r[2]), part.map((r) => r[1]), DATA, ackedAt],
+        );
       }
-      await c.query('UPDATE addresses SET last_sequence = $1::bigint, event_count = $1::integer, event_bytes = $2::bigint WHERE id = ANY($3)', [perAddress, perAddress * Buffer.byteLength(DATA), ids]);
+      await c.query('UPDATE addresses SET last_sequence = $1::bigint, event_count = $1::integer, event_bytes = $2::bigint WHERE id = ANY($3)', [
+        perAddress,
+        perAddress * Buffer.byteLength(DATA),
+        ids,
+      ]);
       await c.query('VACUUM ANALYZE events');
     },
     async acked() {
@@ -105,24 +118,38 @@ export async function postgresTarget(url: string): Promise<Target> {
   };
 }
 
-interface Sample { at: number; ms: number; ok: boolean }
+interface Sample {
+  at: number;
+  ms: number;
+  ok: boolean;
+}
 
 /**
  * `start(extraEnv)` starts the service on the store `target` writes to; `addresses` creates
  * addresses through it and returns their ids and inbox paths.
  */
-export async function retentionScenario(label: string, key: string, target: Target,
+export async function retentionScenario(
+  label: string,
+  key: string,
+  target: Target,
   start: (env: Record<string, string>) => Promise<Child>,
   addresses: (service: Child, n: number) => Promise<{ id: string; inboxPath: string }[]>,
-  log: (s: string) => void): Promise<Row> {
+  log: (s: string) => void,
+): Promise<Row> {
   // First start: migrate and create the addresses; stop; fill the store while nothing runs.
   let service = await start({});
   const addrs = await addresses(service, ADDRESSES);
   await service.stop();
   const ackedAt = Date.now();
-  await target.fill(addrs.map((a) => a.id), RETENTION_EVENTS / ADDRESSES, ackedAt);
+  await target.fill(
+    addrs.map((a) => a.id),
+    RETENTION_EVENTS / ADDRESSES,
+    ackedAt,
+  );
   const sizeBefore = await target.size();
-  log(`${label}: ${RETENTION_EVENTS.toLocaleString('en-US')} acknowledged events written (${(sizeBefore / 2 ** 20).toFixed(1)} MiB); deletion due ${RETAIN_SECONDS} s after their ack`);
+  log(
+    `${label}: ${RETENTION_EVENTS.toLocaleString('en-US')} acknowledged events written (${(sizeBefore / 2 ** 20).toFixed(1)} MiB); deletion due ${RETAIN_SECONDS} s after their ack`,
+  );
   service = await start({ RETAIN_ACKED_SECONDS: String(RETAIN_SECONDS), SWEEP_INTERVAL_SECONDS: '1' });
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const samples: Sample[] = [];
@@ -131,7 +158,11 @@ export async function retentionScenario(label: string, key: string, target: Targ
   const loop = async () => {
     while (running) {
       const a = addrs[n++ % addrs.length]!;
-      const r = await request(agent, new URL(service.url + a.inboxPath), { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"data":${DATA}}` });
+      const r = await request(agent, new URL(service.url + a.inboxPath), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: `{"data":${DATA}}`,
+      });
       samples.push({ at: r.startAt, ms: r.endAt - r.startAt, ok: r.status === 202 });
     }
   };
@@ -156,12 +187,19 @@ export async function retentionScenario(label: string, key: string, target: Targ
   const sizeAfter = await target.size();
   await target.close();
   if (firstGone === undefined || allGone === undefined) throw new Error(`${label}: the acknowledged events were not deleted within 180 s`);
-  const during = samples.filter((s) => s.at >= firstGone! && s.at <= allGone!).map((s) => s.ms).sort((x, y) => x - y);
-  const baseline = samples.filter((s) => s.at >= measuredFrom && s.at < firstGone! - 200).map((s) => s.ms).sort((x, y) => x - y);
+  const during = samples
+    .filter((s) => s.at >= firstGone! && s.at <= allGone!)
+    .map((s) => s.ms)
+    .sort((x, y) => x - y);
+  const baseline = samples
+    .filter((s) => s.at >= measuredFrom && s.at < firstGone! - 200)
+    .map((s) => s.ms)
+    .sort((x, y) => x - y);
   const errors = samples.filter((s) => !s.ok).length;
   const p = (xs: number[], q: number) => Number(percentile(xs, q).toFixed(2));
   const seconds = (allGone - firstGone) / 1000;
-  const note = `deleted in ${seconds.toFixed(2)} s (${Math.round(RETENTION_EVENTS / seconds).toLocaleString('en-US')} events/s); ` +
+  const note =
+    `deleted in ${seconds.toFixed(2)} s (${Math.round(RETENTION_EVENTS / seconds).toLocaleString('en-US')} events/s); ` +
     `during: ${during.length} deliveries, p50 ${p(during, 50)} ms, p99 ${p(during, 99)} ms, max ${p(during, 100)} ms; ` +
     `before: ${baseline.length} deliveries, p50 ${p(baseline, 50)} ms, p99 ${p(baseline, 99)} ms; ${errors} errors; ` +
     `store ${(sizeBefore / 2 ** 20).toFixed(1)} MiB -> ${(sizeAfter / 2 ** 20).toFixed(1)} MiB`;

@@ -12,24 +12,25 @@
 // BENCH_STREAMS (event streams held on one address in the streams scenario, default 1000),
 // BENCH_SERVICE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service),
 // BENCH_PG_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres).
-import autocannon, { type Request as CannonRequest, type Result } from 'autocannon';
+
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import autocannon, { type Request as CannonRequest, type Result } from 'autocannon';
 import pg from 'pg';
-import { percentile, pool, request } from './http-client.js';
-import { cpuMs, freePort, openFileLimits, rssBytes, sleep, startChild, type Child } from './processes.js';
 import { filteredReadRows } from './filter-scenario.js';
-import { untrustedParsingRows } from './untrusted-parsing.js';
-import { renderChart, renderTable, updateReadme, type Report, type Row } from './report.js';
-import { postgresTarget, retentionScenario, sqliteTarget } from './retention.js';
+import { percentile, pool, request } from './http-client.js';
 import { largeEventsScenario } from './large-events.js';
+import { type Child, cpuMs, freePort, openFileLimits, rssBytes, sleep, startChild } from './processes.js';
+import { type Report, type Row, renderChart, renderTable, updateReadme } from './report.js';
+import { postgresTarget, retentionScenario, sqliteTarget } from './retention.js';
+import { untrustedParsingRows } from './untrusted-parsing.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
@@ -76,14 +77,21 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
   if ((ONLY.has('idle') || ONLY.has('streams')) && soft < need && hard > soft && process.env.BENCH_REEXEC !== '1') {
     const limit = hard === Infinity ? need : Math.min(hard, Math.max(need, soft));
     const r = spawnSync('/bin/sh', ['-c', `ulimit -n ${limit} && exec "$0" "$@"`, process.execPath, ...process.argv.slice(1)], {
-      stdio: 'inherit', env: { ...process.env, BENCH_REEXEC: '1' },
+      stdio: 'inherit',
+      env: { ...process.env, BENCH_REEXEC: '1' },
     });
     process.exit(r.status ?? 1);
   }
 }
 
 // ---------------------------------------------------------------------------------------------
-interface Addr { id: string; token: string; inboxPath: string; hookPath: string; eventsPath: string }
+interface Addr {
+  id: string;
+  token: string;
+  inboxPath: string;
+  hookPath: string;
+  eventsPath: string;
+}
 
 async function api(url: string, init: { method?: string; body?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; json: any }> {
   const res = await fetch(url, init);
@@ -131,12 +139,26 @@ function cannon(target: Run['target'], urls: string[], req: CannonRequest, amoun
     const cpu0 = cpu();
     const started = performance.now();
     let last = started;
-    Promise.all(urls.map((url) => new Promise<Result>((res, rej) => {
-      const instance = autocannon({
-        url, connections: perUrl, amount: Math.round(amount / urls.length), timeout: 30, requests: [req],
-      }, (err, result) => (err ? rej(err) : res(result)));
-      instance.on('response', () => { last = performance.now(); });
-    }))).then((results) => {
+    Promise.all(
+      urls.map(
+        (url) =>
+          new Promise<Result>((res, rej) => {
+            const instance = autocannon(
+              {
+                url,
+                connections: perUrl,
+                amount: Math.round(amount / urls.length),
+                timeout: 30,
+                requests: [req],
+              },
+              (err, result) => (err ? rej(err) : res(result)),
+            );
+            instance.on('response', () => {
+              last = performance.now();
+            });
+          }),
+      ),
+    ).then((results) => {
       const seconds = (last - started) / 1000;
       const sum = (f: (r: Result) => number) => results.reduce((s, r) => s + f(r), 0);
       const requests = sum((r) => r.requests.total);
@@ -161,7 +183,14 @@ const median = (xs: number[]) => {
   return s.length % 2 ? (s[(s.length - 1) / 2] as number) : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2;
 };
 
-interface SideBySide { ceiling: Run[]; service: Run[]; ceilingRps: number; serviceRps: number; serviceOk: number; serviceErrors: number }
+interface SideBySide {
+  ceiling: Run[];
+  service: Run[];
+  ceilingRps: number;
+  serviceRps: number;
+  serviceOk: number;
+  serviceErrors: number;
+}
 
 /**
  * A warm-up of each (which also sizes the rounds to about SECONDS each), then ROUNDS alternating
@@ -183,13 +212,16 @@ async function sideBySide(label: string, runCeiling: (amount: number) => Promise
     }
     const c = ceiling.at(-1) as Run;
     const s = service.at(-1) as Run;
-    log(`  ${label} round ${round + 1}: ceiling ${fmt(c.rps)}/s, service ${fmt(s.rps)}/s (${(s.rps / c.rps).toFixed(2)}x); ` +
-      `CPU per request ${c.cpuUsPerRequest.toFixed(0)} µs vs ${s.cpuUsPerRequest.toFixed(0)} µs` +
-      (s.errors + c.errors ? `, errors: service ${s.errors}, ceiling ${c.errors}` : ''));
+    log(
+      `  ${label} round ${round + 1}: ceiling ${fmt(c.rps)}/s, service ${fmt(s.rps)}/s (${(s.rps / c.rps).toFixed(2)}x); ` +
+        `CPU per request ${c.cpuUsPerRequest.toFixed(0)} µs vs ${s.cpuUsPerRequest.toFixed(0)} µs` +
+        (s.errors + c.errors ? `, errors: service ${s.errors}, ceiling ${c.errors}` : ''),
+    );
   }
   const all = [ws, ...service];
   return {
-    ceiling, service,
+    ceiling,
+    service,
     ceilingRps: median(ceiling.map((r) => r.rps)),
     serviceRps: median(service.map((r) => r.rps)),
     serviceOk: all.reduce((s, r) => s + r.ok, 0),
@@ -236,12 +268,29 @@ const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 async function startService(dataDir: string, extra: Record<string, string> = {}, nodeArgs = SERVICE_NODE_ARGS): Promise<Child> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  return startChild('service', join(ROOT, 'dist/src/server.js'), {
-    PORT: String(port), HOST: '127.0.0.1', BASE_URL: url, SMTP_PORT: String(await freePort()), SMTP_HOST: '127.0.0.1',
-    DATA_DIR: dataDir, LOG_LEVEL: 'warn', CREATE_RATE_LIMIT: '1000000', MAX_EVENTS_PER_ADDRESS: '100000000', MAX_BYTES_PER_ADDRESS: String(2 ** 50),
-    // Scenario 7 holds BENCH_STREAMS streams on one address from four source IPs: above the default caps.
-    MAX_STREAMS_PER_ADDRESS: String(Math.max(100, STREAMS)), MAX_STREAMS_PER_CLIENT: String(Math.max(200, STREAMS)), ...extra,
-  }, url, '/readyz', nodeArgs);
+  return startChild(
+    'service',
+    join(ROOT, 'dist/src/server.js'),
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      BASE_URL: url,
+      SMTP_PORT: String(await freePort()),
+      SMTP_HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      CREATE_RATE_LIMIT: '1000000',
+      MAX_EVENTS_PER_ADDRESS: '100000000',
+      MAX_BYTES_PER_ADDRESS: String(2 ** 50),
+      // Scenario 7 holds BENCH_STREAMS streams on one address from four source IPs: above the default caps.
+      MAX_STREAMS_PER_ADDRESS: String(Math.max(100, STREAMS)),
+      MAX_STREAMS_PER_CLIENT: String(Math.max(200, STREAMS)),
+      ...extra,
+    },
+    url,
+    '/readyz',
+    nodeArgs,
+  );
 }
 
 async function ingestScenario(key: string, label: string, ceiling: Child, services: Child[], addrs: Addr[], verifyUrl: string): Promise<void> {
@@ -249,14 +298,25 @@ async function ingestScenario(key: string, label: string, ceiling: Child, servic
   const servicePids = services.map((x) => x.pid);
   log(`${label}: ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ~${SECONDS} s`);
   const req = inboxRequest(addrs);
-  const r = await sideBySide(label, (n) => cannon('ceiling', [ceiling.url], req, n, [ceiling.pid]), (n) => cannon('service', serviceUrls, req, n, servicePids));
+  const r = await sideBySide(
+    label,
+    (n) => cannon('ceiling', [ceiling.url], req, n, [ceiling.pid]),
+    (n) => cannon('service', serviceUrls, req, n, servicePids),
+  );
   const back = await readBack(verifyUrl, addrs);
   const lossless = back.stored === r.serviceOk && back.gapless && r.serviceErrors === 0;
-  log(`  verified: ${fmt(r.serviceOk)} answered 2xx, ${fmt(back.stored)} stored, sequences ${back.gapless ? 'gapless' : 'NOT GAPLESS'}, ${r.serviceErrors} errors`);
+  log(
+    `  verified: ${fmt(r.serviceOk)} answered 2xx, ${fmt(back.stored)} stored, sequences ${back.gapless ? 'gapless' : 'NOT GAPLESS'}, ${r.serviceErrors} errors`,
+  );
   const ratio = r.serviceRps / r.ceilingRps;
   const isPg = key === 'pg';
   rows.push({
-    key, label, unit: 'req/s', ceiling: r.ceilingRps, service: r.serviceRps, ratio,
+    key,
+    label,
+    unit: 'req/s',
+    ceiling: r.ceilingRps,
+    service: r.serviceRps,
+    ratio,
     target: isPg ? 'reported' : '>= 0.7x ceiling',
     met: (isPg ? true : ratio >= 0.7) && lossless,
     note: `${fmt(r.serviceOk)} 2xx = ${fmt(back.stored)} stored, ${back.gapless ? 'gapless' : 'GAPS'}, ${r.serviceErrors} errors; p99 ${median(r.service.map((x) => x.p99))} ms vs ${median(r.ceiling.map((x) => x.p99))} ms`,
@@ -267,15 +327,37 @@ async function ingestScenario(key: string, label: string, ceiling: Child, servic
 /** A GitHub push delivery of about 2 KB, the body both sides of the capture scenario carry. */
 function githubPush(): string {
   const commit = (i: number) => ({
-    id: randomBytes(20).toString('hex'), tree_id: randomBytes(20).toString('hex'), distinct: true, message: `Fix the flux capacitor, part ${i}`,
-    timestamp: '2026-11-25T09:00:00Z', url: `https://github.com/octocat/Hello-World/commit/${i}`,
-    author: { name: 'Mona Lisa Octocat', email: 'mona@github.com', username: 'octocat' }, added: [], removed: [], modified: ['src/flux.ts'],
+    id: randomBytes(20).toString('hex'),
+    tree_id: randomBytes(20).toString('hex'),
+    distinct: true,
+    message: `Fix the flux capacitor, part ${i}`,
+    timestamp: '2026-11-25T09:00:00Z',
+    url: `https://github.com/octocat/Hello-World/commit/${i}`,
+    author: { name: 'Mona Lisa Octocat', email: 'mona@github.com', username: 'octocat' },
+    added: [],
+    removed: [],
+    modified: ['src/flux.ts'],
   });
   return JSON.stringify({
-    ref: 'refs/heads/main', before: randomBytes(20).toString('hex'), after: randomBytes(20).toString('hex'), created: false, deleted: false, forced: false,
-    repository: { id: 1296269, node_id: 'MDEwOlJlcG9zaXRvcnkxMjk2MjY5', name: 'Hello-World', full_name: 'octocat/Hello-World', private: false, owner: { login: 'octocat', id: 1 } },
-    pusher: { name: 'octocat', email: 'mona@github.com' }, sender: { login: 'octocat', id: 1, type: 'User' },
-    commits: [commit(1), commit(2), commit(3)], head_commit: null, compare: 'https://github.com/octocat/Hello-World/compare/a...b',
+    ref: 'refs/heads/main',
+    before: randomBytes(20).toString('hex'),
+    after: randomBytes(20).toString('hex'),
+    created: false,
+    deleted: false,
+    forced: false,
+    repository: {
+      id: 1296269,
+      node_id: 'MDEwOlJlcG9zaXRvcnkxMjk2MjY5',
+      name: 'Hello-World',
+      full_name: 'octocat/Hello-World',
+      private: false,
+      owner: { login: 'octocat', id: 1 },
+    },
+    pusher: { name: 'octocat', email: 'mona@github.com' },
+    sender: { login: 'octocat', id: 1, type: 'User' },
+    commits: [commit(1), commit(2), commit(3)],
+    head_commit: null,
+    compare: 'https://github.com/octocat/Hello-World/compare/a...b',
   });
 }
 
@@ -292,27 +374,51 @@ async function captureScenario(service: Child): Promise<void> {
   let n = 0;
   const inboxBody = `{"type":"github.push","source":"github","data":${push}}`;
   const inboxReq: CannonRequest = {
-    method: 'POST', path: inbox.inboxPath, headers: JSON_HEADERS, body: inboxBody,
+    method: 'POST',
+    path: inbox.inboxPath,
+    headers: JSON_HEADERS,
+    body: inboxBody,
     setupRequest: (req) => ({ ...req, headers: { ...JSON_HEADERS, 'idempotency-key': `bench-${++n}` } }),
   };
-  const githubHeaders = { 'content-type': 'application/json', 'user-agent': 'GitHub-Hookshot/044aadd', 'x-github-event': 'push', 'x-github-hook-id': '292430182' };
+  const githubHeaders = {
+    'content-type': 'application/json',
+    'user-agent': 'GitHub-Hookshot/044aadd',
+    'x-github-event': 'push',
+    'x-github-hook-id': '292430182',
+  };
   const hookReq: CannonRequest = {
-    method: 'POST', path: `${hook.hookPath}/github`, headers: githubHeaders, body: push,
+    method: 'POST',
+    path: `${hook.hookPath}/github`,
+    headers: githubHeaders,
+    body: push,
     setupRequest: (req) => ({ ...req, headers: { ...githubHeaders, 'x-github-delivery': `72d3162e-cc78-11e3-81ab-${String(++n).padStart(12, '0')}` } }),
   };
   const label = `Capture URL vs endpoint 6, ${push.length} B GitHub push`;
   log(`${label}: ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ~${SECONDS} s`);
-  const r = await sideBySide(label, (k) => cannon('ceiling', [service.url], inboxReq, k, [service.pid]), (k) => cannon('service', [service.url], hookReq, k, [service.pid]));
+  const r = await sideBySide(
+    label,
+    (k) => cannon('ceiling', [service.url], inboxReq, k, [service.pid]),
+    (k) => cannon('service', [service.url], hookReq, k, [service.pid]),
+  );
   const back = await readBack(service.url, [hook]);
   const lossless = back.stored === r.serviceOk && back.gapless && r.serviceErrors === 0;
   const cpu = (runs: Run[]) => median(runs.map((x) => x.cpuUsPerRequest));
   const ratio = r.serviceRps / r.ceilingRps;
-  log(`  verified: ${fmt(r.serviceOk)} captures answered 2xx, ${fmt(back.stored)} stored, ${back.gapless ? 'gapless' : 'NOT GAPLESS'}; ` +
-    `CPU per request: capture ${cpu(r.service).toFixed(0)} µs, endpoint 6 ${cpu(r.ceiling).toFixed(0)} µs`);
+  log(
+    `  verified: ${fmt(r.serviceOk)} captures answered 2xx, ${fmt(back.stored)} stored, ${back.gapless ? 'gapless' : 'NOT GAPLESS'}; ` +
+      `CPU per request: capture ${cpu(r.service).toFixed(0)} µs, endpoint 6 ${cpu(r.ceiling).toFixed(0)} µs`,
+  );
   rows.push({
-    key: 'capture', label: `${label} (ceiling column: endpoint 6)`, unit: 'req/s', ceiling: r.ceilingRps, service: r.serviceRps, ratio,
-    target: '>= 1.0x endpoint 6 (noise ±10%)', met: ratio >= 0.9 && lossless,
-    note: `${fmt(r.serviceOk)} 2xx = ${fmt(back.stored)} stored, ${back.gapless ? 'gapless' : 'GAPS'}, ${r.serviceErrors} errors; ` +
+    key: 'capture',
+    label: `${label} (ceiling column: endpoint 6)`,
+    unit: 'req/s',
+    ceiling: r.ceilingRps,
+    service: r.serviceRps,
+    ratio,
+    target: '>= 1.0x endpoint 6 (noise ±10%)',
+    met: ratio >= 0.9 && lossless,
+    note:
+      `${fmt(r.serviceOk)} 2xx = ${fmt(back.stored)} stored, ${back.gapless ? 'gapless' : 'GAPS'}, ${r.serviceErrors} errors; ` +
       `CPU/request ${cpu(r.service).toFixed(0)} µs vs ${cpu(r.ceiling).toFixed(0)} µs; p99 ${median(r.service.map((x) => x.p99))} ms vs ${median(r.ceiling.map((x) => x.p99))} ms`,
   });
   details.capture = { ...r, stored: back.stored, gapless: back.gapless };
@@ -330,10 +436,20 @@ async function readsScenario(ceiling: Child, service: Child): Promise<void> {
   if (page.json?.events?.length !== 50) throw new Error('seed page has not 50 events');
   await api(`${ceiling.url}/bench/page`, { method: 'PUT', body: JSON.stringify(page.json), headers: JSON_HEADERS });
   const req: CannonRequest = { method: 'GET', path: `${a.eventsPath}?limit=50`, headers: { authorization: `Bearer ${a.token}` } };
-  const r = await sideBySide('reads', (n) => cannon('ceiling', [ceiling.url], req, n, [ceiling.pid]), (n) => cannon('service', [service.url], req, n, [service.pid]));
+  const r = await sideBySide(
+    'reads',
+    (n) => cannon('ceiling', [ceiling.url], req, n, [ceiling.pid]),
+    (n) => cannon('service', [service.url], req, n, [service.pid]),
+  );
   const ratio = r.serviceRps / r.ceilingRps;
   rows.push({
-    key: 'reads', label, unit: 'req/s', ceiling: r.ceilingRps, service: r.serviceRps, ratio, target: '>= 0.5x ceiling',
+    key: 'reads',
+    label,
+    unit: 'req/s',
+    ceiling: r.ceilingRps,
+    service: r.serviceRps,
+    ratio,
+    target: '>= 0.5x ceiling',
     met: ratio >= 0.5 && r.serviceErrors === 0,
     note: `${JSON.stringify(page.json).length} bytes per page; ${r.serviceErrors} errors`,
   });
@@ -357,7 +473,9 @@ async function wakeScenario(service: Child, addrs: Addr[], inFlight: number, fir
   const writers = new http.Agent({ keepAlive: true, maxSockets: 10 });
   const rounds: { p50: number; p99: number; max: number; fromPostP50: number; fromPostP99: number; errors: number; woken: number }[] = [];
   for (let round = 0; round < WAKE_ROUNDS; round++) {
-    const waiting = addrs.map((a) => request(readers, new URL(`${service.url}${a.eventsPath}?after=${firstRound + round}&wait=25`), { headers: { authorization: `Bearer ${a.token}` } }));
+    const waiting = addrs.map((a) =>
+      request(readers, new URL(`${service.url}${a.eventsPath}?after=${firstRound + round}&wait=25`), { headers: { authorization: `Bearer ${a.token}` } }),
+    );
     await sleep(1000);
     // A collection in the bench between a delivery's answer and its reader's would count as
     // wake latency: collect now, before the clock runs.
@@ -384,25 +502,57 @@ async function wakeScenario(service: Child, addrs: Addr[], inFlight: number, fir
     lat.sort((x, y) => x - y);
     fromPost.sort((x, y) => x - y);
     rounds.push({
-      p50: percentile(lat, 50), p99: percentile(lat, 99), max: lat.at(-1) ?? NaN,
-      fromPostP50: percentile(fromPost, 50), fromPostP99: percentile(fromPost, 99), errors, woken: lat.length,
+      p50: percentile(lat, 50),
+      p99: percentile(lat, 99),
+      max: lat.at(-1) ?? NaN,
+      fromPostP50: percentile(fromPost, 50),
+      fromPostP99: percentile(fromPost, 99),
+      errors,
+      woken: lat.length,
     });
     const r = rounds.at(-1) as (typeof rounds)[number];
-    log(`  round ${round + 1}: wake latency p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(2)} ms; ` +
-      `from the POST: p50 ${r.fromPostP50.toFixed(2)} ms, p99 ${r.fromPostP99.toFixed(2)} ms; ${errors} errors`);
+    log(
+      `  round ${round + 1}: wake latency p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(2)} ms; ` +
+        `from the POST: p50 ${r.fromPostP50.toFixed(2)} ms, p99 ${r.fromPostP99.toFixed(2)} ms; ${errors} errors`,
+    );
   }
   const p50 = median(rounds.map((r) => r.p50));
   const p99 = median(rounds.map((r) => r.p99));
   const errors = rounds.reduce((n, r) => n + r.errors, 0);
   const p99s = rounds.map((r) => r.p99.toFixed(2)).join(', ');
   const max = Math.max(...rounds.map((r) => r.max)).toFixed(2);
-  const fromPost = `from the POST being sent (durable commit included): p50 ${median(rounds.map((r) => r.fromPostP50)).toFixed(2)} ms, ` +
+  const fromPost =
+    `from the POST being sent (durable commit included): p50 ${median(rounds.map((r) => r.fromPostP50)).toFixed(2)} ms, ` +
     `p99 ${median(rounds.map((r) => r.fromPostP99)).toFixed(2)} ms`;
   if (inFlight === 1) {
-    rows.push({ key: 'wake_p50', label: 'Long-poll wake latency p50', unit: 'ms', service: p50, target: 'reported', met: errors === 0, note: `${WAKE_ROUNDS} rounds of 1,000 readers, deliveries one at a time; median round` });
-    rows.push({ key: 'wake_p99', label: 'Long-poll wake latency p99', unit: 'ms', service: p99, target: '< 5 ms', met: p99 < 5 && errors === 0, note: `rounds: ${p99s} ms; max ${max} ms; ${errors} errors; ${fromPost}` });
+    rows.push({
+      key: 'wake_p50',
+      label: 'Long-poll wake latency p50',
+      unit: 'ms',
+      service: p50,
+      target: 'reported',
+      met: errors === 0,
+      note: `${WAKE_ROUNDS} rounds of 1,000 readers, deliveries one at a time; median round`,
+    });
+    rows.push({
+      key: 'wake_p99',
+      label: 'Long-poll wake latency p99',
+      unit: 'ms',
+      service: p99,
+      target: '< 5 ms',
+      met: p99 < 5 && errors === 0,
+      note: `rounds: ${p99s} ms; max ${max} ms; ${errors} errors; ${fromPost}`,
+    });
   } else {
-    rows.push({ key: `wake_p99_${inFlight}`, label: `Wake latency p99, ${inFlight} deliveries in flight`, unit: 'ms', service: p99, target: 'reported', met: errors === 0, note: `rounds: ${p99s} ms; p50 ${p50.toFixed(2)} ms; max ${max} ms; ${errors} errors; ${fromPost}` });
+    rows.push({
+      key: `wake_p99_${inFlight}`,
+      label: `Wake latency p99, ${inFlight} deliveries in flight`,
+      unit: 'ms',
+      service: p99,
+      target: 'reported',
+      met: errors === 0,
+      note: `rounds: ${p99s} ms; p50 ${p50.toFixed(2)} ms; max ${max} ms; ${errors} errors; ${fromPost}`,
+    });
   }
   details[`wake_${inFlight}_in_flight`] = { rounds, p50, p99, errors, readers: addrs.length };
   readers.destroy();
@@ -427,11 +577,20 @@ async function idleScenario(service: Child, addrs: Addr[], after: number, afterW
   const polls: Promise<void>[] = [];
   for (let i = 0; i < IDLE_POLLS; i++) {
     const a = addrs[i % addrs.length] as Addr;
-    polls.push(request(agents[i % agents.length] as http.Agent, new URL(`${service.url}${a.eventsPath}?after=${after}&wait=25`), { headers: { authorization: `Bearer ${a.token}` } })
-      .then((r) => {
-        finished++;
-        if (r.status !== 200 || (JSON.parse(r.body).events as unknown[]).length !== 1) errors++;
-      }, () => { finished++; errors++; }));
+    polls.push(
+      request(agents[i % agents.length] as http.Agent, new URL(`${service.url}${a.eventsPath}?after=${after}&wait=25`), {
+        headers: { authorization: `Bearer ${a.token}` },
+      }).then(
+        (r) => {
+          finished++;
+          if (r.status !== 200 || (JSON.parse(r.body).events as unknown[]).length !== 1) errors++;
+        },
+        () => {
+          finished++;
+          errors++;
+        },
+      ),
+    );
     if (i % 500 === 499) await sleep(25);
   }
   // Let the service take every connection in, then wait for its memory to settle.
@@ -439,11 +598,16 @@ async function idleScenario(service: Child, addrs: Addr[], after: number, afterW
   for (let i = 0; i < 20; i++) {
     await sleep(500);
     const now = rssBytes(service.pid);
-    if (Math.abs(now - rss) < 512 * 1024 && i >= 3) { rss = now; break; }
+    if (Math.abs(now - rss) < 512 * 1024 && i >= 3) {
+      rss = now;
+      break;
+    }
     rss = now;
   }
   early = finished;
-  log(`  service RSS ${(rssBefore / 2 ** 20).toFixed(1)} MB before, ${(rss / 2 ** 20).toFixed(1)} MB holding ${fmt(IDLE_POLLS)} long-polls (${early} ended early)`);
+  log(
+    `  service RSS ${(rssBefore / 2 ** 20).toFixed(1)} MB before, ${(rss / 2 ** 20).toFixed(1)} MB holding ${fmt(IDLE_POLLS)} long-polls (${early} ended early)`,
+  );
   // Now wake them all: one delivery per address; every poll must answer 200 with that event.
   const writers = new http.Agent({ keepAlive: true, maxSockets: 10 });
   const w0 = performance.now();
@@ -452,7 +616,10 @@ async function idleScenario(service: Child, addrs: Addr[], after: number, afterW
   const wakeAllMs = performance.now() - w0;
   log(`  all ${fmt(IDLE_POLLS)} answered ${wakeAllMs.toFixed(0)} ms after the first delivery; ${errors} errors`);
   rows.push({
-    key: afterWakeRounds ? 'idle_rss_after_wake' : 'idle_rss', label, unit: 'MB RSS', service: rss / 2 ** 20,
+    key: afterWakeRounds ? 'idle_rss_after_wake' : 'idle_rss',
+    label,
+    unit: 'MB RSS',
+    service: rss / 2 ** 20,
     target: afterWakeRounds ? 'reported' : '< 200 MB, 0 errors',
     met: (afterWakeRounds || rss < 200 * 2 ** 20) && errors === 0 && early === 0,
     note: `${(rssBefore / 2 ** 20).toFixed(0)} MB before; ${errors} errors; all woken in ${wakeAllMs.toFixed(0)} ms`,
@@ -463,7 +630,10 @@ async function idleScenario(service: Child, addrs: Addr[], after: number, afterW
 }
 
 /** One held event stream: its arrival times by sequence. */
-interface HeldStream { arrivals: Map<number, number>; req: http.ClientRequest }
+interface HeldStream {
+  arrivals: Map<number, number>;
+  req: http.ClientRequest;
+}
 
 function holdStream(agent: http.Agent, url: URL, token: string, opened: () => void, failed: () => void): HeldStream {
   const held: HeldStream = { arrivals: new Map(), req: undefined as unknown as http.ClientRequest };
@@ -504,7 +674,15 @@ async function streamsScenario(service: Child): Promise<void> {
   let failed = 0;
   const streams: HeldStream[] = [];
   for (let i = 0; i < STREAMS; i++) {
-    streams.push(holdStream(agents[i % agents.length] as http.Agent, url, a.token, () => opened++, () => failed++));
+    streams.push(
+      holdStream(
+        agents[i % agents.length] as http.Agent,
+        url,
+        a.token,
+        () => opened++,
+        () => failed++,
+      ),
+    );
     if (i % 250 === 249) await sleep(25);
   }
   for (let i = 0; i < 200 && opened + failed < STREAMS; i++) await sleep(50);
@@ -512,12 +690,17 @@ async function streamsScenario(service: Child): Promise<void> {
   for (let i = 0; i < 20; i++) {
     await sleep(500);
     const now = rssBytes(service.pid);
-    if (Math.abs(now - rss) < 256 * 1024 && i >= 3) { rss = now; break; }
+    if (Math.abs(now - rss) < 256 * 1024 && i >= 3) {
+      rss = now;
+      break;
+    }
     rss = now;
   }
   const perStreamKB = (rss - rssBefore) / STREAMS / 1024;
-  log(`  service RSS ${(rssBefore / 2 ** 20).toFixed(1)} MB before, ${(rss / 2 ** 20).toFixed(1)} MB holding ${fmt(opened)} streams ` +
-    `(${perStreamKB.toFixed(1)} KB each; ${failed} failed)`);
+  log(
+    `  service RSS ${(rssBefore / 2 ** 20).toFixed(1)} MB before, ${(rss / 2 ** 20).toFixed(1)} MB holding ${fmt(opened)} streams ` +
+      `(${perStreamKB.toFixed(1)} KB each; ${failed} failed)`,
+  );
   const writers = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const rounds: { p50: number; p99: number; max: number; missing: number }[] = [];
   for (let round = 1; round <= WAKE_ROUNDS; round++) {
@@ -526,10 +709,17 @@ async function streamsScenario(service: Child): Promise<void> {
     if (d.status !== 202) throw new Error(`delivery answered ${d.status}`);
     const seq = JSON.parse(d.body).event.sequence as number;
     for (let i = 0; i < 100 && streams.some((s) => !s.arrivals.has(seq)); i++) await sleep(20);
-    const lat = streams.flatMap((s) => { const at = s.arrivals.get(seq); return at === undefined ? [] : [at - d.endAt]; }).sort((x, y) => x - y);
+    const lat = streams
+      .flatMap((s) => {
+        const at = s.arrivals.get(seq);
+        return at === undefined ? [] : [at - d.endAt];
+      })
+      .sort((x, y) => x - y);
     rounds.push({ p50: percentile(lat, 50), p99: percentile(lat, 99), max: lat.at(-1) ?? NaN, missing: STREAMS - lat.length });
     const r = rounds.at(-1) as (typeof rounds)[number];
-    log(`  delivery ${round}: reached ${lat.length} streams; after its 202: p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(2)} ms`);
+    log(
+      `  delivery ${round}: reached ${lat.length} streams; after its 202: p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(2)} ms`,
+    );
     await sleep(200);
   }
   const missing = rounds.reduce((n, r) => n + r.missing, 0);
@@ -538,13 +728,24 @@ async function streamsScenario(service: Child): Promise<void> {
   const idle = details.idle as { polls: number; rssBefore: number; rss: number } | undefined;
   const perPoll = idle ? ` vs ${((idle.rss - idle.rssBefore) / idle.polls / 1024).toFixed(1)} KB per idle long-poll` : '';
   rows.push({
-    key: 'stream_rss', label: `Memory per held event stream (${fmt(STREAMS)} streams)`, unit: 'KB RSS', service: perStreamKB, target: 'reported',
-    met: failed === 0, note: `${(rssBefore / 2 ** 20).toFixed(0)} -> ${(rss / 2 ** 20).toFixed(0)} MB RSS${perPoll}; ${failed} failed`,
+    key: 'stream_rss',
+    label: `Memory per held event stream (${fmt(STREAMS)} streams)`,
+    unit: 'KB RSS',
+    service: perStreamKB,
+    target: 'reported',
+    met: failed === 0,
+    note: `${(rssBefore / 2 ** 20).toFixed(0)} -> ${(rss / 2 ** 20).toFixed(0)} MB RSS${perPoll}; ${failed} failed`,
   });
   const p99 = median(rounds.map((r) => r.p99));
   rows.push({
-    key: 'stream_fanout_p99', label: `Stream fan-out latency p99, one event to ${fmt(STREAMS)} streams`, unit: 'ms', service: p99, target: 'reported',
-    met: missing === 0 && gapless, note: `after the 202; median of ${WAKE_ROUNDS} deliveries; p50 ${median(rounds.map((r) => r.p50)).toFixed(2)} ms; ` +
+    key: 'stream_fanout_p99',
+    label: `Stream fan-out latency p99, one event to ${fmt(STREAMS)} streams`,
+    unit: 'ms',
+    service: p99,
+    target: 'reported',
+    met: missing === 0 && gapless,
+    note:
+      `after the 202; median of ${WAKE_ROUNDS} deliveries; p50 ${median(rounds.map((r) => r.p50)).toFixed(2)} ms; ` +
       `max ${Math.max(...rounds.map((r) => r.max)).toFixed(2)} ms; ${missing} copies missing; ${gapless ? 'in order' : 'OUT OF ORDER'}`,
   });
   details.streams = { streams: STREAMS, opened, failed, rssBefore, rss, perStreamKB, rounds, gapless };
@@ -597,8 +798,17 @@ async function retentionScenarios(): Promise<void> {
   const addresses = async (service: Child, n: number) => (await createAddresses(service.url, n)).map((a) => ({ id: a.id, inboxPath: a.inboxPath }));
   const dir = mkdtempSync(join(os.tmpdir(), 'ra-bench-retention-'));
   try {
-    if (process.env.BENCH_RETENTION_STORE !== 'postgres') rows.push(await retentionScenario('Delivery p99 while retention deletes 100,000 events (SQLite)', 'retention_sqlite', sqliteTarget(dir),
-      (env) => startService(dir, env), addresses, log));
+    if (process.env.BENCH_RETENTION_STORE !== 'postgres')
+      rows.push(
+        await retentionScenario(
+          'Delivery p99 while retention deletes 100,000 events (SQLite)',
+          'retention_sqlite',
+          sqliteTarget(dir),
+          (env) => startService(dir, env),
+          addresses,
+          log,
+        ),
+      );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -610,7 +820,14 @@ async function retentionScenarios(): Promise<void> {
     await admin.query(`CREATE DATABASE ${name}`);
   } catch (err) {
     await admin.end().catch(() => {});
-    rows.push({ key: 'retention_pg', label: 'Delivery p99 while retention deletes 100,000 events (PostgreSQL)', unit: 'ms', target: 'reported', met: null, note: `skipped: ${(err as Error).message}` });
+    rows.push({
+      key: 'retention_pg',
+      label: 'Delivery p99 while retention deletes 100,000 events (PostgreSQL)',
+      unit: 'ms',
+      target: 'reported',
+      met: null,
+      note: `skipped: ${(err as Error).message}`,
+    });
     return;
   }
   const dbUrl = new URL(PG_ADMIN_URL);
@@ -618,8 +835,16 @@ async function retentionScenarios(): Promise<void> {
   const pgDir = mkdtempSync(join(os.tmpdir(), 'ra-bench-retention-pg-'));
   try {
     const target = await postgresTarget(dbUrl.toString());
-    rows.push(await retentionScenario('Delivery p99 while retention deletes 100,000 events (PostgreSQL)', 'retention_pg', target,
-      (env) => startService(pgDir, { DATABASE_URL: dbUrl.toString(), ...env }, []), addresses, log));
+    rows.push(
+      await retentionScenario(
+        'Delivery p99 while retention deletes 100,000 events (PostgreSQL)',
+        'retention_pg',
+        target,
+        (env) => startService(pgDir, { DATABASE_URL: dbUrl.toString(), ...env }, []),
+        addresses,
+        log,
+      ),
+    );
   } finally {
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
     await admin.end().catch(() => {});
@@ -657,8 +882,13 @@ async function main(): Promise<void> {
   log(`machine: ${m.cpu}, ${m.nproc} cores, ${m.memoryGB} GB, Linux ${m.kernel}, Node ${m.node}; load ${loadBefore.map((x) => x.toFixed(2)).join(' ')}`);
   const dataDir = mkdtempSync(join(os.tmpdir(), 'ra-bench-'));
   const ceilingPort = await freePort();
-  const ceiling = await startChild('ceiling', join(ROOT, 'dist/bench/ceiling-server.js'), { PORT: String(ceilingPort) },
-    `http://127.0.0.1:${ceilingPort}`, '/api/v1/addresses/x/events');
+  const ceiling = await startChild(
+    'ceiling',
+    join(ROOT, 'dist/bench/ceiling-server.js'),
+    { PORT: String(ceilingPort) },
+    `http://127.0.0.1:${ceilingPort}`,
+    '/api/v1/addresses/x/events',
+  );
   const service = await startService(dataDir);
   log(`ceiling ${ceiling.url} (pid ${ceiling.pid}), service ${service.url} (pid ${service.pid}, SQLite in ${dataDir})`);
   try {
@@ -680,7 +910,11 @@ async function main(): Promise<void> {
       await withFreshService(async (lp) => idleScenario(lp, await createAddresses(lp.url, 1000), 0));
     }
     if (ONLY.has('streams')) await withFreshService(async (sv) => streamsScenario(sv));
-    if (ONLY.has('large')) await withFreshService(async (sv) => { log('large events: memory and event-loop delay under the attacks of issue 27'); rows.push(...(await largeEventsScenario(sv, log))); });
+    if (ONLY.has('large'))
+      await withFreshService(async (sv) => {
+        log('large events: memory and event-loop delay under the attacks of issue 27');
+        rows.push(...(await largeEventsScenario(sv, log)));
+      });
     if (ONLY.has('wake')) {
       await withFreshService(async (lp) => {
         const readersAddrs = await createAddresses(lp.url, 1000);

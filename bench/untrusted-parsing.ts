@@ -6,7 +6,7 @@
 // an 80 KB form repeating one key, 30 query strings of 14 KB repeating one key, and a Stripe-Signature
 // of 2,000 v1 entries over 8 MiB.
 import { connect } from 'node:net';
-import { rssBytes, sleep, type Child } from './processes.js';
+import { type Child, rssBytes, sleep } from './processes.js';
 import type { Row } from './report.js';
 
 interface Attack {
@@ -52,19 +52,45 @@ export async function untrustedParsingRows(service: Child, smtpPort: number, log
   const base = service.url;
   const headers = 'From: m@attacker.example\r\nTo: x@bench.test\r\nSubject: bench\r\n';
   const attacks: Attack[] = [
-    { name: 'mail: 250 KB of spaces in a line', run: async () => smtpSend(smtpPort, (await createAddress(base)).email, Buffer.from(`${headers}\r\nHello${' '.repeat(250_000)}world\r\n`)) },
-    { name: 'mail: 1.9 MB of bare LFs', run: async () => smtpSend(smtpPort, (await createAddress(base)).email, Buffer.from(`${headers}\r\n${'\n'.repeat(1_900_000)}`)) },
+    {
+      name: 'mail: 250 KB of spaces in a line',
+      run: async () => smtpSend(smtpPort, (await createAddress(base)).email, Buffer.from(`${headers}\r\nHello${' '.repeat(250_000)}world\r\n`)),
+    },
+    {
+      name: 'mail: 1.9 MB of bare LFs',
+      run: async () => smtpSend(smtpPort, (await createAddress(base)).email, Buffer.from(`${headers}\r\n${'\n'.repeat(1_900_000)}`)),
+    },
     {
       name: 'mail: 200 DKIM signatures over 2 MB',
       run: async () => {
-        const sigs = Array.from({ length: 200 }, (_, i) => `DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=attacker.example; s=s${i}; l=${1_000_000 + i}; h=from; bh=AAAA; b=AAAA\r\n`).join('');
+        const sigs = Array.from(
+          { length: 200 },
+          (_, i) => `DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=attacker.example; s=s${i}; l=${1_000_000 + i}; h=from; bh=AAAA; b=AAAA\r\n`,
+        ).join('');
         return smtpSend(smtpPort, (await createAddress(base)).email, Buffer.from(`${sigs}${headers}\r\n`.padEnd(2_000_000, `${'y'.repeat(998)}\r\n`)));
       },
     },
-    { name: 'mail: 60,000 nested rfc822', run: async () => smtpSend(smtpPort, (await createAddress(base)).email, Buffer.from(`${headers}Content-Type: message/rfc822\r\n\r\n${'Content-Type: message/rfc822\r\n\r\n'.repeat(60_000)}end\r\n`)) },
+    {
+      name: 'mail: 60,000 nested rfc822',
+      run: async () =>
+        smtpSend(
+          smtpPort,
+          (await createAddress(base)).email,
+          Buffer.from(`${headers}Content-Type: message/rfc822\r\n\r\n${'Content-Type: message/rfc822\r\n\r\n'.repeat(60_000)}end\r\n`),
+        ),
+    },
     {
       name: 'capture: 80 KB form, one key',
-      run: async () => String((await fetch((await createAddress(base)).hook, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: Array(27_000).fill('k=v').join('&') })).status),
+      run: async () =>
+        String(
+          (
+            await fetch((await createAddress(base)).hook, {
+              method: 'POST',
+              headers: { 'content-type': 'application/x-www-form-urlencoded' },
+              body: Array(27_000).fill('k=v').join('&'),
+            })
+          ).status,
+        ),
     },
     {
       name: 'query: 30 x 14 KB, one key',
@@ -77,7 +103,11 @@ export async function untrustedParsingRows(service: Child, smtpPort: number, log
       name: 'capture: Stripe-Signature 2,000 v1 over 8 MiB',
       run: async () => {
         const a = await createAddress(base);
-        await fetch(`${base}/api/v1/addresses/${a.id}/signing-secrets`, { method: 'PUT', headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' }, body: '{"stripe":"whsec_bench"}' });
+        await fetch(`${base}/api/v1/addresses/${a.id}/signing-secrets`, {
+          method: 'PUT',
+          headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+          body: '{"stripe":"whsec_bench"}',
+        });
         const sig = `t=${Math.floor(Date.now() / 1000)},${Array.from({ length: 2000 }, (_, i) => `v1=${i.toString(36)}`).join(',')}`;
         const body = JSON.stringify({ id: 'evt_1', object: 'event', type: 'x', pad: 'p'.repeat(8 * 1024 * 1024) });
         return String((await fetch(a.hook, { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': sig }, body })).status);
@@ -95,7 +125,9 @@ export async function untrustedParsingRows(service: Child, smtpPort: number, log
       const t = performance.now();
       try {
         await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(120_000) });
-      } catch { /* counted as slow */ }
+      } catch {
+        /* counted as slow */
+      }
       const ms = performance.now() - t;
       if (ms > slowest) {
         slowest = ms;
@@ -118,13 +150,22 @@ export async function untrustedParsingRows(service: Child, smtpPort: number, log
   const failed = answers.filter((a) => !/: (250|202|400)(\/400)? in/.test(a));
   return [
     {
-      key: 'untrusted_loop_delay', label: 'Slowest /healthz while mail and parser attacks run', unit: 'ms', service: slowest,
-      target: '< 1000 ms', met: slowest < 1000 && failed.length === 0,
+      key: 'untrusted_loop_delay',
+      label: 'Slowest /healthz while mail and parser attacks run',
+      unit: 'ms',
+      service: slowest,
+      target: '< 1000 ms',
+      met: slowest < 1000 && failed.length === 0,
       note: `worst during "${slowestDuring}"; ${answers.length} attacks, ${failed.length} not answered as expected${failed.length ? ` (${failed.join('; ')})` : ''}`,
     },
     {
-      key: 'untrusted_rss', label: 'Peak RSS above idle during those attacks', unit: 'MB', service: (rssPeak - rssBefore) / 2 ** 20,
-      target: 'reported', met: null, note: `${(rssBefore / 2 ** 20).toFixed(0)} MB before; the mail-parsing workers' heap is capped by MAIL_PARSE_MAX_HEAP_MB`,
+      key: 'untrusted_rss',
+      label: 'Peak RSS above idle during those attacks',
+      unit: 'MB',
+      service: (rssPeak - rssBefore) / 2 ** 20,
+      target: 'reported',
+      met: null,
+      note: `${(rssBefore / 2 ** 20).toFixed(0)} MB before; the mail-parsing workers' heap is capped by MAIL_PARSE_MAX_HEAP_MB`,
     },
   ];
 }

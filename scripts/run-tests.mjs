@@ -23,7 +23,9 @@ function find(dir) {
   });
 }
 
-const files = find(root).filter((f) => f.includes(`${join(root, 'stress')}/`) === stress).sort();
+const files = find(root)
+  .filter((f) => f.includes(`${join(root, 'stress')}/`) === stress)
+  .sort();
 if (files.length === 0) {
   console.error(`no test files found under ${root}${stress ? '/stress' : ''}`);
   process.exit(1);
@@ -33,7 +35,10 @@ const RUN_TIMEOUT_MS = 15 * 60_000;
 // Files run at once per store. Most of a test's time is spent waiting (long-polls, timeouts, child
 // processes), not computing, so a store's run and the two stores' runs overlap on 2 cores.
 const CONCURRENCY = Number(process.env.TEST_CONCURRENCY ?? 2);
-const stores = (process.env.STORES ?? 'sqlite,postgres').split(',').map((s) => s.trim()).filter(Boolean);
+const stores = (process.env.STORES ?? 'sqlite,postgres')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
 // STORES_IN_PARALLEL=0 runs the stores one after the other, streaming the output as it comes.
 const parallel = process.env.STORES_IN_PARALLEL !== '0' && stores.length > 1;
 const tapDir = mkdtempSync(join(tmpdir(), 'return-address-tests-'));
@@ -108,9 +113,11 @@ rmSync(tapDir, { recursive: true, force: true });
 console.log('\n# ===== summary =====');
 for (const { store, ok, counts, skips } of results) {
   const c = (k) => counts[k] ?? '?';
-  console.log(`# STORE=${store}: ${ok ? 'passed' : 'FAILED'}; ${c('tests')} tests, ${c('pass')} pass, ${c('fail')} fail, ${c('cancelled')} cancelled; ` +
-    `${skips.filter((s) => s.kind === 'test').length} tests and ${skips.filter((s) => s.kind === 'suite').length} whole suites skipped ` +
-    `(node's "skipped ${c('skipped')}" counts no skipped suite, nor the tests in one)`);
+  console.log(
+    `# STORE=${store}: ${ok ? 'passed' : 'FAILED'}; ${c('tests')} tests, ${c('pass')} pass, ${c('fail')} fail, ${c('cancelled')} cancelled; ` +
+      `${skips.filter((s) => s.kind === 'test').length} tests and ${skips.filter((s) => s.kind === 'suite').length} whole suites skipped ` +
+      `(node's "skipped ${c('skipped')}" counts no skipped suite, nor the tests in one)`,
+  );
   for (const s of skips) console.log(`#   skipped ${s.kind}: ${s.name}: ${s.reason}`);
 }
 process.exit(results.every((r) => r.ok) ? 0 : 1);

@@ -15,11 +15,21 @@ const snapshots = [
 let stale = 0;
 for (const [file, text] of snapshots) {
   let current = '';
-  try { current = readFileSync(file, 'utf8'); } catch {}
-  if (current === text) { console.log(`${file}: up to date`); continue; }
-  if (!check) { writeFileSync(file, text); console.log(`${file}: written`); continue; }
+  try {
+    current = readFileSync(file, 'utf8');
+  } catch {}
+  if (current === text) {
+    console.log(`${file}: up to date`);
+    continue;
+  }
+  if (!check) {
+    writeFileSync(file, text);
+    console.log(`${file}: written`);
+    continue;
+  }
   stale++;
-  const a = current.split('\n'), b = text.split('\n');
+  const a = current.split('\n'),
+    b = text.split('\n');
   const at = a.findIndex((line, i) => line !== b[i]);
   console.error(`${file} is stale (run \`npm run schema:dump\`); first difference at line ${at + 1}:\n- ${a[at] ?? ''}\n+ ${b[at] ?? ''}`);
 }

@@ -1,37 +1,37 @@
 // Builds the Fastify instance from its dependencies; never listens (tests and server.ts do).
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { FastifyBaseLogger } from 'fastify';
+import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import { CLAIM_COMPONENT_SCHEMAS } from './claims/claim-schemas.js';
+import { consumerRoutes } from './consumers/consumer-routes.js';
 import { ERROR_CATALOGUE } from './domain/errors.js';
+import { finishDocument } from './http/openapi-document.js';
 import { clientErrorHandler } from './http/plugins/client-error-handler.js';
 import { registerErrorHandling } from './http/plugins/error-handling.js';
-import { frameworkErrors } from './http/plugins/method-not-allowed.js';
-import { requireHostHeader } from './http/plugins/require-host-header.js';
-import { finishDocument } from './http/openapi-document.js';
+import { suspendSocketTimeoutWhileHandling } from './http/plugins/in-flight-socket-timeout.js';
 import { registerJsonBody } from './http/plugins/json-body.js';
+import { frameworkErrors } from './http/plugins/method-not-allowed.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { escapeUndecodableSegments, parseQuery } from './http/plugins/request-url.js';
+import { requireHostHeader } from './http/plugins/require-host-header.js';
 import { closeQueryStrings } from './http/plugins/strict-query.js';
-import { suspendSocketTimeoutWhileHandling } from './http/plugins/in-flight-socket-timeout.js';
 import type { AppDeps } from './http/route-deps.js';
-import { WriteHealth } from './storage/store-unavailable.js';
 import { addressRoutes } from './http/routes/addresses.js';
 import { approvalRoutes } from './http/routes/approvals.js';
+import { claimRoutes } from './http/routes/claims.js';
 import { documentRoutes } from './http/routes/documents.js';
-import { consumerRoutes } from './consumers/consumer-routes.js';
+import { eventBlobRoutes } from './http/routes/event-blobs.js';
 import { eventStreamRoutes } from './http/routes/event-stream.js';
 import { eventRoutes } from './http/routes/events.js';
-import { claimRoutes } from './http/routes/claims.js';
-import { CLAIM_COMPONENT_SCHEMAS } from './claims/claim-schemas.js';
-import { eventBlobRoutes } from './http/routes/event-blobs.js';
 import { healthRoutes, isHealthProbe } from './http/routes/health.js';
 import { hookRoutes } from './http/routes/hooks.js';
 import { inboxRoutes } from './http/routes/inbox.js';
-import { signingSecretRoutes } from './http/routes/signing-secrets.js';
 import { inspectRoutes } from './http/routes/inspect.js';
+import { signingSecretRoutes } from './http/routes/signing-secrets.js';
 import { COMPONENT_SCHEMAS, DOCUMENT_TAGS } from './http/schemas.js';
 import { JsonRpcError, MCP_DOCUMENT_ONLY, mcpRoutes } from './mcp/mcp-route.js';
+import { WriteHealth } from './storage/store-unavailable.js';
 
 const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
 
@@ -88,28 +88,42 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
       info: {
         title: 'Return Address',
         version: '0.1.0',
-        description: 'A persistent return address for short-lived AI agents: an inbound email address, a secret write-only inbox URL ' +
+        description:
+          'A persistent return address for short-lived AI agents: an inbound email address, a secret write-only inbox URL ' +
           'and one durable, ordered event queue per address, read with a cursor and long-polling. Guides: /llms.txt and /llms-full.txt.\n\n' +
           'Order of checks: the credential first (bearer read token on the address endpoints and MCP: missing or malformed 401, ' +
-          'unknown address 404, another address\'s token 401; the inbox secret on the inbox: unknown address or wrong secret 404), ' +
+          "unknown address 404, another address's token 401; the inbox secret on the inbox: unknown address or wrong secret 404), " +
           'before the body is read and before anything else is validated. Unknown query parameters are 400 invalid_request on every endpoint. ' +
           `An error answered while a body is still arriving (413 and others) carries Connection: close; up to ${config.maxDiscardBytes} more bytes ` +
           '(MAX_DISCARD_BYTES) are read and discarded so the client can read it.\n\n' +
           'Every non-2xx response has the body {"error":{"code","message"}}. Codes: ' +
-          Object.entries(ERROR_CATALOGUE).map(([code, e]) => `${code} (${e.status})`).join(', ') + '. ' +
+          Object.entries(ERROR_CATALOGUE)
+            .map(([code, e]) => `${code} (${e.status})`)
+            .join(', ') +
+          '. ' +
           'A documented path asked with a method it does not have answers 405 method_not_allowed with an Allow header ' +
           '(components.responses.MethodNotAllowed); HEAD is answered wherever GET is. 401s carry WWW-Authenticate: Bearer realm="return-address" ' +
           '(with error="invalid_token" when a credential was sent). Before any route: an HTTP request that cannot be parsed is 400, ' +
           'headers over 16 KiB 431, a request not received within REQUEST_TIMEOUT_MS 408, all in the same error body.',
         license: { name: 'MIT', identifier: 'MIT' },
-        contact: { name: 'This deployment\'s guides', url: `${config.baseUrl}/llms-full.txt` },
+        contact: { name: "This deployment's guides", url: `${config.baseUrl}/llms-full.txt` },
       },
       servers: [{ url: config.baseUrl }],
       tags: DOCUMENT_TAGS,
-      components: { securitySchemes: {
-        bearerAuth: { type: 'http', scheme: 'bearer', description: 'The read token (aa_read_…) from credentials.read_token.' },
-        ...(config.createTokens.length > 0 ? { createToken: { type: 'http', scheme: 'bearer', description: 'A create token of this instance (its operator\'s CREATE_TOKENS): required to create an address.' } } : {}),
-      } },
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'The read token (aa_read_…) from credentials.read_token.' },
+          ...(config.createTokens.length > 0
+            ? {
+                createToken: {
+                  type: 'http',
+                  scheme: 'bearer',
+                  description: "A create token of this instance (its operator's CREATE_TOKENS): required to create an address.",
+                },
+              }
+            : {}),
+        },
+      },
     },
     transformObject: finishDocument({ components: [...COMPONENT_SCHEMAS, ...CLAIM_COMPONENT_SCHEMAS, JsonRpcError], extraOperations: MCP_DOCUMENT_ONLY }),
   });

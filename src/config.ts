@@ -95,7 +95,10 @@ export interface Config {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly variable: string, detail: string) {
+  constructor(
+    readonly variable: string,
+    detail: string,
+  ) {
     super(`${variable}: ${detail}`);
     this.name = 'ConfigError';
   }
@@ -155,13 +158,19 @@ function trustProxy(env: Env): false | number | string[] {
   if (v === undefined || /^(0|false|no|off)$/i.test(v)) return false;
   if (/^(true|yes|on)$/i.test(v)) return 1;
   if (/^\d+$/.test(v)) return int(env, 'TRUST_PROXY', 0, 1, 32);
-  const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+  const list = v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const item of list) {
     const [ip, bits, extra] = item.split('/');
     const isIp = isIP(ip ?? '');
     const maxBits = isIp === 6 ? 128 : 32;
     if (!isIp || extra !== undefined || (bits !== undefined && (!/^\d+$/.test(bits) || Number(bits) > maxBits))) {
-      throw new ConfigError('TRUST_PROXY', `must be false, true, a hop count, or a comma list of IP addresses or CIDR ranges; ${JSON.stringify(item)} is none of them`);
+      throw new ConfigError(
+        'TRUST_PROXY',
+        `must be false, true, a hop count, or a comma list of IP addresses or CIDR ranges; ${JSON.stringify(item)} is none of them`,
+      );
     }
   }
   return list;
@@ -209,7 +218,6 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(smtpTlsCert === undefined ? 'SMTP_TLS_CERT' : 'SMTP_TLS_KEY', 'SMTP_TLS_CERT and SMTP_TLS_KEY go together');
   }
 
-
   const maxTtlSeconds = optionalInt(env, 'MAX_TTL_SECONDS', 1, 10 * 365 * 24 * 3600);
   // Unset, the default TTL follows the cap down; set explicitly above it, it is a contradiction.
   const defaultTtlSeconds = int(env, 'DEFAULT_TTL_SECONDS', Math.min(7 * 24 * 3600, maxTtlSeconds ?? Number.MAX_SAFE_INTEGER), 1, 10 * 365 * 24 * 3600);
@@ -232,7 +240,8 @@ export function loadConfig(env: Env = process.env): Config {
   const maxPageBytes = int(env, 'MAX_PAGE_BYTES', 8 * 1024 * 1024, 1024, 256 * 1024 * 1024);
   // Every event fits in a page, so no read path needs an "at least one event" exception.
   const maxEventBytes = int(env, 'MAX_EVENT_BYTES', Math.min(4 * 1024 * 1024, maxPageBytes), 1024, 64 * 1024 * 1024);
-  if (maxEventBytes > maxPageBytes) throw new ConfigError('MAX_EVENT_BYTES', `must not exceed MAX_PAGE_BYTES (${maxPageBytes}): every event must fit in a page`);
+  if (maxEventBytes > maxPageBytes)
+    throw new ConfigError('MAX_EVENT_BYTES', `must not exceed MAX_PAGE_BYTES (${maxPageBytes}): every event must fit in a page`);
 
   return Object.freeze({
     port,

@@ -2,22 +2,22 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
+import { approvalServiceOf } from './approvals/approval-service.js';
 import { Capture } from './capture/capture.js';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { type Config, ConfigError, loadConfig } from './config.js';
+import { ExpirySweeper } from './domain/expiry-sweeper.js';
+import type { Store } from './domain/ports.js';
 import { ReturnAddressService } from './domain/return-address-service.js';
 import { SigningSecrets } from './domain/signing-secrets.js';
-import { startSmtpListener, type SmtpListener } from './email/smtp-listener.js';
 import type { DnsResolver } from './email/sender-authentication.js';
-import { ExpirySweeper } from './domain/expiry-sweeper.js';
-import { approvalServiceOf } from './approvals/approval-service.js';
+import { type SmtpListener, startSmtpListener } from './email/smtp-listener.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
-import { openStore } from './storage/open-store.js';
-import { SchemaTooNewError } from './storage/migration-files.js';
-import type { Store } from './domain/ports.js';
-import { InProcessWakeupHub } from './wakeup/wakeup-hub.js';
-import { ServiceMetrics, countingStoreErrors } from './metrics/service-metrics.js';
-import { startMetricsListener, type MetricsListener } from './metrics/metrics-listener.js';
+import { type MetricsListener, startMetricsListener } from './metrics/metrics-listener.js';
+import { countingStoreErrors, ServiceMetrics } from './metrics/service-metrics.js';
 import { logStartupSettings } from './startup-settings.js';
+import { SchemaTooNewError } from './storage/migration-files.js';
+import { openStore } from './storage/open-store.js';
+import { InProcessWakeupHub } from './wakeup/wakeup-hub.js';
 
 export interface RunningService {
   config: Config;
@@ -63,17 +63,36 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   try {
     app = await buildApp({ config, store, service, capture, signingSecrets, metrics }, { loggerInstance: log });
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
-      await store.subscribe((addressId) => hub.notify(addressId), () => hub.notifyAll());
+      await store.subscribe(
+        (addressId) => hub.notify(addressId),
+        () => hub.notifyAll(),
+      );
     }
     // A deep accept queue: webhook bursts and thousands of long-polls connect at once.
     const httpUrl = await app.listen({ port: config.port, host: config.host, backlog: 4096 });
-    smtp = await startSmtpListener(service, {
-      port: config.smtpPort, host: config.smtpHost, emailDomain: config.emailDomain, maxEmailBytes: config.maxEmailBytes,
-      baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes,
-      tlsCertFile: config.smtpTlsCert, tlsKeyFile: config.smtpTlsKey, maxBufferedBytes: config.smtpMaxBufferedBytes, maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
-      dnsResolver: opts.dnsResolver, dnsLookupTimeoutMs: opts.dnsLookupTimeoutMs, authenticationBudgetMs: opts.authenticationBudgetMs,
-      mailParseWorkers: config.mailParseWorkers, mailParseTimeoutMs: config.mailParseTimeoutMs, mailParseMaxHeapMb: config.mailParseMaxHeapMb, ipv6PrefixBits: config.ipv6PrefixBits,
-    }, app.log.child({ component: 'smtp' }));
+    smtp = await startSmtpListener(
+      service,
+      {
+        port: config.smtpPort,
+        host: config.smtpHost,
+        emailDomain: config.emailDomain,
+        maxEmailBytes: config.maxEmailBytes,
+        baseUrl: config.baseUrl,
+        maxEventBytes: config.maxEventBytes,
+        tlsCertFile: config.smtpTlsCert,
+        tlsKeyFile: config.smtpTlsKey,
+        maxBufferedBytes: config.smtpMaxBufferedBytes,
+        maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
+        dnsResolver: opts.dnsResolver,
+        dnsLookupTimeoutMs: opts.dnsLookupTimeoutMs,
+        authenticationBudgetMs: opts.authenticationBudgetMs,
+        mailParseWorkers: config.mailParseWorkers,
+        mailParseTimeoutMs: config.mailParseTimeoutMs,
+        mailParseMaxHeapMb: config.mailParseMaxHeapMb,
+        ipv6PrefixBits: config.ipv6PrefixBits,
+      },
+      app.log.child({ component: 'smtp' }),
+    );
     if (metrics && config.metricsPort !== undefined) {
       metricsListener = await startMetricsListener(metrics, config.metricsPort, config.metricsHost, app.log.child({ component: 'metrics' }));
       app.log.info({ url: metricsListener.url }, 'metrics listening');
@@ -84,17 +103,18 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
 
     const started = { app, smtp };
     let stopping: Promise<void> | undefined;
-    const stop = () => (stopping ??= (async () => {
-      started.app.log.info('shutting down: ending long-polls, draining requests');
-      // Waiting reads answer with an empty page now, instead of being cut off.
-      hub.shutdown();
-      await sweeper.stop();
-      // Before the store closes: messages being stored get their 250, then SMTP clients get 421.
-      await started.smtp.close();
-      await started.app.close();
-      await metricsListener?.close();
-      await store.close();
-    })());
+    const stop = () =>
+      (stopping ??= (async () => {
+        started.app.log.info('shutting down: ending long-polls, draining requests');
+        // Waiting reads answer with an empty page now, instead of being cut off.
+        hub.shutdown();
+        await sweeper.stop();
+        // Before the store closes: messages being stored get their 250, then SMTP clients get 421.
+        await started.smtp.close();
+        await started.app.close();
+        await metricsListener?.close();
+        await store.close();
+      })());
     const reloadTls = () => {
       try {
         started.smtp.reloadTls();
@@ -145,10 +165,13 @@ export async function main(): Promise<void> {
     process.on(signal, () => {
       if (signalled) return;
       signalled = true;
-      running.stop().then(() => process.exit(0), (err: unknown) => {
-        console.error('return-address: shutdown failed', err);
-        process.exit(1);
-      });
+      running.stop().then(
+        () => process.exit(0),
+        (err: unknown) => {
+          console.error('return-address: shutdown failed', err);
+          process.exit(1);
+        },
+      );
     });
   }
 }

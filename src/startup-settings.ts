@@ -42,8 +42,10 @@ export function isLoopbackHost(host: string): boolean {
 export function logStartupSettings(config: Config, log: Log): void {
   log.info({ settings: settingsForLog(config) }, 'settings in force');
   if (!config.baseUrlConfigured && !isLoopbackHost(config.host)) {
-    log.warn({ host: config.host, baseUrl: config.baseUrl },
+    log.warn(
+      { host: config.host, baseUrl: config.baseUrl },
       `BASE_URL is unset while listening on ${config.host}: every URL handed out (inbox, events, MCP) will name ${config.baseUrl}, ` +
-      'which other machines cannot reach. Set BASE_URL to the public origin (e.g. https://ra.example.com).');
+        'which other machines cannot reach. Set BASE_URL to the public origin (e.g. https://ra.example.com).',
+    );
   }
 }

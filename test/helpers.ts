@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { startService, type RunningService, type StartOptions } from '../src/server.js';
 import type { DnsResolver } from '../src/email/sender-authentication.js';
-import { injectRequest, injectedAppFor } from './inject.js';
+import { type RunningService, type StartOptions, startService } from '../src/server.js';
+import { injectedAppFor, injectRequest } from './inject.js';
 
 export const STORE = (process.env.STORE ?? 'sqlite') as 'sqlite' | 'postgres';
 export const PG_ADMIN_URL = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -63,9 +63,13 @@ export async function createTestStorage(): Promise<TestStorage> {
       try {
         // Leak check: every service and store on this database must have closed its connections
         // (pool and LISTEN). Backends exit shortly after their client hangs up, so allow a moment.
-        const leaked = async () => (await c.query<{ app: string }>(
-          `SELECT application_name AS app FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE 'return-address%'`, [name],
-        )).rows.map((r) => r.app);
+        const leaked = async () =>
+          (
+            await c.query<{ app: string }>(
+              `SELECT application_name AS app FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE 'return-address%'`,
+              [name],
+            )
+          ).rows.map((r) => r.app);
         let left = await leaked();
         for (let i = 0; i < 100 && left.length > 0; i++) {
           await sleep(20);
@@ -150,7 +154,12 @@ export interface Res {
   ms: number;
 }
 
-export async function api(baseUrl: string, method: string, path: string, opts: { json?: unknown; body?: string; token?: string; headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Res> {
+export async function api(
+  baseUrl: string,
+  method: string,
+  path: string,
+  opts: { json?: unknown; body?: string; token?: string; headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<Res> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
   let body = opts.body;
@@ -254,8 +263,12 @@ export async function spawnService(env: Record<string, string>, storage: TestSto
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  proc.stdout?.on('data', (d: Buffer) => { out += d.toString(); });
-  proc.stderr?.on('data', (d: Buffer) => { out += d.toString(); });
+  proc.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  proc.stderr?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     proc.once('exit', (code, signal) => resolve({ code, signal }));
   });

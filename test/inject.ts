@@ -19,7 +19,7 @@ import { SigningSecrets } from '../src/domain/signing-secrets.js';
 import { loggerOptions } from '../src/http/plugins/request-logging.js';
 import { openStore } from '../src/storage/open-store.js';
 import { InProcessWakeupHub } from '../src/wakeup/wakeup-hub.js';
-import { type Res, type TestStorage, createTestStorage } from './helpers.js';
+import { createTestStorage, type Res, type TestStorage } from './helpers.js';
 
 export interface InjectedService {
   /** An origin no socket serves; helpers.ts's `api` routes it to `app.inject`. */
@@ -59,22 +59,31 @@ export async function startInjectedService(env: Record<string, string> = {}, sto
     const capture = new Capture(service, signingSecrets, { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes });
     const app = await buildApp({ config, store, service, capture, signingSecrets }, { loggerInstance: log });
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
-      await store.subscribe((addressId) => hub.notify(addressId), () => hub.notifyAll());
+      await store.subscribe(
+        (addressId) => hub.notify(addressId),
+        () => hub.notifyAll(),
+      );
     }
     await app.ready();
     apps.set(baseUrl, app);
     const opened = store;
     let stopping: Promise<void> | undefined;
     return {
-      baseUrl, app, store, hub, service, storage: st,
-      stop: (opts = {}) => (stopping ??= (async () => {
-        apps.delete(baseUrl);
-        hub.shutdown();
-        await app.close();
-        await opened.close();
-        assert.equal(hub.size(), 0, 'no long-poll waiter may outlive the app');
-        if (!opts.keepStorage && storage === undefined) await st.drop();
-      })()),
+      baseUrl,
+      app,
+      store,
+      hub,
+      service,
+      storage: st,
+      stop: (opts = {}) =>
+        (stopping ??= (async () => {
+          apps.delete(baseUrl);
+          hub.shutdown();
+          await app.close();
+          await opened.close();
+          assert.equal(hub.size(), 0, 'no long-poll waiter may outlive the app');
+          if (!opts.keepStorage && storage === undefined) await st.drop();
+        })()),
     };
   } catch (err) {
     await store?.close().catch(() => {});
@@ -90,7 +99,13 @@ export function injectedAppFor(url: string): FastifyInstance | undefined {
 }
 
 /** One request through `inject`, answered in the shape of helpers.ts's `api`. */
-export async function injectRequest(app: FastifyInstance, method: string, url: string, headers: Record<string, string>, body: string | undefined): Promise<Res> {
+export async function injectRequest(
+  app: FastifyInstance,
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+): Promise<Res> {
   const u = new URL(url);
   const t0 = performance.now();
   const res = await app.inject({

@@ -34,7 +34,10 @@ export class OpenApiValidator {
   private deref(node: Json): Json {
     let n = node;
     while (n && typeof n.$ref === 'string') {
-      const parts = n.$ref.replace(/^#\//, '').split('/').map((s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+      const parts = n.$ref
+        .replace(/^#\//, '')
+        .split('/')
+        .map((s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
       n = parts.reduce((o: Json, k: string) => o?.[k], this.doc);
     }
     return n;
@@ -74,7 +77,11 @@ export class OpenApiValidator {
     assert.ok(template, `${method} ${path} (${res.status}): no documented path matches`);
     const op = this.doc.paths[template][method.toLowerCase()];
     const where = `${method} ${template} → ${res.status}`;
-    const response = op ? this.deref(op.responses[String(res.status)]) : res.status === 405 ? this.deref({ $ref: '#/components/responses/MethodNotAllowed' }) : undefined;
+    const response = op
+      ? this.deref(op.responses[String(res.status)])
+      : res.status === 405
+        ? this.deref({ $ref: '#/components/responses/MethodNotAllowed' })
+        : undefined;
     assert.ok(response, `${where}: status not declared (${res.text.slice(0, 200)})`);
     for (const [name, header] of Object.entries<Json>(response.headers ?? {})) {
       const value = res.headers.get(name);

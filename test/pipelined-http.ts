@@ -21,12 +21,25 @@ export interface PipelinedResponse {
  * Resolves with the answers received when the last one arrives or the connection ends (a killed
  * server leaves the rest unanswered, which is not an error here).
  */
-export function sendPipelined(port: number, requests: readonly PipelinedRequest[], onResponse: (r: PipelinedResponse, index: number) => void = () => {}): Promise<PipelinedResponse[]> {
-  const wire = requests.map((r) => {
-    const body = r.json === undefined ? '' : JSON.stringify(r.json);
-    const headers = { host: `127.0.0.1:${port}`, ...(r.json === undefined ? {} : { 'content-type': 'application/json' }), 'content-length': String(Buffer.byteLength(body)), ...r.headers };
-    return `${r.method} ${r.path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${body}`;
-  }).join('');
+export function sendPipelined(
+  port: number,
+  requests: readonly PipelinedRequest[],
+  onResponse: (r: PipelinedResponse, index: number) => void = () => {},
+): Promise<PipelinedResponse[]> {
+  const wire = requests
+    .map((r) => {
+      const body = r.json === undefined ? '' : JSON.stringify(r.json);
+      const headers = {
+        host: `127.0.0.1:${port}`,
+        ...(r.json === undefined ? {} : { 'content-type': 'application/json' }),
+        'content-length': String(Buffer.byteLength(body)),
+        ...r.headers,
+      };
+      return `${r.method} ${r.path} HTTP/1.1\r\n${Object.entries(headers)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('')}\r\n${body}`;
+    })
+    .join('');
   return new Promise((resolve, reject) => {
     const answers: PipelinedResponse[] = [];
     let buf = Buffer.alloc(0);

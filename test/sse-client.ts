@@ -1,6 +1,6 @@
 // A small Server-Sent Events reader over a raw node:http request, for the stream tests: it keeps
 // every message and comment as received, in order, and says when the server ended the response.
-import { request, type IncomingMessage } from 'node:http';
+import { type IncomingMessage, request } from 'node:http';
 
 export interface SseMessage {
   id: string | undefined;
@@ -38,7 +38,9 @@ export function openStream(url: string, headers: Record<string, string> = {}): P
       let buffer = '';
       let ended = false;
       const waiters = new Set<() => void>();
-      const check = () => { for (const w of [...waiters]) w(); };
+      const check = () => {
+        for (const w of [...waiters]) w();
+      };
       const ended$ = new Promise<void>((done) => {
         const finish = () => {
           if (ended) return;
@@ -75,30 +77,33 @@ export function openStream(url: string, headers: Record<string, string> = {}): P
         }
         check();
       });
-      const waitFor = <T>(ready: () => T | undefined, timeoutMs: number, what: string) => new Promise<T>((ok, fail) => {
-        const w = () => {
-          const v = ready();
-          if (v !== undefined) {
+      const waitFor = <T>(ready: () => T | undefined, timeoutMs: number, what: string) =>
+        new Promise<T>((ok, fail) => {
+          const w = () => {
+            const v = ready();
+            if (v !== undefined) {
+              waiters.delete(w);
+              clearTimeout(timer);
+              ok(v);
+            } else if (ended) {
+              waiters.delete(w);
+              clearTimeout(timer);
+              fail(new Error(`the stream ended before ${what} (${messages.length} messages, ${comments.length} comments)`));
+            }
+          };
+          const timer = setTimeout(() => {
             waiters.delete(w);
-            clearTimeout(timer);
-            ok(v);
-          } else if (ended) {
-            waiters.delete(w);
-            clearTimeout(timer);
-            fail(new Error(`the stream ended before ${what} (${messages.length} messages, ${comments.length} comments)`));
-          }
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(w);
-          fail(new Error(`timed out waiting for ${what} (${messages.length} messages, ${comments.length} comments)`));
-        }, timeoutMs);
-        waiters.add(w);
-        w();
-      });
+            fail(new Error(`timed out waiting for ${what} (${messages.length} messages, ${comments.length} comments)`));
+          }, timeoutMs);
+          waiters.add(w);
+          w();
+        });
       const stream: SseStream = {
         status: res.statusCode ?? 0,
         headers: res.headers,
-        get body() { return body; },
+        get body() {
+          return body;
+        },
         messages,
         comments,
         ended: ended$,

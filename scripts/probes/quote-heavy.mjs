@@ -8,5 +8,7 @@ const inbox = r.endpoints.inbox_url;
 const body = JSON.stringify({ data: '"\\'.repeat(300_000) });
 console.log('body bytes', body.length);
 const t0 = performance.now();
-const res = await Promise.all(Array.from({ length: 40 }, () => fetch(inbox, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then((x) => x.status)));
+const res = await Promise.all(
+  Array.from({ length: 40 }, () => fetch(inbox, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then((x) => x.status)),
+);
 console.log('statuses', [...new Set(res)], 'ms', Math.round(performance.now() - t0));

@@ -7,9 +7,10 @@
 //   (sqlite-store.ts checkExternalChanges), so a deleted address is not served again.
 // - PostgreSQL: the delete NOTIFYs like the service's own, so every instance ends its waits on it;
 //   the PostgreSQL store keeps no address cache.
-import Database from 'better-sqlite3';
+
 import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import { SQLITE_FILE } from '../storage/open-store.js';
@@ -72,13 +73,31 @@ export interface AdminStore {
 const iso = (ms: unknown) => new Date(Number(ms)).toISOString();
 
 interface SummaryRow {
-  id: string; slug: string; name: string; task_id: string | null; created_at: number | string; expires_at: number | string;
-  created_ip: string | null; event_count: number | string; event_bytes: number | string; last_sequence: number | string; acked: number | string;
+  id: string;
+  slug: string;
+  name: string;
+  task_id: string | null;
+  created_at: number | string;
+  expires_at: number | string;
+  created_ip: string | null;
+  event_count: number | string;
+  event_bytes: number | string;
+  last_sequence: number | string;
+  acked: number | string;
 }
 
 const toSummary = (r: SummaryRow): AddressSummary => ({
-  id: r.id, slug: r.slug, name: r.name, task_id: r.task_id, created_at: iso(r.created_at), expires_at: iso(r.expires_at), created_ip: r.created_ip,
-  events: Number(r.event_count), unacknowledged: Number(r.event_count) - Number(r.acked), bytes: Number(r.event_bytes), last_sequence: Number(r.last_sequence),
+  id: r.id,
+  slug: r.slug,
+  name: r.name,
+  task_id: r.task_id,
+  created_at: iso(r.created_at),
+  expires_at: iso(r.expires_at),
+  created_ip: r.created_ip,
+  events: Number(r.event_count),
+  unacknowledged: Number(r.event_count) - Number(r.acked),
+  bytes: Number(r.event_bytes),
+  last_sequence: Number(r.last_sequence),
 });
 
 // Acknowledged events per address come from the partial index events_acknowledged (address_id, sequence).
@@ -92,7 +111,10 @@ export async function openAdminStore(config: Config): Promise<AdminStore> {
 
 class SqliteAdmin implements AdminStore {
   readonly kind = 'sqlite' as const;
-  private constructor(readonly location: string, private readonly db: Database.Database) {}
+  private constructor(
+    readonly location: string,
+    private readonly db: Database.Database,
+  ) {}
 
   static open(path: string): SqliteAdmin {
     if (!existsSync(path)) {
@@ -103,9 +125,11 @@ class SqliteAdmin implements AdminStore {
       db.pragma('foreign_keys = ON'); // a delete takes the address's events with it (ON DELETE CASCADE)
       db.pragma('busy_timeout = 5000');
       db.pragma('synchronous = FULL'); // this connection's commits are durable on their own
-      const version = db.prepare<[], number | null>("SELECT max(version) FROM schema_migrations").pluck().get();
+      const version = db.prepare<[], number | null>('SELECT max(version) FROM schema_migrations').pluck().get();
       if ((version ?? 0) < NEEDS_MIGRATION) {
-        throw new AdminError(`the store at ${path} is at schema version ${version ?? 0}; start the service of this release once to migrate it to ${NEEDS_MIGRATION} or later`);
+        throw new AdminError(
+          `the store at ${path} is at schema version ${version ?? 0}; start the service of this release once to migrate it to ${NEEDS_MIGRATION} or later`,
+        );
       }
     } catch (err) {
       db.close();
@@ -116,9 +140,12 @@ class SqliteAdmin implements AdminStore {
   }
 
   async list({ limit, ip }: ListOptions): Promise<AddressSummary[]> {
-    const rows = ip === undefined
-      ? this.db.prepare<[number], SummaryRow>(`SELECT ${SUMMARY_COLUMNS} FROM addresses a ORDER BY a.created_at DESC, a.id LIMIT ?`).all(limit)
-      : this.db.prepare<[string, number], SummaryRow>(`SELECT ${SUMMARY_COLUMNS} FROM addresses a WHERE a.created_ip = ? ORDER BY a.created_at DESC, a.id LIMIT ?`).all(ip, limit);
+    const rows =
+      ip === undefined
+        ? this.db.prepare<[number], SummaryRow>(`SELECT ${SUMMARY_COLUMNS} FROM addresses a ORDER BY a.created_at DESC, a.id LIMIT ?`).all(limit)
+        : this.db
+            .prepare<[string, number], SummaryRow>(`SELECT ${SUMMARY_COLUMNS} FROM addresses a WHERE a.created_ip = ? ORDER BY a.created_at DESC, a.id LIMIT ?`)
+            .all(ip, limit);
     return rows.map(toSummary);
   }
 
@@ -132,21 +159,32 @@ class SqliteAdmin implements AdminStore {
   }
 
   async stats(now: number): Promise<StoreStats> {
-    const t = this.db.prepare<[number], { addresses: number; expired: number; events: number; bytes: number }>(
-      'SELECT count(*) AS addresses, count(*) FILTER (WHERE expires_at <= ?) AS expired, ifnull(sum(event_count), 0) AS events, ifnull(sum(event_bytes), 0) AS bytes FROM addresses',
-    ).get(now)!;
+    const t = this.db
+      .prepare<[number], { addresses: number; expired: number; events: number; bytes: number }>(
+        'SELECT count(*) AS addresses, count(*) FILTER (WHERE expires_at <= ?) AS expired, ifnull(sum(event_count), 0) AS events, ifnull(sum(event_bytes), 0) AS bytes FROM addresses',
+      )
+      .get(now)!;
     const unacked = this.db.prepare<[], number>('SELECT count(*) FROM events WHERE acknowledged_at IS NULL').pluck().get() as number;
     const oldest = this.db.prepare<[], number | null>('SELECT min(created_at) FROM events WHERE acknowledged_at IS NULL').pluck().get() ?? null;
     const pageSize = this.db.pragma('page_size', { simple: true }) as number;
     const free = this.db.pragma('freelist_count', { simple: true }) as number;
-    const top = this.db.prepare<[], { created_ip: string | null; addresses: number }>(
-      'SELECT created_ip, count(*) AS addresses FROM addresses GROUP BY created_ip ORDER BY addresses DESC, created_ip LIMIT 10',
-    ).all();
+    const top = this.db
+      .prepare<[], { created_ip: string | null; addresses: number }>(
+        'SELECT created_ip, count(*) AS addresses FROM addresses GROUP BY created_ip ORDER BY addresses DESC, created_ip LIMIT 10',
+      )
+      .all();
     return {
-      store: 'sqlite', location: this.location, addresses: t.addresses, addresses_expired: t.expired, events: t.events, unacknowledged: unacked,
-      event_bytes: t.bytes, oldest_unacknowledged_at: oldest === null ? null : iso(oldest),
+      store: 'sqlite',
+      location: this.location,
+      addresses: t.addresses,
+      addresses_expired: t.expired,
+      events: t.events,
+      unacknowledged: unacked,
+      event_bytes: t.bytes,
+      oldest_unacknowledged_at: oldest === null ? null : iso(oldest),
       file_bytes: statSync(this.location).size + (existsSync(`${this.location}-wal`) ? statSync(`${this.location}-wal`).size : 0),
-      free_bytes: free * pageSize, top_creators: top,
+      free_bytes: free * pageSize,
+      top_creators: top,
     };
   }
 
@@ -165,7 +203,10 @@ class SqliteAdmin implements AdminStore {
 
 class PostgresAdmin implements AdminStore {
   readonly kind = 'postgres' as const;
-  private constructor(readonly location: string, private readonly client: pg.Client) {}
+  private constructor(
+    readonly location: string,
+    private readonly client: pg.Client,
+  ) {}
 
   static async open(url: string): Promise<PostgresAdmin> {
     const client = new pg.Client({ connectionString: url, application_name: 'return-address-admin', connectionTimeoutMillis: 10_000 });
@@ -180,10 +221,12 @@ class PostgresAdmin implements AdminStore {
       throw new AdminError(`cannot reach the store at ${shown}: ${(err as Error).message}`);
     }
     try {
-      const r = await client.query<{ version: number | null }>("SELECT max(version) AS version FROM schema_migrations");
+      const r = await client.query<{ version: number | null }>('SELECT max(version) AS version FROM schema_migrations');
       const version = r.rows[0]?.version ?? 0;
       if (version < NEEDS_MIGRATION) {
-        throw new AdminError(`the store at ${shown} is at schema version ${version}; start the service of this release once to migrate it to ${NEEDS_MIGRATION} or later`);
+        throw new AdminError(
+          `the store at ${shown} is at schema version ${version}; start the service of this release once to migrate it to ${NEEDS_MIGRATION} or later`,
+        );
       }
     } catch (err) {
       await client.end();
@@ -194,9 +237,13 @@ class PostgresAdmin implements AdminStore {
   }
 
   async list({ limit, ip }: ListOptions): Promise<AddressSummary[]> {
-    const r = ip === undefined
-      ? await this.client.query<SummaryRow>(`SELECT ${SUMMARY_COLUMNS} FROM addresses a ORDER BY a.created_at DESC, a.id LIMIT $1`, [limit])
-      : await this.client.query<SummaryRow>(`SELECT ${SUMMARY_COLUMNS} FROM addresses a WHERE a.created_ip = $1 ORDER BY a.created_at DESC, a.id LIMIT $2`, [ip, limit]);
+    const r =
+      ip === undefined
+        ? await this.client.query<SummaryRow>(`SELECT ${SUMMARY_COLUMNS} FROM addresses a ORDER BY a.created_at DESC, a.id LIMIT $1`, [limit])
+        : await this.client.query<SummaryRow>(`SELECT ${SUMMARY_COLUMNS} FROM addresses a WHERE a.created_ip = $1 ORDER BY a.created_at DESC, a.id LIMIT $2`, [
+            ip,
+            limit,
+          ]);
     return r.rows.map(toSummary);
   }
 
@@ -207,9 +254,10 @@ class PostgresAdmin implements AdminStore {
 
   async delete(id: string): Promise<boolean> {
     // As the service deletes: the NOTIFY reaches every instance at commit, ending waits with 404.
-    const r = await this.client.query(
-      'WITH gone AS (DELETE FROM addresses WHERE id = $1 RETURNING id) SELECT pg_notify($2, id) FROM gone', [id, CHANGE_CHANNEL],
-    );
+    const r = await this.client.query('WITH gone AS (DELETE FROM addresses WHERE id = $1 RETURNING id) SELECT pg_notify($2, id) FROM gone', [
+      id,
+      CHANGE_CHANNEL,
+    ]);
     return r.rowCount === 1;
   }
 
@@ -219,21 +267,30 @@ class PostgresAdmin implements AdminStore {
               coalesce(sum(event_bytes), 0) AS bytes,
               (SELECT count(*) FROM events WHERE acknowledged_at IS NULL) AS unacked,
               (SELECT min(created_at) FROM events WHERE acknowledged_at IS NULL) AS oldest
-       FROM addresses`, [now],
+       FROM addresses`,
+      [now],
     );
     const t = r.rows[0]!;
     const top = await this.client.query<{ created_ip: string | null; addresses: string }>(
       'SELECT created_ip, count(*) AS addresses FROM addresses GROUP BY created_ip ORDER BY count(*) DESC, created_ip LIMIT 10',
     );
     return {
-      store: 'postgres', location: this.location, addresses: Number(t.addresses), addresses_expired: Number(t.expired), events: Number(t.events),
-      unacknowledged: Number(t.unacked), event_bytes: Number(t.bytes), oldest_unacknowledged_at: t.oldest === null ? null : iso(t.oldest),
+      store: 'postgres',
+      location: this.location,
+      addresses: Number(t.addresses),
+      addresses_expired: Number(t.expired),
+      events: Number(t.events),
+      unacknowledged: Number(t.unacked),
+      event_bytes: Number(t.bytes),
+      oldest_unacknowledged_at: t.oldest === null ? null : iso(t.oldest),
       top_creators: top.rows.map((row) => ({ created_ip: row.created_ip, addresses: Number(row.addresses) })),
     };
   }
 
   async backup(): Promise<{ bytes: number }> {
-    throw new AdminError('backup copies the SQLite file; on PostgreSQL use pg_dump (e.g. pg_dump --format=custom --file=FILE "$DATABASE_URL"), which takes a consistent snapshot while the service runs');
+    throw new AdminError(
+      'backup copies the SQLite file; on PostgreSQL use pg_dump (e.g. pg_dump --format=custom --file=FILE "$DATABASE_URL"), which takes a consistent snapshot while the service runs',
+    );
   }
 
   async close(): Promise<void> {

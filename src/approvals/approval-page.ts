@@ -12,8 +12,7 @@ const STYLE = readFileSync(new URL('./assets/approval.css', import.meta.url), 'u
 const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64');
 
 /** Nothing but the one style sheet, by its hash; the form may post only to this origin; no framing. */
-export const APPROVAL_PAGE_CSP = `default-src 'none'; style-src 'sha256-${STYLE_HASH}'; img-src 'none'; form-action 'self'; ` +
-  "frame-ancestors 'none'; base-uri 'none'";
+export const APPROVAL_PAGE_CSP = `default-src 'none'; style-src 'sha256-${STYLE_HASH}'; img-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`;
 
 export const APPROVAL_PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
@@ -50,25 +49,32 @@ export function renderApprovalPage(a: ApprovalRecord, state: PageState): string 
 
 /** The page for a URL that opens no approval (unknown id or wrong secret, indistinguishably). */
 export function renderNotFoundPage(): string {
-  return page('Not found', '<h1>No approval at this link</h1>\n<p>Check that the whole link was copied. An approval\'s link works only until it is answered, cancelled or expires.</p>');
+  return page(
+    'Not found',
+    "<h1>No approval at this link</h1>\n<p>Check that the whole link was copied. An approval's link works only until it is answered, cancelled or expires.</p>",
+  );
 }
 
 function page(title: string, body: string): string {
-  return '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n' +
+  return (
+    '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n' +
     '<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="robots" content="noindex, nofollow">\n' +
-    `<title>${escapeHtml(title.slice(0, 80))}</title>\n<style>${STYLE}</style>\n</head>\n<body>\n<main class="card">\n${body}\n</main>\n</body>\n</html>\n`;
+    `<title>${escapeHtml(title.slice(0, 80))}</title>\n<style>${STYLE}</style>\n</head>\n<body>\n<main class="card">\n${body}\n</main>\n</body>\n</html>\n`
+  );
 }
 
 function form(a: ApprovalRecord, values: Record<string, string>, reason: string): string {
   // No action attribute: the form posts to this very URL, so the secret is never written into the markup.
-  let out = '<form method="post">\n' +
+  let out =
+    '<form method="post">\n' +
     // The first submit button is the one Enter in a text box would press: a disabled one, so that
     // only a click on an option's button answers.
     '<button type="submit" disabled hidden aria-hidden="true" tabindex="-1"></button>\n';
   a.fields.forEach((f, i) => {
     out += field(f, `f${i}`, values[f.name]);
   });
-  out += `<div class="field"><label for="reason">Reason <span class="opt">(optional)</span></label>` +
+  out +=
+    `<div class="field"><label for="reason">Reason <span class="opt">(optional)</span></label>` +
     `<textarea id="reason" name="reason" maxlength="${LIMITS.reason}" rows="2">${escapeHtml(reason)}</textarea></div>\n`;
   out += '<div class="options">\n';
   for (const o of a.options) out += `<button type="submit" name="option" value="${escapeHtml(o.id)}">${escapeHtml(o.label)}</button>\n`;

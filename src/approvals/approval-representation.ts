@@ -19,7 +19,7 @@ export function approvalView(a: ApprovalRecord, now: number, extra: { url?: stri
     created_at: iso(a.createdAt),
     expires_at: iso(a.expiresAt),
     ...(a.closedAt !== null ? { closed_at: iso(a.closedAt) } : {}),
-    ...(extra.answers ? { answers: extra.answers.map((x) => ({ n: x.n, event_id: x.eventId, ...(answerData(x.answer)) })) } : {}),
+    ...(extra.answers ? { answers: extra.answers.map((x) => ({ n: x.n, event_id: x.eventId, ...answerData(x.answer) })) } : {}),
   };
 }
 

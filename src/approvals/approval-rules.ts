@@ -32,7 +32,10 @@ export const LIMITS = {
 
 export const OPTION_ID_PATTERN = `^[A-Za-z0-9_.-]{1,${LIMITS.optionId}}$`;
 export const FIELD_NAME_PATTERN = `^[A-Za-z][A-Za-z0-9_]{0,${LIMITS.fieldName - 1}}$`;
-export const DEFAULT_OPTIONS: ApprovalOption[] = [{ id: 'approve', label: 'Approve' }, { id: 'deny', label: 'Deny' }];
+export const DEFAULT_OPTIONS: ApprovalOption[] = [
+  { id: 'approve', label: 'Approve' },
+  { id: 'deny', label: 'Deny' },
+];
 export const DEFAULT_APPROVAL_SECONDS = 86_400;
 
 const invalid = (message: string) => new ApiError('invalid_request', message);
@@ -61,7 +64,9 @@ export function checkDefinition(options: ApprovalOption[], fields: ApprovalField
 export function approvalLifetime(requested: number | undefined, minSeconds: number, remainingMs: number): number {
   const remaining = Math.floor(remainingMs / 1000);
   if (remaining < minSeconds) {
-    throw invalid(`expires_in_seconds: this address has ${Math.max(0, remaining)} s left, less than the shortest approval (${minSeconds} s); create the approval on an address that lives longer.`);
+    throw invalid(
+      `expires_in_seconds: this address has ${Math.max(0, remaining)} s left, less than the shortest approval (${minSeconds} s); create the approval on an address that lives longer.`,
+    );
   }
   if (requested === undefined) return Math.min(DEFAULT_APPROVAL_SECONDS, remaining);
   if (requested < minSeconds || requested > remaining) {
@@ -118,14 +123,17 @@ const isText = (v: unknown): v is string => typeof v === 'string' && STORABLE.te
 export function checkAnswer(input: AnswerInput, approval: ApprovalRecord, fromForm: boolean): Answer {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) throw invalid('body: must be an object {option, reason?, fields?}.');
   for (const key of Object.keys(input)) {
-    if (key !== 'option' && key !== 'reason' && key !== 'fields') throw invalid(`${key.slice(0, 60)}: unknown property; an answer has option, reason and fields.`);
+    if (key !== 'option' && key !== 'reason' && key !== 'fields')
+      throw invalid(`${key.slice(0, 60)}: unknown property; an answer has option, reason and fields.`);
   }
   const ids = approval.options.map((o) => o.id);
   const option = approval.options.find((o) => o.id === input.option);
   if (!option) {
-    throw invalid(input.option === undefined
-      ? `option: choose one of ${ids.join(', ')}.`
-      : `option: ${JSON.stringify(String(input.option).slice(0, 60))} is not an option of this approval; choose one of ${ids.join(', ')}.`);
+    throw invalid(
+      input.option === undefined
+        ? `option: choose one of ${ids.join(', ')}.`
+        : `option: ${JSON.stringify(String(input.option).slice(0, 60))} is not an option of this approval; choose one of ${ids.join(', ')}.`,
+    );
   }
   let reason: string | null = null;
   if (input.reason !== undefined && input.reason !== null) {

@@ -3,17 +3,24 @@
 // appends its event in the same transaction (approval-model.ts), through the same durable append
 // path as any delivery, and wakes the address's readers like any new event.
 import type { Config } from '../config.js';
-import { hashSecret, secretMatches } from '../domain/credentials.js';
+import { hashSecret, newEventId, secretMatches } from '../domain/credentials.js';
 import { ApiError, notFound } from '../domain/errors.js';
 import type { AddressRecord, EventRecord } from '../domain/model.js';
-import { newEventId } from '../domain/credentials.js';
 import type { Store, StoreLimits } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { countApproval } from '../domain/service-observer.js';
 import type { ApprovalAnswerRecord, ApprovalField, ApprovalOption, ApprovalRecord, ApprovalStepKind } from './approval-model.js';
 import {
-  APPROVAL_ID_RE, APPROVAL_SECRET_RE, DEFAULT_OPTIONS, LIMITS, approvalLifetime, checkAnswer, checkDefinition, newApprovalId,
-  newApprovalSecret, type AnswerInput,
+  type AnswerInput,
+  APPROVAL_ID_RE,
+  APPROVAL_SECRET_RE,
+  approvalLifetime,
+  checkAnswer,
+  checkDefinition,
+  DEFAULT_OPTIONS,
+  LIMITS,
+  newApprovalId,
+  newApprovalSecret,
 } from './approval-rules.js';
 
 export const APPROVAL_EVENT_SOURCE = 'approval';
@@ -21,8 +28,10 @@ export const APPROVAL_EVENT_SOURCE = 'approval';
 /** The approvals of a running service, over its store and queue service (routes, MCP and the sweeper each build one; it holds no state). */
 export function approvalServiceOf({ store, service, config }: { store: Store; service: ReturnAddressService; config: Config }): ApprovalService {
   return new ApprovalService(store, service, {
-    baseUrl: config.baseUrl, minApprovalSeconds: config.minApprovalSeconds,
-    maxEventsPerAddress: config.maxEventsPerAddress, maxBytesPerAddress: config.maxBytesPerAddress,
+    baseUrl: config.baseUrl,
+    minApprovalSeconds: config.minApprovalSeconds,
+    maxEventsPerAddress: config.maxEventsPerAddress,
+    maxBytesPerAddress: config.maxBytesPerAddress,
   });
 }
 const QUEUE_FULL_RETRY_AFTER_SECONDS = 30;
@@ -75,7 +84,11 @@ export class ApprovalService {
   async create(address: AddressRecord, input: CreateApprovalInput): Promise<{ approval: ApprovalRecord; url: string }> {
     const options = input.options ?? DEFAULT_OPTIONS;
     const fields: ApprovalField[] = (input.fields ?? []).map((f) => ({
-      name: f.name, label: f.label, type: f.type, required: f.required ?? false, ...(f.choices !== undefined ? { choices: f.choices } : {}),
+      name: f.name,
+      label: f.label,
+      type: f.type,
+      required: f.required ?? false,
+      ...(f.choices !== undefined ? { choices: f.choices } : {}),
     }));
     checkDefinition(options, fields);
     const createdAt = this.now();
@@ -129,20 +142,30 @@ export class ApprovalService {
    * with approval.decided, durably, or 409 approval_closed once max_responses answers are in, after
    * expiry or a cancellation.
    */
-  async respond(approval: ApprovalRecord, input: AnswerInput, fromForm: boolean, responder: Responder): Promise<{ event: EventRecord; approval: ApprovalRecord }> {
+  async respond(
+    approval: ApprovalRecord,
+    input: AnswerInput,
+    fromForm: boolean,
+    responder: Responder,
+  ): Promise<{ event: EventRecord; approval: ApprovalRecord }> {
     const now = this.now();
     if (effectiveStatus(approval, now) !== 'pending') throw closed(approval, now);
     const answer = checkAnswer(input, approval, fromForm);
-    const event = await this.step('respond', approval, {
-      approval_id: approval.id,
-      question: approval.question,
-      option: answer.option.id,
-      label: answer.option.label,
-      reason: answer.reason,
-      fields: answer.fields,
-      responder: { remote_ip: responder.remoteIp, user_agent: responder.userAgent?.slice(0, LIMITS.userAgent) ?? null },
-      decided_at: iso(now),
-    }, now);
+    const event = await this.step(
+      'respond',
+      approval,
+      {
+        approval_id: approval.id,
+        question: approval.question,
+        option: answer.option.id,
+        label: answer.option.label,
+        reason: answer.reason,
+        fields: answer.fields,
+        responder: { remote_ip: responder.remoteIp, user_agent: responder.userAgent?.slice(0, LIMITS.userAgent) ?? null },
+        decided_at: iso(now),
+      },
+      now,
+    );
     const after = await this.store.getApproval(approval.id);
     return { event: event as EventRecord, approval: after?.approval ?? approval };
   }
@@ -155,10 +178,14 @@ export class ApprovalService {
       const due = await this.store.dueApprovals(now, batchSize);
       for (const a of due) {
         // refused: another instance (or a last answer) got there first; a full queue is retried next sweep.
-        const r = await this.store.approvalStep({
-          kind: 'expire', approvalId: a.id,
-          event: this.event(a, 'expire', { approval_id: a.id, question: a.question, expired_at: iso(a.expiresAt) }, now),
-        }, this.limits);
+        const r = await this.store.approvalStep(
+          {
+            kind: 'expire',
+            approvalId: a.id,
+            event: this.event(a, 'expire', { approval_id: a.id, question: a.question, expired_at: iso(a.expiresAt) }, now),
+          },
+          this.limits,
+        );
         if (r.kind === 'created') {
           this.queue.addressChanged(a.addressId);
           countApproval(this.queue, 'expired');
@@ -171,7 +198,16 @@ export class ApprovalService {
 
   private event(a: ApprovalRecord, kind: ApprovalStepKind, data: object, now: number) {
     const type = kind === 'respond' ? 'approval.decided' : kind === 'cancel' ? 'approval.cancelled' : 'approval.expired';
-    return { id: newEventId(now), addressId: a.addressId, type, source: APPROVAL_EVENT_SOURCE, data: JSON.stringify(data), metadata: null, dedupeKey: null, createdAt: now };
+    return {
+      id: newEventId(now),
+      addressId: a.addressId,
+      type,
+      source: APPROVAL_EVENT_SOURCE,
+      data: JSON.stringify(data),
+      metadata: null,
+      dedupeKey: null,
+      createdAt: now,
+    };
   }
 
   private async step(kind: 'respond' | 'cancel', a: ApprovalRecord, data: object, now: number): Promise<EventRecord> {
@@ -182,8 +218,11 @@ export class ApprovalService {
         countApproval(this.queue, kind === 'respond' ? 'decided' : 'cancelled');
         return r.event;
       case 'queue_full':
-        throw new ApiError('queue_full', 'The address\'s queue is full, so the answer cannot be recorded; its reader must acknowledge events first. Try again later.',
-          { 'retry-after': String(QUEUE_FULL_RETRY_AFTER_SECONDS) });
+        throw new ApiError(
+          'queue_full',
+          "The address's queue is full, so the answer cannot be recorded; its reader must acknowledge events first. Try again later.",
+          { 'retry-after': String(QUEUE_FULL_RETRY_AFTER_SECONDS) },
+        );
       case 'address_gone':
         throw new ApiError('not_found', APPROVAL_NOT_FOUND);
       default: {
@@ -203,11 +242,15 @@ export function closed(a: ApprovalRecord, now: number): ApiError {
 
 export function closedReason(a: ApprovalRecord, now: number): string {
   switch (effectiveStatus(a, now)) {
-    case 'cancelled': return 'This approval was cancelled; it takes no more answers.';
-    case 'expired': return `This approval expired at ${iso(a.expiresAt)} without an answer; it takes no more answers.`;
-    case 'decided': return a.responses >= a.maxResponses
-      ? `This approval has all the answers it asked for (${a.maxResponses}); it takes no more.`
-      : `This approval closed at ${iso(a.expiresAt)}; it takes no more answers.`;
-    default: return 'This approval takes answers.';
+    case 'cancelled':
+      return 'This approval was cancelled; it takes no more answers.';
+    case 'expired':
+      return `This approval expired at ${iso(a.expiresAt)} without an answer; it takes no more answers.`;
+    case 'decided':
+      return a.responses >= a.maxResponses
+        ? `This approval has all the answers it asked for (${a.maxResponses}); it takes no more.`
+        : `This approval closed at ${iso(a.expiresAt)}; it takes no more answers.`;
+    default:
+      return 'This approval takes answers.';
   }
 }

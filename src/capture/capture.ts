@@ -14,7 +14,7 @@ import { type CapturedRequest, queryObject } from './captured-request.js';
 import { isGithubFormDelivery, unwrapGithubFormPayload } from './form-payload.js';
 import { type ReadBody, readBody } from './request-body.js';
 import { recognise } from './sender-recognition.js';
-import { type SignatureCheck, checkSignature, signatureScheme } from './signature-verification.js';
+import { checkSignature, type SignatureCheck, signatureScheme } from './signature-verification.js';
 
 export interface Captured {
   delivery: Delivery;
@@ -54,7 +54,9 @@ export class Capture {
       urlFor: (name) => blobUrl(this.limits.baseUrl, address.id, id, name),
     });
     const input: EventInput = { type, source, dataJson: built.dataJson, id, blobs: built.blobs };
-    this.service.observer.signature(signature.scheme === null ? 'unsigned' : signature.verified === null ? 'unverified' : signature.verified ? 'verified' : 'failed');
+    this.service.observer.signature(
+      signature.scheme === null ? 'unsigned' : signature.verified === null ? 'unverified' : signature.verified ? 'verified' : 'failed',
+    );
     const delivery = await this.service.deliver(address, input, dedupeKey, source, 'capture');
     return { delivery, body };
   }
@@ -67,19 +69,27 @@ export class Capture {
  * at raw.url). What still does not fit (headers, query) is 413 naming MAX_EVENT_BYTES. Sizes are
  * counted before anything is escaped, so a body of control bytes never becomes a 6x copy.
  */
-export function boundedCaptureData(request: CapturedRequest, body: ReadBody, signature: SignatureCheck,
-  opts: { maxEventBytes: number; urlFor: (name: 'raw' | `attachments/${number}`) => string }): { dataJson: string; blobs: BlobInput[] } {
+export function boundedCaptureData(
+  request: CapturedRequest,
+  body: ReadBody,
+  signature: SignatureCheck,
+  opts: { maxEventBytes: number; urlFor: (name: 'raw' | `attachments/${number}`) => string },
+): { dataJson: string; blobs: BlobInput[] } {
   const raw = request.body;
   const sha256 = createHash('sha256').update(raw).digest('hex');
-  const head = `{"method":${JSON.stringify(request.method)},"path":${JSON.stringify(request.subPath)},` +
+  const head =
+    `{"method":${JSON.stringify(request.method)},"path":${JSON.stringify(request.subPath)},` +
     `"query":${JSON.stringify(queryObject(request.query))},"headers":${JSON.stringify(request.headers)},` +
     `"content_type":${JSON.stringify(request.headers['content-type'] ?? null)},"body":`;
   const tail = `,"remote_ip":${JSON.stringify(request.remoteIp)},"signature":${JSON.stringify(signature)}}`;
   // Room for the url-shaped entries and keys around the parts measured here.
   const fixed = Buffer.byteLength(head) + Buffer.byteLength(tail) + 1024;
   if (fixed > opts.maxEventBytes) {
-    throw new ApiError('payload_too_large', `This request's headers and query alone would take ${fixed} bytes stored, more than one event may hold ` +
-      `(MAX_EVENT_BYTES = ${opts.maxEventBytes}): send fewer or shorter headers and query parameters.`);
+    throw new ApiError(
+      'payload_too_large',
+      `This request's headers and query alone would take ${fixed} bytes stored, more than one event may hold ` +
+        `(MAX_EVENT_BYTES = ${opts.maxEventBytes}): send fewer or shorter headers and query parameters.`,
+    );
   }
   // raw inline: the UTF-8 text when it costs no more than base64 would (control bytes do), else base64.
   const base64Bytes = base64JsonBytes(raw.length);
@@ -112,13 +122,13 @@ export function boundedCaptureData(request: CapturedRequest, body: ReadBody, sig
   if (rawAside) {
     const contentType = request.headers['content-type'] ?? 'application/octet-stream';
     blobs.push({ name: 'raw', contentType, bytes: raw, sha256 });
-    rawJson = `{"size":${raw.length},"sha256":"${sha256}","encoding":${body.text === null ? '"base64"' : '"utf8"'},"content_type":${JSON.stringify(contentType)},` +
+    rawJson =
+      `{"size":${raw.length},"sha256":"${sha256}","encoding":${body.text === null ? '"base64"' : '"utf8"'},"content_type":${JSON.stringify(contentType)},` +
       `"url":${JSON.stringify(opts.urlFor('raw'))}}`;
   } else {
-    rawJson = `{"size":${raw.length},"sha256":"${sha256}",` +
+    rawJson =
+      `{"size":${raw.length},"sha256":"${sha256}",` +
       (textBytes <= base64Bytes ? `"encoding":"utf8","content":${JSON.stringify(body.text)}}` : `"encoding":"base64","content":"${raw.toString('base64')}"}`);
   }
   return { dataJson: `${head}${bodyJson},"raw":${rawJson},"attachments":${JSON.stringify(attachments)}${tail}`, blobs };
 }
-
-

@@ -47,8 +47,10 @@ function slackType(body: Json): string {
 
 const isStripeEvent = (body: Json) => body.object === 'event' && typeof body.id === 'string';
 const isSlack = (h: Record<string, string>, body: Json) =>
-  h['x-slack-signature'] !== undefined || h['x-slack-request-timestamp'] !== undefined ||
-  (body.type === 'url_verification' && typeof body.challenge === 'string') || (body.type === 'event_callback' && typeof body.team_id === 'string');
+  h['x-slack-signature'] !== undefined ||
+  h['x-slack-request-timestamp'] !== undefined ||
+  (body.type === 'url_verification' && typeof body.challenge === 'string') ||
+  (body.type === 'event_callback' && typeof body.team_id === 'string');
 
 export function recognise(headers: Record<string, string>, parsedBody: unknown): Recognition {
   const body = objectOrEmpty(parsedBody);
@@ -81,10 +83,12 @@ function dedupeKey(h: Record<string, string>, body: Json): string | undefined {
     }
     return idempotencyKey;
   }
-  return providerKey('webhook', h['webhook-id'] ?? h['svix-id']) ??
+  return (
+    providerKey('webhook', h['webhook-id'] ?? h['svix-id']) ??
     providerKey('github', h['x-github-delivery']) ??
     (isStripeEvent(body) ? providerKey('stripe', body.id) : undefined) ??
     providerKey('shopify', h['x-shopify-webhook-id']) ??
     // Slack retries an Events API delivery (X-Slack-Retry-Num) with the same event_id.
-    (isSlack(h, body) && body.type === 'event_callback' ? providerKey('slack', body.event_id) : undefined);
+    (isSlack(h, body) && body.type === 'event_callback' ? providerKey('slack', body.event_id) : undefined)
+  );
 }

@@ -88,7 +88,11 @@ function stripe(secret: string, h: Record<string, string>, raw: Buffer, nowMs: n
   const expected = hexHmac(secret, [Buffer.from(`${t}.`), raw]);
   if (v1.some((s) => hexEquals(expected, s))) return verdict('stripe', true, 'a v1 signature of Stripe-Signature matches');
   return ignored > 0
-    ? verdict('stripe', false, `no v1 signature among the first ${MAX_SIGNATURE_CANDIDATES} of Stripe-Signature matches under the stripe secret (${ignored} more were not compared)`)
+    ? verdict(
+        'stripe',
+        false,
+        `no v1 signature among the first ${MAX_SIGNATURE_CANDIDATES} of Stripe-Signature matches under the stripe secret (${ignored} more were not compared)`,
+      )
     : verdict('stripe', false, 'no v1 signature of Stripe-Signature matches under the stripe secret');
 }
 

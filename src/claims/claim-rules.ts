@@ -58,10 +58,7 @@ export interface ClaimBatch {
   died: number;
 }
 
-export type Settlement =
-  | { kind: 'ack' }
-  | { kind: 'extend'; leaseMs: number }
-  | { kind: 'nack'; delayMs: number; reason: string | null; dead: boolean };
+export type Settlement = { kind: 'ack' } | { kind: 'extend'; leaseMs: number } | { kind: 'nack'; delayMs: number; reason: string | null; dead: boolean };
 
 export type SettleResult =
   | { outcome: 'settled'; event: EventRecord; leaseExpiresAt: number | null }
@@ -70,8 +67,13 @@ export type SettleResult =
   | { outcome: 'not_found' };
 
 /** Why a lease no longer holds, from the row as it is now (the store calls this when its update matched nothing). */
-export function leaseLostReason(row: { leaseId: string | null; acknowledgedAt: number | null; deadAt: number | null; leaseExpiresAt: number | null }, leaseId: string, kind: Settlement['kind']): string {
-  if (row.leaseId !== leaseId) return 'the event was claimed again since this lease was handed out (its lease ran out, or it was nacked); the new lease holder settles it.';
+export function leaseLostReason(
+  row: { leaseId: string | null; acknowledgedAt: number | null; deadAt: number | null; leaseExpiresAt: number | null },
+  leaseId: string,
+  kind: Settlement['kind'],
+): string {
+  if (row.leaseId !== leaseId)
+    return 'the event was claimed again since this lease was handed out (its lease ran out, or it was nacked); the new lease holder settles it.';
   if (row.deadAt !== null) return 'the event is dead (its final lease ran out, or it was nacked as dead); it is never claimed again.';
   if (row.acknowledgedAt !== null) return `the event is already acknowledged; a ${kind} after the ack changes nothing.`;
   return 'this lease was already given back by a nack.';

@@ -3,11 +3,11 @@
 // checks the input, makes the lease ids' nonce, holds a waiting claim on the follower
 // (claim-wait.ts) and turns the store's outcomes into the API's errors.
 import { ApiError, notFound } from '../domain/errors.js';
-import { STORABLE_TEXT } from '../http/schemas.js';
 import { parseEventFilter } from '../domain/event-filter.js';
 import type { AddressRecord, EventRecord } from '../domain/model.js';
 import type { Store, WakeupHub } from '../domain/ports.js';
-import { type ClaimBatch, CLAIM_LIMITS, leaseEventId, newLeaseNonce, type Settlement } from './claim-rules.js';
+import { STORABLE_TEXT } from '../http/schemas.js';
+import { CLAIM_LIMITS, type ClaimBatch, leaseEventId, newLeaseNonce, type Settlement } from './claim-rules.js';
 import { type ClaimCallback, ClaimWait } from './claim-wait.js';
 
 /** A claim as the API takes it (defaults filled in by the caller's schema, or by `claimInput`). */
@@ -55,7 +55,10 @@ export function claimInput(raw: Partial<Record<keyof ClaimInput, unknown>>, para
 export function nackInput(raw: Partial<Record<keyof NackInput, unknown>>, param = 'argument'): NackInput {
   const reason = raw.reason;
   if (reason !== undefined && (typeof reason !== 'string' || reason.length > CLAIM_LIMITS.reason_chars || !STORABLE.test(reason))) {
-    throw new ApiError('invalid_request', `Invalid ${param} 'reason': a string of at most ${CLAIM_LIMITS.reason_chars} characters, without U+0000 or a lone surrogate.`);
+    throw new ApiError(
+      'invalid_request',
+      `Invalid ${param} 'reason': a string of at most ${CLAIM_LIMITS.reason_chars} characters, without U+0000 or a lone surrogate.`,
+    );
   }
   if (raw.dead !== undefined && typeof raw.dead !== 'boolean') throw new ApiError('invalid_request', `Invalid ${param} 'dead': true or false.`);
   return { delay_seconds: integerIn('delay_seconds', raw.delay_seconds, CLAIM_LIMITS.delay_seconds, param), reason, dead: raw.dead };
@@ -79,7 +82,12 @@ export class ClaimService {
     const deadline = input.wait > 0 ? this.now() + input.wait * 1000 : undefined;
     const claimOnce = async (): Promise<ClaimBatch> => {
       const batch = await this.store.claimEvents(address.id, {
-        max: input.max, leaseMs: input.lease_seconds * 1000, maxDeliveries: input.max_deliveries, filter, nonce: newLeaseNonce(), now: this.now(),
+        max: input.max,
+        leaseMs: input.lease_seconds * 1000,
+        maxDeliveries: input.max_deliveries,
+        filter,
+        nonce: newLeaseNonce(),
+        now: this.now(),
       });
       if (!batch) throw notFound('Address');
       return batch;
@@ -114,7 +122,10 @@ export class ClaimService {
 
   async nack(address: AddressRecord, leaseId: string, input: NackInput): Promise<EventRecord> {
     const s = await this.settle(address, leaseId, {
-      kind: 'nack', delayMs: (input.delay_seconds ?? 0) * 1000, reason: input.reason ?? null, dead: input.dead ?? false,
+      kind: 'nack',
+      delayMs: (input.delay_seconds ?? 0) * 1000,
+      reason: input.reason ?? null,
+      dead: input.dead ?? false,
     });
     // The event is claimable again (unless delayed or dead): claims waiting in this process re-read
     // now; other instances hear the store's notification.

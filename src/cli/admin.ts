@@ -2,8 +2,8 @@
 // (DATA_DIR or DATABASE_URL, as the service reads them), with no network surface. Tables for
 // people, --json for scripts. Exit 0 done, 1 error (no store, no such address, bad usage).
 import { parseArgs } from 'node:util';
+import { type AddressSummary, AdminError, type AdminStore, openAdminStore } from '../admin/admin-store.js';
 import { type Config, ConfigError, loadConfig } from '../config.js';
-import { AdminError, type AddressSummary, type AdminStore, openAdminStore } from '../admin/admin-store.js';
 
 export const ADMIN_HELP = `Usage: return-address admin <list|show|delete|stats> [options]
 
@@ -33,7 +33,11 @@ pg_dump instead. Exit codes: 0 success, 1 error.
 function table(rows: Record<string, unknown>[], columns: string[]): string {
   const cells = rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c]))));
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
-  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return `${[line(columns.map((c) => c.toUpperCase())), ...cells.map(line)].join('\n')}\n`;
 }
 
@@ -41,7 +45,9 @@ const LIST_COLUMNS = ['id', 'name', 'created_at', 'expires_at', 'created_ip', 'e
 
 function summaryText(a: AddressSummary): string {
   const width = Math.max(...Object.keys(a).map((k) => k.length));
-  return `${Object.entries(a).map(([k, v]) => `${k.padEnd(width)}  ${v ?? '-'}`).join('\n')}\n`;
+  return `${Object.entries(a)
+    .map(([k, v]) => `${k.padEnd(width)}  ${v ?? '-'}`)
+    .join('\n')}\n`;
 }
 
 /** The service's configuration from the environment (DATA_DIR, DATABASE_URL), a bad value an AdminError. */
@@ -121,8 +127,9 @@ export async function adminCommand(args: string[]): Promise<number> {
         const s = await store.stats(Date.now());
         const { top_creators: top, ...totals } = s;
         const width = Math.max(...Object.keys(totals).map((k) => k.length));
-        const text = Object.entries(totals).map(([k, v]) => `${k.padEnd(width)}  ${v ?? '-'}`).join('\n') +
-          `\n\nTop creators:\n${table(top as unknown as Record<string, unknown>[], ['created_ip', 'addresses'])}`;
+        const text = `${Object.entries(totals)
+          .map(([k, v]) => `${k.padEnd(width)}  ${v ?? '-'}`)
+          .join('\n')}\n\nTop creators:\n${table(top as unknown as Record<string, unknown>[], ['created_ip', 'addresses'])}`;
         print(s, `${text}`);
         return 0;
       });

@@ -3,9 +3,9 @@
 // stdout. Exit 0 when the first option was chosen, 1 for another option (or an error), 2 when the
 // approval expired, was cancelled, or --timeout passed first.
 import { parseArgs } from 'node:util';
-import { ReturnAddress, type ApprovalFieldSpec } from '@return-address/client';
-import { savedUrl } from './saved-file.js';
+import { type ApprovalFieldSpec, ReturnAddress } from '@return-address/client';
 import { loadSaved, out, UsageError } from './main.js';
+import { savedUrl } from './saved-file.js';
 
 export const ASK_HELP = `Usage: return-address ask --save FILE "question" [--details TEXT] [--option id=label]...
                           [--field name[!]:type[:label[:choice|choice...]]]... [--expires S] [--timeout S]
@@ -36,14 +36,22 @@ export function parseFieldSpec(spec: string): ApprovalFieldSpec {
   if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name)) throw new UsageError(`--field ${spec}: the name must be a letter then letters, digits or _`);
   if (!(FIELD_TYPES as readonly string[]).includes(type)) throw new UsageError(`--field ${spec}: the type must be one of ${FIELD_TYPES.join(', ')}`);
   return {
-    name, label: label || name, type: type as ApprovalFieldSpec['type'], required,
+    name,
+    label: label || name,
+    type: type as ApprovalFieldSpec['type'],
+    required,
     ...(type === 'select' ? { choices: (choices ?? '').split('|').filter((c) => c !== '') } : {}),
   };
 }
 
 const ASK_OPTIONS = {
-  url: { type: 'string' }, save: { type: 'string' }, details: { type: 'string' }, option: { type: 'string', multiple: true },
-  field: { type: 'string', multiple: true }, expires: { type: 'string' }, timeout: { type: 'string' },
+  url: { type: 'string' },
+  save: { type: 'string' },
+  details: { type: 'string' },
+  option: { type: 'string', multiple: true },
+  field: { type: 'string', multiple: true },
+  expires: { type: 'string' },
+  timeout: { type: 'string' },
 } as const;
 
 function parseAsk(args: string[]) {

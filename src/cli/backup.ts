@@ -2,7 +2,7 @@
 // (design.md, "Running it"); on PostgreSQL it says to use pg_dump.
 import { resolve } from 'node:path';
 import { AdminError, openAdminStore } from '../admin/admin-store.js';
-import { BACKUP_HELP, adminConfig } from './admin.js';
+import { adminConfig, BACKUP_HELP } from './admin.js';
 
 export async function backupCommand(args: string[]): Promise<number> {
   if (args.includes('-h') || args.includes('--help')) {

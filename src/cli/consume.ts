@@ -27,10 +27,21 @@ and after --max-deliveries N (default 5) deliveries without an ack the event bec
 across workers is not kept; the saved cursor is not used.
 `;
 
-export async function consume(values: {
-  save?: string; url?: string; exec?: string; type?: string[]; match?: string[]; consumer?: string; 'until-idle'?: string;
-  claim?: boolean; lease?: string; 'max-deliveries'?: string;
-}, usage: (message: string) => Error): Promise<number> {
+export async function consume(
+  values: {
+    save?: string;
+    url?: string;
+    exec?: string;
+    type?: string[];
+    match?: string[];
+    consumer?: string;
+    'until-idle'?: string;
+    claim?: boolean;
+    lease?: string;
+    'max-deliveries'?: string;
+  },
+  usage: (message: string) => Error,
+): Promise<number> {
   if (!values.exec) throw usage('--exec CMD is required');
   const saved = loadSaved(values.save);
   let match: ReturnType<typeof parseMatch>;
@@ -52,13 +63,17 @@ export async function consume(values: {
       const lease = values.lease === undefined ? 60 : Number(values.lease);
       const maxDeliveries = values['max-deliveries'] === undefined ? 5 : Number(values['max-deliveries']);
       if (!(Number.isInteger(lease) && lease >= 5 && lease <= 3600)) throw usage('--lease must be a whole number of seconds from 5 to 3600');
-      if (!(Number.isInteger(maxDeliveries) && maxDeliveries >= 1 && maxDeliveries <= 100)) throw usage('--max-deliveries must be a whole number from 1 to 100');
+      if (!(Number.isInteger(maxDeliveries) && maxDeliveries >= 1 && maxDeliveries <= 100))
+        throw usage('--max-deliveries must be a whole number from 1 to 100');
       await ra.consumeClaims((event) => runCommand(values.exec!, event), {
         ...(values.type?.length ? { type: values.type } : {}),
         ...(Object.keys(match).length > 0 ? { match } : {}),
         ...(idle !== undefined ? { idleSeconds: idle } : {}),
-        leaseSeconds: lease, maxDeliveries, signal: stop.signal,
-        onError: (err, c) => process.stderr.write(`consume: sequence ${c.event.sequence} ${c.event.type} delivery ${c.delivery_count}: ${(err as Error).message}\n`),
+        leaseSeconds: lease,
+        maxDeliveries,
+        signal: stop.signal,
+        onError: (err, c) =>
+          process.stderr.write(`consume: sequence ${c.event.sequence} ${c.event.type} delivery ${c.delivery_count}: ${(err as Error).message}\n`),
       });
       return 0;
     }
@@ -70,7 +85,8 @@ export async function consume(values: {
       signal: stop.signal,
       // The saved file is the position without a named consumer: written after each handled event.
       onCommit: values.consumer === undefined ? (cursor) => writeSaved(values.save!, { ...saved, cursor }) : undefined,
-      onError: (err, event, attempt) => process.stderr.write(`consume: sequence ${event.sequence} ${event.type}: ${(err as Error).message}; retry ${attempt}\n`),
+      onError: (err, event, attempt) =>
+        process.stderr.write(`consume: sequence ${event.sequence} ${event.type}: ${(err as Error).message}; retry ${attempt}\n`),
     });
   } catch (err) {
     if (!stop.signal.aborted) throw err;

@@ -8,9 +8,17 @@ import { parseResign } from '../forward/resign.js';
 import type { CliVerb } from './verb.js';
 
 const OPTIONS = {
-  url: { type: 'string' }, save: { type: 'string' }, help: { type: 'boolean', short: 'h' },
-  to: { type: 'string', multiple: true }, type: { type: 'string', multiple: true }, match: { type: 'string', multiple: true },
-  'from-sequence': { type: 'string' }, resign: { type: 'string' }, ack: { type: 'boolean' }, positions: { type: 'string' }, 'attempt-timeout': { type: 'string' },
+  url: { type: 'string' },
+  save: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  to: { type: 'string', multiple: true },
+  type: { type: 'string', multiple: true },
+  match: { type: 'string', multiple: true },
+  'from-sequence': { type: 'string' },
+  resign: { type: 'string' },
+  ack: { type: 'boolean' },
+  positions: { type: 'string' },
+  'attempt-timeout': { type: 'string' },
 } as const;
 
 /** One status line: status, method, path, type, sequence, milliseconds, target. */
@@ -109,10 +117,18 @@ cleanly: an attempt under way is abandoned and sent again next time; nothing is 
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
-    for (const t of forwardTargets) process.stderr.write(`forward: ${saved.address.id} -> ${t.url}${t.types?.length ? ` type ${t.types.join(',')}` : ''}${Object.keys(t.match ?? {}).length ? ` match ${JSON.stringify(t.match)}` : ''}\n`);
+    for (const t of forwardTargets)
+      process.stderr.write(
+        `forward: ${saved.address.id} -> ${t.url}${t.types?.length ? ` type ${t.types.join(',')}` : ''}${Object.keys(t.match ?? {}).length ? ` match ${JSON.stringify(t.match)}` : ''}\n`,
+      );
     try {
       await forward(ra, {
-        targets: forwardTargets, fromSequence, resign, ack: values.ack === true, signal: stop.signal, attemptTimeoutMs,
+        targets: forwardTargets,
+        fromSequence,
+        resign,
+        ack: values.ack === true,
+        signal: stop.signal,
+        attemptTimeoutMs,
         positionFile: values.positions ?? `${values.save}.forward.json`,
         onAttempt: (a) => process.stderr.write(`${statusLine(a)}\n`),
         onNotice: (m) => process.stderr.write(`forward: ${m}\n`),

@@ -1,13 +1,13 @@
 // `return-address` CLI (design.md, "Agent toolkit and live view"): a thin shell over the TypeScript client. JSON results go to
 // stdout, human messages to stderr; exit 0 done/found, 2 wait timed out, 1 error.
-import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ask, ASK_HELP } from './ask.js';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { type CreateEventBody, indentJson, parseMatch, ReturnAddress, ReturnAddressError, resolveUrl, sourceOf, type WaitResult } from '@return-address/client';
+import { ASK_HELP, ask } from './ask.js';
+import { CONSUME_HELP, consume } from './consume.js';
 import { forwardVerb } from './forward.js';
+import { loadSaved as readSavedFile, type Saved, SavedFileError, savedUrl, writeSaved } from './saved-file.js';
 import { signingSecretsVerb } from './signing-secrets.js';
 import type { CliVerb, VerbKit } from './verb.js';
-import { indentJson, parseMatch, ReturnAddress, sourceOf, ReturnAddressError, resolveUrl, type CreateEventBody, type WaitResult } from '@return-address/client';
-import { CONSUME_HELP, consume } from './consume.js';
-import { loadSaved as readSavedFile, type Saved, SavedFileError, savedUrl, writeSaved } from './saved-file.js';
 
 /** Verbs in files of their own: one registration line each. */
 const VERBS: Record<string, CliVerb> = {
@@ -17,7 +17,8 @@ const VERBS: Record<string, CliVerb> = {
 
 export class UsageError extends Error {}
 
-const COMMON = 'Common options:\n  --url URL      service base URL (default: the one saved in FILE, else $RETURN_ADDRESS_URL, else http://localhost:3000)\n  -h, --help     this help\n';
+const COMMON =
+  'Common options:\n  --url URL      service base URL (default: the one saved in FILE, else $RETURN_ADDRESS_URL, else http://localhost:3000)\n  -h, --help     this help\n';
 const SAVE = '  --save FILE    the file `create --save` wrote (create response + cursor + url)\n';
 
 const HELP: Record<string, string> = {
@@ -36,7 +37,9 @@ Commands:
   ask        ask a person: an approval page's URL on stderr, their answer's event on stdout
   admin      operator commands on the store itself: list, show, delete, stats
   backup     copy the SQLite store to a file while the service runs
-${Object.entries(VERBS).map(([name, v]) => `  ${name.padEnd(10)} ${v.summary}`).join('\n')}
+${Object.entries(VERBS)
+  .map(([name, v]) => `  ${name.padEnd(10)} ${v.summary}`)
+  .join('\n')}
 
 Run \`return-address <command> --help\` for a command's options. JSON goes to stdout, messages to
 stderr. Exit codes: 0 success, 2 wait timed out, 1 error (ask: 0 first option, 1 another, 2 no answer).
@@ -94,7 +97,10 @@ function spinner(label: string): () => void {
   const t = setInterval(() => {
     process.stderr.write(`\r${frames[i++ % frames.length]} ${label} ${Math.round((Date.now() - start) / 1000)}s `);
   }, 100);
-  return () => { clearInterval(t); process.stderr.write('\r\x1b[K'); };
+  return () => {
+    clearInterval(t);
+    process.stderr.write('\r\x1b[K');
+  };
 }
 
 async function run(argv: string[]): Promise<number> {
@@ -127,7 +133,12 @@ async function run(argv: string[]): Promise<number> {
       return -1; // keeps running until a signal
     }
     case 'create': {
-      const { values } = parse(rest, { name: { type: 'string' }, 'task-id': { type: 'string' }, ttl: { type: 'string' }, 'print-credentials': { type: 'boolean' } });
+      const { values } = parse(rest, {
+        name: { type: 'string' },
+        'task-id': { type: 'string' },
+        ttl: { type: 'string' },
+        'print-credentials': { type: 'boolean' },
+      });
       const url = resolveUrl(values.url);
       const ra = await ReturnAddress.create({ url, name: values.name, taskId: values['task-id'], ttl: intOption(values.ttl, 'ttl') });
       const created = ra.created!;
@@ -145,7 +156,12 @@ async function run(argv: string[]): Promise<number> {
       return 0;
     }
     case 'wait': {
-      const { values } = parse(rest, { type: { type: 'string' }, match: { type: 'string', multiple: true }, timeout: { type: 'string' }, ack: { type: 'boolean' } });
+      const { values } = parse(rest, {
+        type: { type: 'string' },
+        match: { type: 'string', multiple: true },
+        timeout: { type: 'string' },
+        ack: { type: 'boolean' },
+      });
       const saved = loadSaved(values.save);
       const match = parseMatchOption(values.match ?? []);
       const ra = ReturnAddress.fromCreated(saved, { url: savedUrl(values.url, saved) });
@@ -153,7 +169,11 @@ async function run(argv: string[]): Promise<number> {
       const stop = spinner(`waiting for ${values.type ?? 'an event'} on ${saved.address.email}`);
       let result: WaitResult;
       try {
-        result = await ra.waitFor({ ...(values.type !== undefined ? { type: values.type } : {}), ...(filtered && Object.keys(match).length > 0 ? { match } : {}), timeout: intOption(values.timeout, 'timeout') ?? 300 });
+        result = await ra.waitFor({
+          ...(values.type !== undefined ? { type: values.type } : {}),
+          ...(filtered && Object.keys(match).length > 0 ? { match } : {}),
+          timeout: intOption(values.timeout, 'timeout') ?? 300,
+        });
       } finally {
         stop();
       }
@@ -171,15 +191,22 @@ async function run(argv: string[]): Promise<number> {
     }
     case 'events': {
       const { values } = parse(rest, {
-        after: { type: 'string' }, limit: { type: 'string' }, wait: { type: 'string' }, type: { type: 'string', multiple: true },
-        match: { type: 'string', multiple: true }, advance: { type: 'boolean' },
+        after: { type: 'string' },
+        limit: { type: 'string' },
+        wait: { type: 'string' },
+        type: { type: 'string', multiple: true },
+        match: { type: 'string', multiple: true },
+        advance: { type: 'boolean' },
       });
       const saved = loadSaved(values.save);
       const ra = ReturnAddress.fromCreated(saved, { url: savedUrl(values.url, saved) });
       const match = parseMatchOption(values.match ?? []);
       const page = await ra.page({
-        after: intOption(values.after, 'after') ?? saved.cursor, limit: intOption(values.limit, 'limit'), wait: intOption(values.wait, 'wait'),
-        ...(values.type?.length ? { type: values.type } : {}), ...(Object.keys(match).length > 0 ? { match } : {}),
+        after: intOption(values.after, 'after') ?? saved.cursor,
+        limit: intOption(values.limit, 'limit'),
+        wait: intOption(values.wait, 'wait'),
+        ...(values.type?.length ? { type: values.type } : {}),
+        ...(Object.keys(match).length > 0 ? { match } : {}),
       });
       // Only once the caller says the page is handled: a crash before that reads it again.
       if (values.advance) writeSaved(values.save!, { ...saved, cursor: page.next_cursor });
@@ -188,9 +215,14 @@ async function run(argv: string[]): Promise<number> {
     }
     case 'consume': {
       const { values } = parse(rest, {
-        exec: { type: 'string' }, type: { type: 'string', multiple: true }, match: { type: 'string', multiple: true },
-        consumer: { type: 'string' }, 'until-idle': { type: 'string' },
-        claim: { type: 'boolean' }, lease: { type: 'string' }, 'max-deliveries': { type: 'string' },
+        exec: { type: 'string' },
+        type: { type: 'string', multiple: true },
+        match: { type: 'string', multiple: true },
+        consumer: { type: 'string' },
+        'until-idle': { type: 'string' },
+        claim: { type: 'boolean' },
+        lease: { type: 'string' },
+        'max-deliveries': { type: 'string' },
       });
       return consume(values, (message) => new UsageError(message));
     }

@@ -10,7 +10,11 @@ type Options = NonNullable<ParseArgsConfig['options']>;
 
 export interface VerbKit {
   /** Parses `args` with the common options (--url, --save, --help) and these; a bad option is a usage error. */
-  parse<O extends Options>(args: string[], options: O, positionals?: boolean): {
+  parse<O extends Options>(
+    args: string[],
+    options: O,
+    positionals?: boolean,
+  ): {
     values: { url?: string; save?: string; help?: boolean } & Record<keyof O, unknown>;
     positionals: string[];
   };

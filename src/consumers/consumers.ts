@@ -17,12 +17,17 @@ export const MAX_CONSUMERS_PER_ADDRESS = 100;
 /** The name, checked: 400 naming the parameter and the rule. */
 export function consumerName(name: unknown, param = "query parameter 'consumer'"): string {
   if (typeof name === 'string' && CONSUMER_NAME_RE.test(name)) return name;
-  throw new ApiError('invalid_request',
-    `Invalid ${param}: a consumer name is 1-64 characters of a-z, 0-9, _ . : - (e.g. worker-1 or forward:localhost:3000); got ${JSON.stringify(String(name).slice(0, 80))}.`);
+  throw new ApiError(
+    'invalid_request',
+    `Invalid ${param}: a consumer name is 1-64 characters of a-z, 0-9, _ . : - (e.g. worker-1 or forward:localhost:3000); got ${JSON.stringify(String(name).slice(0, 80))}.`,
+  );
 }
 
 export class Consumers {
-  constructor(private readonly store: Store, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly store: Store,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /**
    * Where a read by consumer `name` starts. With `after`, it is stored first (durably); without,
@@ -37,8 +42,10 @@ export class Consumers {
     const result = await this.store.consumers.seek(address.id, name, cursor, this.now(), MAX_CONSUMERS_PER_ADDRESS);
     if (result === 'address_gone') throw notFound('Address');
     if (result === 'too_many') {
-      throw new ApiError('too_many_consumers', `This address already has ${MAX_CONSUMERS_PER_ADDRESS} consumers: delete one ` +
-        '(DELETE /api/v1/addresses/{id}/consumers/{name}) or reuse a name.');
+      throw new ApiError(
+        'too_many_consumers',
+        `This address already has ${MAX_CONSUMERS_PER_ADDRESS} consumers: delete one (DELETE /api/v1/addresses/{id}/consumers/{name}) or reuse a name.`,
+      );
     }
     return cursor;
   }

@@ -31,31 +31,35 @@ export function guideValues(c: Config): Record<string, string> {
   }
   return {
     ...values,
-    default_ttl_days: String(Math.round(c.defaultTtlSeconds / 86400 * 10) / 10),
+    default_ttl_days: String(Math.round((c.defaultTtlSeconds / 86400) * 10) / 10),
     sse_heartbeat_seconds: String(c.sseHeartbeatMs / 1000),
     sse_drain_timeout_seconds: String(c.sseDrainTimeoutMs / 1000),
     max_value_depth: String(MAX_VALUE_DEPTH),
     max_value_depth_minus_one: String(MAX_VALUE_DEPTH - 1),
     error_table: errorTable(),
-    create_access: c.createTokens.length > 0
-      ? 'This deployment requires a create token: send Authorization: Bearer <token>, a token its operator gave you (CREATE_TOKENS). ' +
-        'Without one, or with any other: 401 unauthorized (WWW-Authenticate: Bearer realm="return-address").'
-      : 'This deployment needs no token to create. (An operator who sets CREATE_TOKENS makes create answer 401 unauthorized ' +
-        'unless it carries Authorization: Bearer <one of the tokens>.)',
-    max_ttl_rule: c.maxTtlSeconds !== undefined
-      ? `This deployment caps expires_in_seconds at ${c.maxTtlSeconds} (MAX_TTL_SECONDS): more is 400 invalid_request naming the cap.`
-      : 'This deployment sets no lower cap (MAX_TTL_SECONDS is unset; when set, a longer expires_in_seconds is 400 invalid_request naming the cap).',
-    delivery_rate_rule: c.deliveryRateLimit !== undefined
-      ? `This deployment accepts at most ${c.deliveryRateLimit} deliveries per address per ${c.deliveryRateWindowSeconds} s (DELIVERY_RATE_LIMIT per ` +
-        'DELIVERY_RATE_WINDOW_SECONDS), inbox, capture URL and email together, shared by all instances: over it, 429 rate_limited with ' +
-        'Retry-After (email: 451, try again later, with the seconds). Refused deliveries do not count.'
-      : 'This deployment sets no delivery rate limit (DELIVERY_RATE_LIMIT is unset; when set, deliveries per address per ' +
-        'DELIVERY_RATE_WINDOW_SECONDS, inbox, capture URL and email together, over it get 429 rate_limited with Retry-After, email 451).',
-    retention_rule: c.retainAckedSeconds !== undefined
-      ? `Acknowledged events are deleted ${c.retainAckedSeconds} s after their acknowledgement (RETAIN_ACKED_SECONDS), ` +
-        'unacknowledged ones never: read what you need before you acknowledge it.'
-      : 'Acknowledged events stay until pruned or until the address is deleted (RETAIN_ACKED_SECONDS is unset; when set, ' +
-        'acknowledged events are deleted that long after their acknowledgement).',
+    create_access:
+      c.createTokens.length > 0
+        ? 'This deployment requires a create token: send Authorization: Bearer <token>, a token its operator gave you (CREATE_TOKENS). ' +
+          'Without one, or with any other: 401 unauthorized (WWW-Authenticate: Bearer realm="return-address").'
+        : 'This deployment needs no token to create. (An operator who sets CREATE_TOKENS makes create answer 401 unauthorized ' +
+          'unless it carries Authorization: Bearer <one of the tokens>.)',
+    max_ttl_rule:
+      c.maxTtlSeconds !== undefined
+        ? `This deployment caps expires_in_seconds at ${c.maxTtlSeconds} (MAX_TTL_SECONDS): more is 400 invalid_request naming the cap.`
+        : 'This deployment sets no lower cap (MAX_TTL_SECONDS is unset; when set, a longer expires_in_seconds is 400 invalid_request naming the cap).',
+    delivery_rate_rule:
+      c.deliveryRateLimit !== undefined
+        ? `This deployment accepts at most ${c.deliveryRateLimit} deliveries per address per ${c.deliveryRateWindowSeconds} s (DELIVERY_RATE_LIMIT per ` +
+          'DELIVERY_RATE_WINDOW_SECONDS), inbox, capture URL and email together, shared by all instances: over it, 429 rate_limited with ' +
+          'Retry-After (email: 451, try again later, with the seconds). Refused deliveries do not count.'
+        : 'This deployment sets no delivery rate limit (DELIVERY_RATE_LIMIT is unset; when set, deliveries per address per ' +
+          'DELIVERY_RATE_WINDOW_SECONDS, inbox, capture URL and email together, over it get 429 rate_limited with Retry-After, email 451).',
+    retention_rule:
+      c.retainAckedSeconds !== undefined
+        ? `Acknowledged events are deleted ${c.retainAckedSeconds} s after their acknowledgement (RETAIN_ACKED_SECONDS), ` +
+          'unacknowledged ones never: read what you need before you acknowledge it.'
+        : 'Acknowledged events stay until pruned or until the address is deleted (RETAIN_ACKED_SECONDS is unset; when set, ' +
+          'acknowledged events are deleted that long after their acknowledgement).',
   };
 }
 
@@ -78,7 +82,9 @@ function fill(template: string, values: Record<string, string>, where: string): 
  */
 export function renderGuide(name: 'llms' | 'llms-full', c: Config): string {
   const values = guideValues(c);
-  const files = readdirSync(new URL(`${name}/`, GUIDES_DIR)).filter((f) => f.endsWith('.md')).sort();
+  const files = readdirSync(new URL(`${name}/`, GUIDES_DIR))
+    .filter((f) => f.endsWith('.md'))
+    .sort();
   return `${files.map((f) => fill(readGuideFile(`${name}/${f}`), values, `${name}/${f}`)).join('\n\n')}\n`;
 }
 

@@ -20,10 +20,13 @@ export function bearerToken(authorization: string | undefined): string {
 }
 
 const MISSING_BEARER = 'No Authorization header: send Authorization: Bearer <read_token>, the credentials.read_token returned when the address was created.';
-const MALFORMED_BEARER = 'The Authorization header is not a bearer read token: send exactly "Authorization: Bearer aa_read_…" ' +
+const MALFORMED_BEARER =
+  'The Authorization header is not a bearer read token: send exactly "Authorization: Bearer aa_read_…" ' +
   '(the scheme Bearer, one space, then the 51-character credentials.read_token).';
-const INBOX_SECRET_AS_BEARER = 'The Authorization header holds an inbox secret (aa_ingress_…), which can only deliver: ' +
+const INBOX_SECRET_AS_BEARER =
+  'The Authorization header holds an inbox secret (aa_ingress_…), which can only deliver: ' +
   'send Authorization: Bearer <read_token> (credentials.read_token, aa_read_…) to read.';
 /** The third 401: a well-formed read token that is not this address's (the service checks it against the stored hash). */
-export const WRONG_TOKEN = 'This read token does not open this address: use the credentials.read_token returned when this address was created ' +
+export const WRONG_TOKEN =
+  'This read token does not open this address: use the credentials.read_token returned when this address was created ' +
   '(a token opens only its own address).';

@@ -2,22 +2,59 @@
 // HTTP status. Everything else that goes wrong is `internal` and its details stay in the log.
 
 export const ERROR_CATALOGUE = {
-  invalid_request: { status: 400, description: 'The body, query or a header fails validation, a query parameter is unknown, or a required body is empty. The message names the field, parameter or header and what it must be.' },
+  invalid_request: {
+    status: 400,
+    description:
+      'The body, query or a header fails validation, a query parameter is unknown, or a required body is empty. The message names the field, parameter or header and what it must be.',
+  },
   invalid_json: { status: 400, description: 'The body is not parseable JSON (on every JSON endpoint, whatever else is wrong with it).' },
-  unauthorized: { status: 401, description: 'The bearer token is missing, malformed, or not the read token of this address; the message says which and the fix.' },
+  unauthorized: {
+    status: 401,
+    description: 'The bearer token is missing, malformed, or not the read token of this address; the message says which and the fix.',
+  },
   not_found: { status: 404, description: 'Unknown address, unknown event, wrong inbox secret, unknown route, or an id of the wrong shape.' },
   method_not_allowed: { status: 405, description: 'The path exists but not with this method; the Allow header lists the methods it has.' },
   idempotency_key_mismatch: { status: 409, description: 'The Idempotency-Key header and the body dedupe_key are both present and differ.' },
-  lease_lost: { status: 409, description: 'A claim\'s lease no longer holds its event (the lease id is a fencing token): the event was claimed again after this lease ran out or was nacked, or it is acknowledged or dead. Do not redo the side effects; the current lease holder settles the event.' },
-  approval_closed: { status: 409, description: 'The approval takes no more answers: it has max_responses answers, expired, or was cancelled (POST to its page, or DELETE).' },
+  lease_lost: {
+    status: 409,
+    description:
+      "A claim's lease no longer holds its event (the lease id is a fencing token): the event was claimed again after this lease ran out or was nacked, or it is acknowledged or dead. Do not redo the side effects; the current lease holder settles the event.",
+  },
+  approval_closed: {
+    status: 409,
+    description: 'The approval takes no more answers: it has max_responses answers, expired, or was cancelled (POST to its page, or DELETE).',
+  },
   address_expired: { status: 410, description: 'The address is past expiresAt and refuses deliveries.' },
-  payload_too_large: { status: 413, description: 'The body is larger than MAX_PAYLOAD_BYTES (MAX_CAPTURE_BYTES on the capture URL; answered with Connection: close), or the event it makes would be larger than a whole address may hold (MAX_BYTES_PER_ADDRESS).' },
+  payload_too_large: {
+    status: 413,
+    description:
+      'The body is larger than MAX_PAYLOAD_BYTES (MAX_CAPTURE_BYTES on the capture URL; answered with Connection: close), or the event it makes would be larger than a whole address may hold (MAX_BYTES_PER_ADDRESS).',
+  },
   unsupported_media_type: { status: 415, description: 'A JSON endpoint was sent a body whose Content-Type is not application/json.' },
-  rate_limited: { status: 429, description: 'Too many addresses created from this client IP (CREATE_RATE_LIMIT), or too many deliveries to this address (DELIVERY_RATE_LIMIT, when the operator set it); retry after Retry-After seconds.' },
-  too_many_consumers: { status: 409, description: 'A read named a new consumer, but the address already holds MAX_CONSUMERS_PER_ADDRESS (100) consumers; delete one or reuse a name.' },
-  queue_full: { status: 429, description: 'The address is full: MAX_EVENTS_PER_ADDRESS events or MAX_BYTES_PER_ADDRESS bytes, and pruning its acknowledged events cannot make room; acknowledge some, then retry after Retry-After seconds.' },
-  unavailable: { status: 503, description: 'The service cannot take this request now: storage cannot be reached or written (a database outage, a full disk; nothing was stored), or capture bytes being received by all clients passed MAX_INFLIGHT_CAPTURE_BYTES. Retry after Retry-After seconds. Never sent for something the client did.' },
-  too_many_streams: { status: 429, description: 'The address already has MAX_STREAMS_PER_ADDRESS open event streams, or this client MAX_STREAMS_PER_CLIENT; close one, then retry after Retry-After seconds.' },
+  rate_limited: {
+    status: 429,
+    description:
+      'Too many addresses created from this client IP (CREATE_RATE_LIMIT), or too many deliveries to this address (DELIVERY_RATE_LIMIT, when the operator set it); retry after Retry-After seconds.',
+  },
+  too_many_consumers: {
+    status: 409,
+    description: 'A read named a new consumer, but the address already holds MAX_CONSUMERS_PER_ADDRESS (100) consumers; delete one or reuse a name.',
+  },
+  queue_full: {
+    status: 429,
+    description:
+      'The address is full: MAX_EVENTS_PER_ADDRESS events or MAX_BYTES_PER_ADDRESS bytes, and pruning its acknowledged events cannot make room; acknowledge some, then retry after Retry-After seconds.',
+  },
+  unavailable: {
+    status: 503,
+    description:
+      'The service cannot take this request now: storage cannot be reached or written (a database outage, a full disk; nothing was stored), or capture bytes being received by all clients passed MAX_INFLIGHT_CAPTURE_BYTES. Retry after Retry-After seconds. Never sent for something the client did.',
+  },
+  too_many_streams: {
+    status: 429,
+    description:
+      'The address already has MAX_STREAMS_PER_ADDRESS open event streams, or this client MAX_STREAMS_PER_CLIENT; close one, then retry after Retry-After seconds.',
+  },
   internal: { status: 500, description: 'An unexpected server error. Nothing about it is revealed; it is logged.' },
 } as const;
 

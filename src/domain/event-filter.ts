@@ -91,7 +91,10 @@ export function parseEventFilter(input: FilterInput, param = 'query parameter'):
   if (types.length > MAX_TYPE_PATTERNS) throw bad(param, `type': at most ${MAX_TYPE_PATTERNS} types may be given; send fewer.`);
   const patterns = types.map((t): TypePattern => {
     if (t.length === 0 || t.length > MAX_TYPE_CHARS || t.includes('\u0000')) {
-      throw bad(param, `type': must be 1-${MAX_TYPE_CHARS} characters without U+0000: an event type (stripe.invoice.paid), or a prefix ending in .* (stripe.*).`);
+      throw bad(
+        param,
+        `type': must be 1-${MAX_TYPE_CHARS} characters without U+0000: an event type (stripe.invoice.paid), or a prefix ending in .* (stripe.*).`,
+      );
     }
     if (t === '*') throw bad(param, `type': '*' alone would keep every event: leave type out instead, or give a prefix such as stripe.*.`);
     const prefix = t.endsWith('.*');
@@ -111,7 +114,8 @@ export function parseEventFilter(input: FilterInput, param = 'query parameter'):
     }
   } else if (m !== undefined) {
     for (const [path, v] of Object.entries(m)) {
-      if (v !== null && typeof v === 'object') throw bad(param, `match': the value of '${clip(path)}' is an object or array; give a string, number, boolean or null.`);
+      if (v !== null && typeof v === 'object')
+        throw bad(param, `match': the value of '${clip(path)}' is an object or array; give a string, number, boolean or null.`);
       pairs.push([path, typeof v === 'string' ? v : JSON.stringify(v)]);
     }
   }
@@ -120,7 +124,10 @@ export function parseEventFilter(input: FilterInput, param = 'query parameter'):
 
   const state = input.state ?? 'all';
   if (!Object.hasOwn(EVENT_STATES, state)) {
-    throw bad(param, `state': must be one of ${EVENT_STATE_NAMES.join(', ')} (${EVENT_STATE_NAMES.map((s) => `${s}: ${EVENT_STATES[s].description}`).join('; ')}).`);
+    throw bad(
+      param,
+      `state': must be one of ${EVENT_STATE_NAMES.join(', ')} (${EVENT_STATE_NAMES.map((s) => `${s}: ${EVENT_STATES[s].description}`).join('; ')}).`,
+    );
   }
   if (patterns.length === 0 && match.length === 0 && state === 'all') return NO_FILTER;
   return { types: patterns, match, state: state as EventState };

@@ -29,12 +29,21 @@ export class ExpirySweeper {
   }
 
   sweepOnce(): Promise<void> {
-    this.running ??= this.runSweeps().then(() => this.service.sweepExpired())
-      .then((n) => { if (n > 0) this.log.info({ deleted: n }, 'swept expired addresses'); })
+    this.running ??= this.runSweeps()
+      .then(() => this.service.sweepExpired())
+      .then((n) => {
+        if (n > 0) this.log.info({ deleted: n }, 'swept expired addresses');
+      })
       .then(() => this.service.sweepAcknowledged())
-      .then((n) => { if (n > 0) this.log.info({ deleted: n }, 'deleted acknowledged events past RETAIN_ACKED_SECONDS'); })
-      .catch((err: unknown) => { this.log.error({ err }, 'expiry sweep failed'); })
-      .finally(() => { this.running = undefined; });
+      .then((n) => {
+        if (n > 0) this.log.info({ deleted: n }, 'deleted acknowledged events past RETAIN_ACKED_SECONDS');
+      })
+      .catch((err: unknown) => {
+        this.log.error({ err }, 'expiry sweep failed');
+      })
+      .finally(() => {
+        this.running = undefined;
+      });
     return this.running;
   }
 

@@ -14,7 +14,7 @@
 // It is driven by callbacks, not an async loop: a follower that waits holds this object, its hub
 // registration and a timer, and no promise, no suspended async frame and no AbortController. The
 // reads are its only asynchronous steps.
-import type { WakeListener, WakeReason, Waiter, WakeupHub } from './ports.js';
+import type { Waiter, WakeListener, WakeReason, WakeupHub } from './ports.js';
 
 /**
  * What a page means to its follow:
@@ -115,7 +115,12 @@ export class Follower<P> implements WakeListener {
     this.reading = true;
     // end() and page() must not throw; should one, the rejection is reported as a warning instead
     // of ending the process as an unhandled rejection.
-    this.follow.read().then((page) => this.onPage(page, registered), (err: unknown) => this.onReadFailed(err))
+    this.follow
+      .read()
+      .then(
+        (page) => this.onPage(page, registered),
+        (err: unknown) => this.onReadFailed(err),
+      )
       .catch((err: unknown) => process.emitWarning(`a follower's callback threw: ${String(err)}`, 'FollowerCallbackError'));
   }
 

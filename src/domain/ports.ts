@@ -4,12 +4,13 @@
 // `if (postgres)` scattered through the code. `WakeupHub` is implemented in process by
 // src/wakeup/wakeup-hub.ts. Dependencies point inward: those modules import this file, never the
 // other way round.
+
+import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from '../approvals/approval-model.js';
+import type { BlobName, StoredBlob } from '../blobs/event-blob.js';
 import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../claims/claim-rules.js';
 import type { ConsumerPositions } from '../consumers/consumer-positions.js';
 import type { EventFilter } from './event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from './model.js';
-import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from '../approvals/approval-model.js';
-import type { BlobName, StoredBlob } from '../blobs/event-blob.js';
 
 export type WakeReason = 'changed' | 'timeout' | 'shutdown';
 

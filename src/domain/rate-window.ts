@@ -28,7 +28,8 @@ export function retryAfterSeconds(windowStart: number, windowMs: number, now: nu
  * the seconds to wait. A refused attempt changes nothing.
  */
 export function countAttempt(
-  stored: RateWindowRow | undefined, rate: { limit: number; windowMs: number; now: number },
+  stored: RateWindowRow | undefined,
+  rate: { limit: number; windowMs: number; now: number },
 ): { allowed: true; row: RateWindowRow } | { allowed: false; retryAfterSeconds: number } {
   const attemptWindow = windowStartOf(rate.now, rate.windowMs);
   if (stored === undefined || attemptWindow > stored.windowStart) return { allowed: true, row: { windowStart: attemptWindow, count: 1 } };

@@ -1,20 +1,18 @@
 // The queue's rules, shared by every way in: HTTP routes, the SMTP listener and MCP tools.
 // No HTTP and no SQL here: it speaks to a Store and a WakeupHub and throws ApiErrors.
+
+import { type BlobName, blobBytes, type StoredBlob } from '../blobs/event-blob.js';
+import { ClaimService } from '../claims/claim-service.js';
 import { bearerToken, WRONG_TOKEN } from './bearer-token.js';
-import {
-  ADDRESS_ID_RE, EVENT_ID_RE, hashSecret, newAddressId, newEventId, newInboxSecret, newReadToken, newSlug,
-  secretMatches,
-} from './credentials.js';
+import { ADDRESS_ID_RE, EVENT_ID_RE, hashSecret, newAddressId, newEventId, newInboxSecret, newReadToken, newSlug, secretMatches } from './credentials.js';
 import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
 import { type EventFilter, filterKey, isEmptyFilter } from './event-filter.js';
-import { newSigningKeys } from './signing-keys.js';
-import { blobBytes, type BlobName, type StoredBlob } from '../blobs/event-blob.js';
 import { EventStream, type StreamSink } from './event-stream.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
 import type { AddressRecord, Delivery, EventInput, EventRecord, ListQuery, NewEvent, Page } from './model.js';
 import type { Store, WakeupHub } from './ports.js';
-import { NO_OBSERVER, type DeliveryOutcome, type DeliveryRoute, type ServiceObserver } from './service-observer.js';
-import { ClaimService } from '../claims/claim-service.js';
+import { type DeliveryOutcome, type DeliveryRoute, NO_OBSERVER, type ServiceObserver } from './service-observer.js';
+import { newSigningKeys } from './signing-keys.js';
 
 export interface ServiceOptions {
   defaultTtlSeconds: number;
@@ -78,8 +76,11 @@ export class ReturnAddressService {
     const createdAt = this.now();
     const cap = this.opts.maxTtlSeconds;
     if (cap !== undefined && input.expires_in_seconds !== undefined && input.expires_in_seconds > cap) {
-      throw new ApiError('invalid_request', `expires_in_seconds must be at most ${cap} on this instance (MAX_TTL_SECONDS = ${cap}); ` +
-        `got ${input.expires_in_seconds}. Ask for ${cap} or less, or omit it for the default of ${this.opts.defaultTtlSeconds} s.`);
+      throw new ApiError(
+        'invalid_request',
+        `expires_in_seconds must be at most ${cap} on this instance (MAX_TTL_SECONDS = ${cap}); ` +
+          `got ${input.expires_in_seconds}. Ask for ${cap} or less, or omit it for the default of ${this.opts.defaultTtlSeconds} s.`,
+      );
     }
     const ttl = input.expires_in_seconds ?? this.opts.defaultTtlSeconds;
     const readToken = newReadToken();
@@ -189,7 +190,13 @@ export class ReturnAddressService {
    * Appends one event to an address's queue (any source: HTTP, email). Resolves once the event is
    * durably committed; a repeat of an idempotency key resolves to the original event.
    */
-  async deliver(address: AddressRecord, input: EventInput, idempotencyKey: string | undefined, defaultSource: string, route: DeliveryRoute = 'other'): Promise<Delivery> {
+  async deliver(
+    address: AddressRecord,
+    input: EventInput,
+    idempotencyKey: string | undefined,
+    defaultSource: string,
+    route: DeliveryRoute = 'other',
+  ): Promise<Delivery> {
     try {
       const delivery = await this.deliverOnce(address, input, idempotencyKey, defaultSource);
       this.observer.delivery(route, delivery.duplicate ? 'duplicate' : 'created');
@@ -226,27 +233,43 @@ export class ReturnAddressService {
     const jsonBytes = near ? Buffer.byteLength(event.data) + (event.metadata === null ? 0 : Buffer.byteLength(event.metadata)) : 0;
     // Bounded events are what lets every read path keep its byte budget (design.md, "Bounded work").
     if (jsonBytes > this.opts.maxEventBytes) {
-      throw new ApiError('payload_too_large', `This event's JSON would take ${jsonBytes} bytes stored, more than MAX_EVENT_BYTES (${this.opts.maxEventBytes}): ` +
-        'send less (for a captured request: fewer or shorter headers, query parameters or form fields; large bodies are stored beside the event by themselves).');
+      throw new ApiError(
+        'payload_too_large',
+        `This event's JSON would take ${jsonBytes} bytes stored, more than MAX_EVENT_BYTES (${this.opts.maxEventBytes}): ` +
+          'send less (for a captured request: fewer or shorter headers, query parameters or form fields; large bodies are stored beside the event by themselves).',
+      );
     }
     const size = jsonBytes + blobBytes(event.blobs);
     if (size > this.opts.maxBytesPerAddress) {
-      throw new ApiError('payload_too_large', `This event would take ${size} bytes stored, more than one address holds (MAX_BYTES_PER_ADDRESS = ${this.opts.maxBytesPerAddress}): send less.`);
+      throw new ApiError(
+        'payload_too_large',
+        `This event would take ${size} bytes stored, more than one address holds (MAX_BYTES_PER_ADDRESS = ${this.opts.maxBytesPerAddress}): send less.`,
+      );
     }
     const limit = this.opts.deliveryRateLimit;
     if (limit !== undefined) {
       // Shared by every instance on one database (the store counts in its rate_windows table); a
       // refused delivery does not count.
       const decision = await this.store.countRate({
-        key: `deliver:${address.id}`, limit, windowMs: (this.opts.deliveryRateWindowSeconds ?? 60) * 1000, now: createdAt,
+        key: `deliver:${address.id}`,
+        limit,
+        windowMs: (this.opts.deliveryRateWindowSeconds ?? 60) * 1000,
+        now: createdAt,
       });
       if (!decision.allowed) {
-        throw new ApiError('rate_limited', `Too many deliveries to this address: at most ${limit} per ${this.opts.deliveryRateWindowSeconds ?? 60} s ` +
-          `(DELIVERY_RATE_LIMIT); retry in ${decision.retryAfterSeconds} s.`, { 'retry-after': String(decision.retryAfterSeconds) });
+        throw new ApiError(
+          'rate_limited',
+          `Too many deliveries to this address: at most ${limit} per ${this.opts.deliveryRateWindowSeconds ?? 60} s ` +
+            `(DELIVERY_RATE_LIMIT); retry in ${decision.retryAfterSeconds} s.`,
+          { 'retry-after': String(decision.retryAfterSeconds) },
+        );
       }
     }
     const started = performance.now();
-    const result = await this.store.appendEvent(event, { maxEventsPerAddress: this.opts.maxEventsPerAddress, maxBytesPerAddress: this.opts.maxBytesPerAddress });
+    const result = await this.store.appendEvent(event, {
+      maxEventsPerAddress: this.opts.maxEventsPerAddress,
+      maxBytesPerAddress: this.opts.maxBytesPerAddress,
+    });
     this.observer.commit((performance.now() - started) / 1000);
     switch (result.kind) {
       case 'created':
@@ -290,7 +313,15 @@ export class ReturnAddressService {
    */
   pollEvents(address: AddressRecord, q: ListQuery, callback: PollCallback): LongPoll {
     const deadline = q.wait > 0 ? this.now() + q.wait * 1000 : undefined;
-    const poll = new LongPoll(this.hub, address.id, (cursor) => this.readPage(address.id, cursor, q.limit, q.maxBytes, q.filter), q.after, deadline, this.now, callback);
+    const poll = new LongPoll(
+      this.hub,
+      address.id,
+      (cursor) => this.readPage(address.id, cursor, q.limit, q.maxBytes, q.filter),
+      q.after,
+      deadline,
+      this.now,
+      callback,
+    );
     poll.start();
     return poll;
   }
@@ -329,8 +360,13 @@ export class ReturnAddressService {
    * waiting up to `timeoutSeconds`. `nextCursor` is the last event examined (that event's sequence
    * or beyond it, past events that did not match), or how far the queue was scanned.
    */
-  async waitForEvent(address: AddressRecord, after: number, timeoutSeconds: number, filter: EventFilter | undefined, signal?: AbortSignal):
-    Promise<{ event: EventRecord | null; nextCursor: number }> {
+  async waitForEvent(
+    address: AddressRecord,
+    after: number,
+    timeoutSeconds: number,
+    filter: EventFilter | undefined,
+    signal?: AbortSignal,
+  ): Promise<{ event: EventRecord | null; nextCursor: number }> {
     const deadline = this.now() + timeoutSeconds * 1000;
     let cursor = after;
     for (;;) {
@@ -436,11 +472,17 @@ export class ReturnAddressService {
 function refusalOf(err: unknown): DeliveryOutcome {
   if (!(err instanceof ApiError)) return 'error';
   switch (err.code) {
-    case 'queue_full': return 'queue_full';
-    case 'address_expired': return 'expired';
-    case 'payload_too_large': return 'too_large';
-    case 'rate_limited': return 'rate_limited';
-    case 'not_found': return 'not_found';
-    default: return 'invalid';
+    case 'queue_full':
+      return 'queue_full';
+    case 'address_expired':
+      return 'expired';
+    case 'payload_too_large':
+      return 'too_large';
+    case 'rate_limited':
+      return 'rate_limited';
+    case 'not_found':
+      return 'not_found';
+    default:
+      return 'invalid';
   }
 }

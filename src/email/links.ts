@@ -26,23 +26,60 @@ const MAX_TEXT_URLS = 1000;
 /** Characters before a bare URL read for its context. */
 const CONTEXT_WINDOW = 600;
 
-const UNSUBSCRIBE_RE = new RegExp([
-  // English
-  'unsubscri', 'opt[-_ ]?out', 'email[-_ ]?preferences', 'manage[-_ ](?:your[-_ ])?(?:email|subscription|notification|mail)', 'stop receiving', 'no longer (?:wish|want) to receive',
-  // German
-  'abbestellen', 'abmelden', 'abmeldung', 'keine (?:e-?mails|nachrichten|newsletter) mehr',
-  // French
-  'désabonner', 'desabonner', 'désabonnement', 'desabonnement', 'désinscri', 'desinscri', 'ne plus recevoir',
-  // Spanish
-  'dar(?:se|te)? de baja', 'date de baja', 'cancelar (?:la |tu |su )?suscripción', 'anular (?:la )?suscripción', 'desuscrib', 'dejar de recibir', 'no (?:deseas|desea|quieres) recibir',
-  // Portuguese
-  'cancelar (?:a |sua )?inscrição', 'cancelar (?:a |sua )?assinatura', 'descadastr', 'descadastramento', 'deixar de receber', 'não (?:quer|deseja) mais receber',
-  // Japanese, Chinese
-  '配信(?:の)?停止', '配信(?:の)?解除', '購読(?:の)?解除', '登録解除', '退订', '取消订阅', '退訂',
-].join('|'), 'i');
-const RESET_RE = /reset|forgot|recover(?:y)?[-_ ]?(?:your[-_ ])?password|password[-_ ]?recovery|new[-_ ]password|zurücksetzen|neues passwort|réinitialis|reinitialis|restablec|recuperar (?:tu |la |su |a |sua )?(?:contraseña|senha)|nueva contraseña|redefinir (?:a |sua )?senha|redefinição de senha|nova senha|パスワード(?:の)?(?:再設定|リセット)|重置密码|重设密码|重設密碼/i;
-const SIGN_IN_RE = /sign[-_ ]?in|log[-_ ]?in|signin|login|magic|one[-_ ]?click|anmelden|einloggen|se connecter|vous connecter|connectez-vous|connexion|iniciar sesión|inicia sesión|acceder|ingresar|entrar na|entrar em|acessar (?:a |sua )?conta|ログイン|サインイン|登录|登入/i;
-const VERIFY_RE = /verif|confirm|activat|validat|bestätig|verifizier|aktivier|vérifi|valider|verificar|activar|ativar|ativação|valide|確認|認証|有効化|验证|驗證|激活|确认/i;
+const UNSUBSCRIBE_RE = new RegExp(
+  [
+    // English
+    'unsubscri',
+    'opt[-_ ]?out',
+    'email[-_ ]?preferences',
+    'manage[-_ ](?:your[-_ ])?(?:email|subscription|notification|mail)',
+    'stop receiving',
+    'no longer (?:wish|want) to receive',
+    // German
+    'abbestellen',
+    'abmelden',
+    'abmeldung',
+    'keine (?:e-?mails|nachrichten|newsletter) mehr',
+    // French
+    'désabonner',
+    'desabonner',
+    'désabonnement',
+    'desabonnement',
+    'désinscri',
+    'desinscri',
+    'ne plus recevoir',
+    // Spanish
+    'dar(?:se|te)? de baja',
+    'date de baja',
+    'cancelar (?:la |tu |su )?suscripción',
+    'anular (?:la )?suscripción',
+    'desuscrib',
+    'dejar de recibir',
+    'no (?:deseas|desea|quieres) recibir',
+    // Portuguese
+    'cancelar (?:a |sua )?inscrição',
+    'cancelar (?:a |sua )?assinatura',
+    'descadastr',
+    'descadastramento',
+    'deixar de receber',
+    'não (?:quer|deseja) mais receber',
+    // Japanese, Chinese
+    '配信(?:の)?停止',
+    '配信(?:の)?解除',
+    '購読(?:の)?解除',
+    '登録解除',
+    '退订',
+    '取消订阅',
+    '退訂',
+  ].join('|'),
+  'i',
+);
+const RESET_RE =
+  /reset|forgot|recover(?:y)?[-_ ]?(?:your[-_ ])?password|password[-_ ]?recovery|new[-_ ]password|zurücksetzen|neues passwort|réinitialis|reinitialis|restablec|recuperar (?:tu |la |su |a |sua )?(?:contraseña|senha)|nueva contraseña|redefinir (?:a |sua )?senha|redefinição de senha|nova senha|パスワード(?:の)?(?:再設定|リセット)|重置密码|重设密码|重設密碼/i;
+const SIGN_IN_RE =
+  /sign[-_ ]?in|log[-_ ]?in|signin|login|magic|one[-_ ]?click|anmelden|einloggen|se connecter|vous connecter|connectez-vous|connexion|iniciar sesión|inicia sesión|acceder|ingresar|entrar na|entrar em|acessar (?:a |sua )?conta|ログイン|サインイン|登录|登入/i;
+const VERIFY_RE =
+  /verif|confirm|activat|validat|bestätig|verifizier|aktivier|vérifi|valider|verificar|activar|ativar|ativação|valide|確認|認証|有効化|验证|驗證|激活|确认/i;
 const URL_SIGN_IN_RE = /\/(?:magic|login|log-in|signin|sign-in|sign_in|auth\/callback|sessions?\/(?:new|token|magic)|passwordless|email-login)(?:[/?#._-]|$)/i;
 const URL_VERIFY_RE = /verif|confirm|activat|validat/i;
 const URL_UNSUBSCRIBE_RE = /unsubscri|opt[-_]?out|\/preferences|list-manage\.com\/unsubscribe/i;
@@ -58,8 +95,10 @@ function carriesToken(url: URL): boolean {
     // A shorter value under a credential's own name ("?token=q8Zr2LmPx0").
     if (CREDENTIAL_PARAM_RE.test(k) && /^[A-Za-z0-9_.~%+/=-]{8,}$/.test(v)) return true;
   }
-  return url.pathname.split('/').some((seg) => /^[A-Za-z0-9_.~%+=-]{20,}$/.test(seg) && /\d/.test(seg) && /[A-Za-z]/.test(seg))
-    || /[#&]?(?:token|code|key)=[A-Za-z0-9_.~%+-]{12,}/i.test(url.hash);
+  return (
+    url.pathname.split('/').some((seg) => /^[A-Za-z0-9_.~%+=-]{20,}$/.test(seg) && /\d/.test(seg) && /[A-Za-z]/.test(seg)) ||
+    /[#&]?(?:token|code|key)=[A-Za-z0-9_.~%+-]{12,}/i.test(url.hash)
+  );
 }
 
 /** The kind a link's surrounding words and URL give it. */
@@ -67,7 +106,8 @@ export function classifyLink(url: URL, words: string): LinkKind {
   const w = words.slice(0, 500);
   const u = `${url.hostname}${url.pathname}${url.search}`.slice(0, MAX_URL_LENGTH);
   if (UNSUBSCRIBE_RE.test(w)) return 'unsubscribe';
-  if (RESET_RE.test(w) && /passw|contrase|senha|passe|kennwort|パスワード|密码|密碼|reset|forgot|zurücksetzen|réinitialis|restablec/i.test(w + u)) return 'reset';
+  if (RESET_RE.test(w) && /passw|contrase|senha|passe|kennwort|パスワード|密码|密碼|reset|forgot|zurücksetzen|réinitialis|restablec/i.test(w + u))
+    return 'reset';
   if (SIGN_IN_RE.test(w) && carriesToken(url)) return 'magic_link';
   if (VERIFY_RE.test(w)) return 'verify';
   // Words said nothing (an image, "click here", a bare URL): the URL itself.

@@ -12,11 +12,12 @@
 // fails as `busy` (the SMTP sender is told to retry), so the answer always comes in bounded time.
 // What a library prints (mailauth writes non-JSON lines to stdout) is read from the worker's own
 // stdout and logged as JSON, never mixed into the service's log stream.
+
+import { promises as dns } from 'node:dns';
 import { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
 import type { FromWorker, MailTask, MailTaskResult, ToWorker } from './mail-parse-protocol.js';
 import type { DnsResolver } from './sender-authentication.js';
-import { promises as dns } from 'node:dns';
 
 export const DEFAULT_MAIL_PARSE_WORKERS = 2;
 export const DEFAULT_MAIL_PARSE_TIMEOUT_MS = 10_000;
@@ -27,7 +28,10 @@ const IDLE_WORKER_MS = 60_000;
 export type MailParseLimit = 'time' | 'memory' | 'crashed' | 'busy' | 'closed';
 
 export class MailParseLimitError extends Error {
-  constructor(readonly limit: MailParseLimit, message: string) {
+  constructor(
+    readonly limit: MailParseLimit,
+    message: string,
+  ) {
     super(message);
     this.name = 'MailParseLimitError';
   }
@@ -72,7 +76,10 @@ export class MailParsePool {
   /** Workers ended for passing a limit, by limit (for tests and the bench). */
   readonly terminations = { time: 0, memory: 0, crashed: 0 };
 
-  constructor(opts: MailParsePoolOptions, private readonly log: FastifyBaseLogger) {
+  constructor(
+    opts: MailParsePoolOptions,
+    private readonly log: FastifyBaseLogger,
+  ) {
     this.size = opts.workers ?? DEFAULT_MAIL_PARSE_WORKERS;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_MAIL_PARSE_TIMEOUT_MS;
     this.maxHeapMb = opts.maxHeapMb ?? DEFAULT_MAIL_PARSE_MAX_HEAP_MB;
@@ -125,7 +132,11 @@ export class MailParsePool {
     worker.on('error', (err: Error & { code?: string }) => {
       if (slot.gone) return;
       const memory = err.code === 'ERR_WORKER_OUT_OF_MEMORY';
-      void this.#end(slot, memory ? 'memory' : 'crashed', memory ? `the mail parser passed its heap limit of ${this.maxHeapMb} MB` : `the mail parser failed: ${err.message}`);
+      void this.#end(
+        slot,
+        memory ? 'memory' : 'crashed',
+        memory ? `the mail parser passed its heap limit of ${this.maxHeapMb} MB` : `the mail parser failed: ${err.message}`,
+      );
     });
     worker.on('exit', (code) => {
       if (!slot.gone) void this.#end(slot, 'crashed', `the mail parser exited (code ${code})`);
@@ -160,7 +171,13 @@ export class MailParsePool {
         (value) => answer({ type: 'dns-answer', query: message.query, ok: true, value }),
         (err: unknown) => {
           const e = err as { code?: unknown; message?: unknown } | null;
-          answer({ type: 'dns-answer', query: message.query, ok: false, code: typeof e?.code === 'string' ? e.code : undefined, message: String(e?.message ?? err) });
+          answer({
+            type: 'dns-answer',
+            query: message.query,
+            ok: false,
+            code: typeof e?.code === 'string' ? e.code : undefined,
+            message: String(e?.message ?? err),
+          });
         },
       );
       return;

@@ -8,9 +8,15 @@
 // an authentication that did not finish reports temperror, as a DNS outage does.
 import type { MailParsePool } from './mail-parse-pool.js';
 import { MailParseLimitError } from './mail-parse-pool.js';
-import { type EmailLimits, type ParsedEmail, parseEmail, unparsedEmail } from './mime-to-event.js';
-import { DEFAULT_AUTHENTICATION_BUDGET_MS, type SenderAuthentication, type SenderAuthenticationOptions, type SmtpFacts, authenticateSender } from './sender-authentication.js';
 import { messageShape, withBoundedDkimSignatures } from './message-limits.js';
+import { type EmailLimits, type ParsedEmail, parseEmail, unparsedEmail } from './mime-to-event.js';
+import {
+  authenticateSender,
+  DEFAULT_AUTHENTICATION_BUDGET_MS,
+  type SenderAuthentication,
+  type SenderAuthenticationOptions,
+  type SmtpFacts,
+} from './sender-authentication.js';
 
 /** The message as data within the event limits, the bytes to store beside it, and its authentication in `data`. */
 export type MailReader = (raw: Buffer, facts: SmtpFacts) => Promise<ParsedEmail>;
@@ -68,7 +74,11 @@ export function pooledMailReader(pool: MailParsePool, opts: PooledMailReaderOpti
         throw err;
       }
       opts.onProblem?.('parse', err);
-      parsed = unparsedEmail(raw, `the message was not decoded: ${err instanceof Error ? err.message : String(err)}; text (or raw.url) holds the undecoded message`, opts.limits);
+      parsed = unparsedEmail(
+        raw,
+        `the message was not decoded: ${err instanceof Error ? err.message : String(err)}; text (or raw.url) holds the undecoded message`,
+        opts.limits,
+      );
     }
     parsed.data.authentication = await authentication;
     return parsed;

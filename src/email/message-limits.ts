@@ -36,7 +36,12 @@ function headerName(buf: Uint8Array, start: number, end: number): string | null 
   const limit = Math.min(end, start + 64);
   for (let i = start; i < limit; i++) {
     const c = buf[i]!;
-    if (c === 0x3a) return i === start ? null : Buffer.from(buf.buffer, buf.byteOffset + start, i - start).toString('latin1').toLowerCase();
+    if (c === 0x3a)
+      return i === start
+        ? null
+        : Buffer.from(buf.buffer, buf.byteOffset + start, i - start)
+            .toString('latin1')
+            .toLowerCase();
     if (c <= 0x20 || c >= 0x7f) return null;
   }
   return null;
@@ -46,7 +51,9 @@ function headerName(buf: Uint8Array, start: number, end: number): string | null 
 function isContainerType(buf: Uint8Array, from: number, to: number): boolean {
   let i = from;
   while (i < to && (buf[i] === 0x20 || buf[i] === 0x09 || buf[i] === 0x0d || buf[i] === LF)) i++;
-  const head = Buffer.from(buf.buffer, buf.byteOffset + i, Math.min(16, to - i)).toString('latin1').toLowerCase();
+  const head = Buffer.from(buf.buffer, buf.byteOffset + i, Math.min(16, to - i))
+    .toString('latin1')
+    .toLowerCase();
   return head.startsWith('multipart/') || head.startsWith('message/rfc822') || head.startsWith('message/global');
 }
 
@@ -102,7 +109,8 @@ export function structureProblem(shape: MessageShape): string | null {
   if (shape.containers > MAX_MIME_DEPTH) {
     return `${why} nesting may be deeper than ${MAX_MIME_DEPTH} containers (${shape.containers} multipart or message/rfc822 parts), a limit of this service`;
   }
-  if (shape.addresses > MAX_ADDRESSES) return `${why} more than ${MAX_ADDRESSES} addresses in From, To, Cc, Bcc, Reply-To and Sender (${shape.addresses}), a limit of this service`;
+  if (shape.addresses > MAX_ADDRESSES)
+    return `${why} more than ${MAX_ADDRESSES} addresses in From, To, Cc, Bcc, Reply-To and Sender (${shape.addresses}), a limit of this service`;
   return null;
 }
 

@@ -36,11 +36,12 @@
 // - `dedupe_key` is the Message-ID without brackets. An id the queue cannot take as a key (over 255
 //   characters, or with control characters) becomes "sha256:<hex of the id>", so retries still
 //   deduplicate. No Message-ID: no dedupe_key.
-import { emailDedupeKey } from '../domain/dedupe-key.js';
+
 import { createHash } from 'node:crypto';
-import PostalMime, { addressParser, decodeWords, type Address, type Email } from 'postal-mime';
-import type { EventInput } from '../domain/model.js';
+import PostalMime, { type Address, addressParser, decodeWords, type Email } from 'postal-mime';
 import type { BlobInput, BlobName } from '../blobs/event-blob.js';
+import { emailDedupeKey } from '../domain/dedupe-key.js';
+import type { EventInput } from '../domain/model.js';
 import { type ExtractedContent, extractContent } from './extraction.js';
 import { MAX_ADDRESSES, MAX_MIME_DEPTH, messageShape, structureProblem } from './message-limits.js';
 import type { SenderAuthentication } from './sender-authentication.js';
@@ -174,7 +175,10 @@ function withinLimits(raw: Uint8Array, data: EmailData, attachmentBytes: Buffer[
   // Metadata (envelope) and the urls still to be filled in take a little room of their own.
   const budget = limits.maxEventBytes - Math.min(EVENT_ROOM_BYTES, limits.maxEventBytes / 8) - 256 * data.attachments.length;
   if (Number.isFinite(budget) && jsonBytes(data) > budget) {
-    const inline = data.attachments.map((a, i) => ({ a, i })).filter(({ a }) => a.content_base64 !== undefined).sort((x, y) => y.a.size - x.a.size);
+    const inline = data.attachments
+      .map((a, i) => ({ a, i }))
+      .filter(({ a }) => a.content_base64 !== undefined)
+      .sort((x, y) => y.a.size - x.a.size);
     for (const { i } of inline) {
       aside(i);
       if (jsonBytes(data) <= budget) break;
@@ -313,7 +317,13 @@ function splitMessage(raw: Uint8Array): { head: string; body: string } {
   const m = findBlankLine(buf);
   if (!m) return { head: buf.toString('utf8'), body: '' };
   // Line ends as the parser gives them for decoded parts: LF.
-  return { head: buf.subarray(0, m.index).toString('utf8'), body: buf.subarray(m.index + m.length).toString('utf8').replace(/\r\n/g, '\n') };
+  return {
+    head: buf.subarray(0, m.index).toString('utf8'),
+    body: buf
+      .subarray(m.index + m.length)
+      .toString('utf8')
+      .replace(/\r\n/g, '\n'),
+  };
 }
 
 /** Where the header block ends: the empty line (index, length) that separates it from the body. */
@@ -383,7 +393,10 @@ function msgIds(value: string | undefined): string[] {
   if (value === undefined) return [];
   const bracketed = [...value.matchAll(/<([^<>]*)>/g)].map((m) => (m[1] ?? '').trim()).filter((id) => id !== '');
   if (bracketed.length > 0) return bracketed;
-  return value.split(/[\s,]+/).map((id) => id.replace(/^<|>$/g, '')).filter((id) => id !== '');
+  return value
+    .split(/[\s,]+/)
+    .map((id) => id.replace(/^<|>$/g, ''))
+    .filter((id) => id !== '');
 }
 
 function isoDate(value: string | undefined): string | null {

@@ -20,11 +20,38 @@ const KEYWORD_RE = new RegExp(
   'giu',
 );
 /** Words ending in "code" that are not about one-time codes. */
-const NOT_CODE_WORDS = new Set(['barcode', 'postcode', 'zipcode', 'promocode', 'qrcode', 'encode', 'decode', 'encoded', 'decoded', 'unicode',
-  'opcode', 'geocode', 'sourcecode', 'gutscheincode', 'rabattcode', 'aktionscode', 'promotioncode', 'discountcode', 'vouchercode',
-  'couponcode', 'trackingcode', 'colorcode', 'colourcode', 'errorcode', 'statuscode', 'dresscode', 'areacode']);
+const NOT_CODE_WORDS = new Set([
+  'barcode',
+  'postcode',
+  'zipcode',
+  'promocode',
+  'qrcode',
+  'encode',
+  'decode',
+  'encoded',
+  'decoded',
+  'unicode',
+  'opcode',
+  'geocode',
+  'sourcecode',
+  'gutscheincode',
+  'rabattcode',
+  'aktionscode',
+  'promotioncode',
+  'discountcode',
+  'vouchercode',
+  'couponcode',
+  'trackingcode',
+  'colorcode',
+  'colourcode',
+  'errorcode',
+  'statuscode',
+  'dresscode',
+  'areacode',
+]);
 /** A code word right after one of these is about something else ("zip code", "promo code"). */
-const NOT_CODE_BEFORE = /(?:zip|postal|post|promo|promotion(?:al)?|discount|coupon|voucher|gift|tracking|source|qr|bar|error|status|dial|area|country|tax|sort|swift|bank|referral|product|colou?r|dress|region|html|css|embed)[\s-]*$/i;
+const NOT_CODE_BEFORE =
+  /(?:zip|postal|post|promo|promotion(?:al)?|discount|coupon|voucher|gift|tracking|source|qr|bar|error|status|dial|area|country|tax|sort|swift|bank|referral|product|colou?r|dress|region|html|css|embed)[\s-]*$/i;
 /** …or right before one of these ("code postal", "código de descuento"). */
 const NOT_CODE_AFTER = /^[\s:]*(?:postal|de descuento|de réduction|promo|promocional|promotionnel|de promoción|de cupón)/i;
 
@@ -69,8 +96,7 @@ export function findOtpCodes(input: string): string[] {
     const before = keywords[k - 1];
     const after = keywords[k];
     const nearBefore = before !== undefined && start - before.end <= BEFORE_WINDOW && !/\d{4}/.test(text.slice(before.end, start));
-    const nearAfter = after !== undefined && after.start >= end && after.start - end <= AFTER_WINDOW
-      && !/[.!?;:\n。！？\d]/.test(text.slice(end, after.start));
+    const nearAfter = after !== undefined && after.start >= end && after.start - end <= AFTER_WINDOW && !/[.!?;:\n。！？\d]/.test(text.slice(end, after.start));
     if (!nearBefore && !nearAfter) continue;
     // A year is taken only right after its code word ("PIN: 1987"), never from a date-like line.
     if (/^(?:19|20)\d\d$/.test(code) && !(nearBefore && /^[\s:：#-]*(?:is|lautet|est|es|:)?[\s:：]*$/i.test(text.slice(before!.end, start)))) continue;

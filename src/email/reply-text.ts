@@ -22,9 +22,11 @@ const QUOTE_HEADER_RES: readonly RegExp[] = [
 ];
 /** The first line of an Outlook header block, and what must follow it within a few lines. */
 const OUTLOOK_FROM_RE = /^\*?(?:from|von|de|da|van|差出人|发件人)\s?:\*?\s/i;
-const OUTLOOK_NEXT_RE = /^\*?(?:sent|date|gesendet|datum|envoyé|enviado|fecha|inviato|verzonden|送信日時|发送时间|to|an|à|para|a|subject|betreff|objet|asunto)\s?:/i;
+const OUTLOOK_NEXT_RE =
+  /^\*?(?:sent|date|gesendet|datum|envoyé|enviado|fecha|inviato|verzonden|送信日時|发送时间|to|an|à|para|a|subject|betreff|objet|asunto)\s?:/i;
 const SIGNATURE_RE = /^(?:-- ?|—|__)$/;
-const MOBILE_FOOTER_RE = /^(?:sent from my \w[\w ]{0,30}|sent from (?:outlook|mail|yahoo mail|gmail)\b.{0,40}|get outlook for \w+.{0,20}|von meinem \w[\w ]{0,30} gesendet|envoyé de mon \w[\w ]{0,30}|enviado desde mi \w[\w ]{0,30}|iphoneから送信|从我的iphone发送)$/i;
+const MOBILE_FOOTER_RE =
+  /^(?:sent from my \w[\w ]{0,30}|sent from (?:outlook|mail|yahoo mail|gmail)\b.{0,40}|get outlook for \w+.{0,20}|von meinem \w[\w ]{0,30} gesendet|envoyé de mon \w[\w ]{0,30}|enviado desde mi \w[\w ]{0,30}|iphoneから送信|从我的iphone发送)$/i;
 
 const MAX_LINE = 1000;
 const MAX_HEADER_LINE = 400;
@@ -42,7 +44,10 @@ export function replyText(text: string): string | null {
     kept.push(line);
     if (line !== '') hasContent = true;
   }
-  const result = kept.join('\n').replace(/\n{3,}/g, '\n\n').trim();
+  const result = kept
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
   return result === '' ? null : result;
 }
 
@@ -58,7 +63,9 @@ function signatureCandidate(line: string): string {
 
 /** The reply text of an HTML body: the quoted part (Gmail, Outlook, blockquote) cut before converting. */
 export function replyTextFromHtml(html: string): string | null {
-  const cut = html.search(/<div[^>]{0,200}class=["']?[^"'>]{0,100}gmail_quote|<blockquote\b|<div[^>]{0,100}id=["']?(?:divRplyFwdMsg|appendonsend)|<hr[^>]{0,100}id=["']?stopSpelling/i);
+  const cut = html.search(
+    /<div[^>]{0,200}class=["']?[^"'>]{0,100}gmail_quote|<blockquote\b|<div[^>]{0,100}id=["']?(?:divRplyFwdMsg|appendonsend)|<hr[^>]{0,100}id=["']?stopSpelling/i,
+  );
   return replyText(htmlToText(cut === -1 ? html : html.slice(0, cut)).text);
 }
 

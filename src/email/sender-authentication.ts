@@ -102,7 +102,11 @@ export function boundedResolver(resolver: DnsResolver, lookupTimeoutMs: number, 
 export async function authenticateSender(raw: Buffer, facts: SmtpFacts, opts: SenderAuthenticationOptions = {}): Promise<SenderAuthentication> {
   const budgetMs = opts.budgetMs ?? DEFAULT_AUTHENTICATION_BUDGET_MS;
   const deadline = Date.now() + budgetMs;
-  const resolver = boundedResolver(opts.resolver ?? ((name, rrtype) => dns.resolve(name, rrtype)), opts.lookupTimeoutMs ?? DEFAULT_DNS_LOOKUP_TIMEOUT_MS, deadline);
+  const resolver = boundedResolver(
+    opts.resolver ?? ((name, rrtype) => dns.resolve(name, rrtype)),
+    opts.lookupTimeoutMs ?? DEFAULT_DNS_LOOKUP_TIMEOUT_MS,
+    deadline,
+  );
   let timer: NodeJS.Timeout | undefined;
   const overBudget = new Promise<SenderAuthentication>((resolve) => {
     timer = setTimeout(() => resolve(ALL_TEMPERROR), budgetMs);

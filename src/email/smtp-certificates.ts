@@ -3,9 +3,10 @@
 // certificate takes effect without a restart and without dropping the listener. A pair that does
 // not load (unreadable, not PEM, key not matching the certificate) fails the start, or, on a
 // reload, is refused with an error while the certificate in use stays.
+
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
-import { X509Certificate } from 'node:crypto';
 
 export interface SmtpCertificates {
   cert: Buffer;

@@ -8,7 +8,10 @@ export class SmtpConnectionLimits {
   /** Session ids counted at connect, with the key they were counted under. */
   readonly #counted = new Map<string, string>();
 
-  constructor(readonly maxPerClient: number = DEFAULT_MAX_CONNECTIONS_PER_IP, private readonly keyOf: (ip: string) => string = (ip) => ip) {}
+  constructor(
+    readonly maxPerClient: number = DEFAULT_MAX_CONNECTIONS_PER_IP,
+    private readonly keyOf: (ip: string) => string = (ip) => ip,
+  ) {}
 
   /** Counts a new session; false (not counted) when its client already holds the maximum. */
   admit(sessionId: string, ip: string): { admitted: boolean; held: number } {

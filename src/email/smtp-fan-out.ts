@@ -1,10 +1,10 @@
 // One received message -> one event per distinct live recipient (docs/design.md, "Inbound email"), each through
 // ReturnAddressService.deliver like any HTTP delivery (same sequences, dedupe and wake-ups).
 import type { FastifyBaseLogger } from 'fastify';
-import type { Delivery } from '../domain/model.js';
-import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { blobUrl } from '../blobs/event-blob.js';
 import { newEventId } from '../domain/credentials.js';
+import type { Delivery } from '../domain/model.js';
+import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { EMAIL_EVENT_SOURCE, emailDataJson, emailEventInput, type ParsedEmail } from './mime-to-event.js';
 import type { SmtpMemoryBudget } from './smtp-memory-budget.js';
 import type { Recipient } from './smtp-recipients.js';
@@ -28,7 +28,10 @@ export interface FanOutContext {
 }
 
 /** The recipients' distinct addresses: two recipients naming one address (slug+a, slug+b) give it one event, as a Message-ID would. */
-export async function distinctTargets(rcpts: readonly string[], resolve: (rcpt: string) => Promise<Recipient | null>): Promise<{ recipient: Recipient; rcpt: string }[]> {
+export async function distinctTargets(
+  rcpts: readonly string[],
+  resolve: (rcpt: string) => Promise<Recipient | null>,
+): Promise<{ recipient: Recipient; rcpt: string }[]> {
   const targets = new Map<string, { recipient: Recipient; rcpt: string }>();
   for (const rcpt of rcpts) {
     // Re-checked: an address may have been deleted or expired since RCPT TO.
@@ -38,7 +41,11 @@ export async function distinctTargets(rcpts: readonly string[], resolve: (rcpt: 
   return [...targets.values()];
 }
 
-export async function fanOut(parsed: ParsedEmail, targets: readonly { recipient: Recipient; rcpt: string }[], ctx: FanOutContext): Promise<PromiseSettledResult<Delivery>[]> {
+export async function fanOut(
+  parsed: ParsedEmail,
+  targets: readonly { recipient: Recipient; rcpt: string }[],
+  ctx: FanOutContext,
+): Promise<PromiseSettledResult<Delivery>[]> {
   // The event's JSON is built once and shared by every recipient's event: a mail to 100 addresses
   // holds one copy, not 100. That text (up to ~6x the message, for escaped control bytes) counts
   // against SMTP_MAX_BUFFERED_BYTES with the raw bytes while it is held, and a large one is stored
@@ -55,12 +62,19 @@ export async function fanOut(parsed: ParsedEmail, targets: readonly { recipient:
   if (!othersHold) ctx.budget.take(dataJson.length);
   const deliverTo = ({ recipient, rcpt }: { recipient: Recipient; rcpt: string }) => {
     const input = emailEventInput(data, { mailFrom: ctx.mailFrom, rcptTo: rcpt, remoteIp: ctx.remoteIp, tag: recipient.tag });
-    if (parsed.blobs.length === 0) return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE, 'email');
+    if (parsed.blobs.length === 0)
+      return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE, 'email');
     // Blobs are named by url, which holds the address and the event id: one JSON per recipient
     // (bounded by MAX_EVENT_BYTES), the bytes shared.
     const id = newEventId(ctx.now());
     const own = emailDataJson(parsed, (name) => blobUrl(ctx.baseUrl, recipient.address.id, id, name));
-    return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson: own, id, blobs: parsed.blobs }, undefined, EMAIL_EVENT_SOURCE, 'email');
+    return ctx.service.deliver(
+      recipient.address,
+      { ...input, data: undefined, dataJson: own, id, blobs: parsed.blobs },
+      undefined,
+      EMAIL_EVENT_SOURCE,
+      'email',
+    );
   };
   try {
     if (dataJson.length <= LARGE_EVENT_CHARS) return await Promise.allSettled(targets.map(deliverTo));

@@ -20,14 +20,14 @@
 // reading the message (mail-reading.ts), one event per recipient (smtp-fan-out.ts) and the SMTP
 // answer (smtp-replies.ts).
 import type { AddressInfo } from 'node:net';
-import { loadSmtpCertificates, type SmtpCertificates } from './smtp-certificates.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerError, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
-import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { clientKey } from '../domain/client-key.js';
+import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { MailParseLimitError, MailParsePool } from './mail-parse-pool.js';
 import { type MailReader, pooledMailReader } from './mail-reading.js';
 import type { DnsResolver } from './sender-authentication.js';
+import { loadSmtpCertificates, type SmtpCertificates } from './smtp-certificates.js';
 import { DEFAULT_MAX_CONNECTIONS_PER_IP, SmtpConnectionLimits } from './smtp-connection-limits.js';
 import { distinctTargets, fanOut } from './smtp-fan-out.js';
 import { DEFAULT_MAX_BUFFERED_BYTES, SmtpMemoryBudget } from './smtp-memory-budget.js';
@@ -98,7 +98,10 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
   const connections = new SmtpConnectionLimits(opts.maxConnectionsPerIp ?? DEFAULT_MAX_CONNECTIONS_PER_IP, (ip) => clientKey(ip, opts.ipv6PrefixBits));
   const resolve = recipientResolver(service, opts.emailDomain, opts.now ?? Date.now);
   // Untrusted mail is read in worker threads with a heap and a time budget, never on this event loop.
-  const pool = new MailParsePool({ workers: opts.mailParseWorkers, timeoutMs: opts.mailParseTimeoutMs, maxHeapMb: opts.mailParseMaxHeapMb, dnsResolver: opts.dnsResolver }, log);
+  const pool = new MailParsePool(
+    { workers: opts.mailParseWorkers, timeoutMs: opts.mailParseTimeoutMs, maxHeapMb: opts.mailParseMaxHeapMb, dnsResolver: opts.dnsResolver },
+    log,
+  );
   const now = opts.now ?? Date.now;
   const readMail: MailReader = pooledMailReader(pool, {
     // Attachments inline while the event fits in MAX_EVENT_BYTES; beyond, they (and if need be the
@@ -111,21 +114,43 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
 
   /** Delivers a complete message; resolves to the 250 text, or throws an SMTP error. */
   async function deliverMessage(raw: Buffer, mailFrom: string, rcpts: readonly string[], remoteIp: string, helo: string, sessionId: string): Promise<string> {
-    const parsed = await readMail(raw, { ip: remoteIp.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, ''), helo: helo === '' ? undefined : helo, sender: mailFrom, mta: opts.emailDomain });
+    const parsed = await readMail(raw, {
+      ip: remoteIp.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, ''),
+      helo: helo === '' ? undefined : helo,
+      sender: mailFrom,
+      mta: opts.emailDomain,
+    });
     const targets = await distinctTargets(rcpts, resolve);
-    const results = await fanOut(parsed, targets, { service, budget, log, sessionId, mailFrom, remoteIp, rawBytes: raw.byteLength, baseUrl: opts.baseUrl, now });
+    const results = await fanOut(parsed, targets, {
+      service,
+      budget,
+      log,
+      sessionId,
+      mailFrom,
+      remoteIp,
+      rawBytes: raw.byteLength,
+      baseUrl: opts.baseUrl,
+      now,
+    });
     const { data } = parsed;
     const outcome = deliveryOutcome(results);
     for (const err of outcome.transientErrors) log.error({ err, session: sessionId }, 'storing an email event failed');
-    log.info({ session: sessionId, remote_ip: remoteIp, bytes: raw.byteLength, events: outcome.stored, duplicates: outcome.duplicates, parse_error: data.parse_error ?? undefined,
-      authentication: data.authentication?.summary },
-      'email received');
+    log.info(
+      {
+        session: sessionId,
+        remote_ip: remoteIp,
+        bytes: raw.byteLength,
+        events: outcome.stored,
+        duplicates: outcome.duplicates,
+        parse_error: data.parse_error ?? undefined,
+        authentication: data.authentication?.summary,
+      },
+      'email received',
+    );
     return replyFor(outcome);
   }
 
-  const certificates = opts.tlsCertFile !== undefined && opts.tlsKeyFile !== undefined
-    ? loadSmtpCertificates(opts.tlsCertFile, opts.tlsKeyFile)
-    : undefined;
+  const certificates = opts.tlsCertFile !== undefined && opts.tlsKeyFile !== undefined ? loadSmtpCertificates(opts.tlsCertFile, opts.tlsKeyFile) : undefined;
   const tls = certificates ? { cert: certificates.cert, key: certificates.key } : undefined;
 
   const options: SMTPServerOptions = {
@@ -290,17 +315,18 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
       log.info({ certificate: next.summary }, 'SMTP TLS certificate reloaded');
       return next.summary;
     },
-    close: () => (closed ??= (async () => {
-      closing = true;
-      const stopped = new Promise<void>((r) => server.close(() => r()));
-      // Let messages already being stored finish, so their senders get their 250.
-      await Promise.allSettled([...inFlight]);
-      for (const connection of server.connections) {
-        connection.send(421, 'Service shutting down, try again later');
-        connection.close();
-      }
-      await stopped;
-      await pool.close();
-    })()),
+    close: () =>
+      (closed ??= (async () => {
+        closing = true;
+        const stopped = new Promise<void>((r) => server.close(() => r()));
+        // Let messages already being stored finish, so their senders get their 250.
+        await Promise.allSettled([...inFlight]);
+        for (const connection of server.connections) {
+          connection.send(421, 'Service shutting down, try again later');
+          connection.close();
+        }
+        await stopped;
+        await pool.close();
+      })()),
   };
 }

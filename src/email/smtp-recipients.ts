@@ -13,7 +13,10 @@ export interface Recipient {
 export function parseRecipient(rcpt: string, emailDomain: string): { slug: string; tag: string | undefined } | null {
   const at = rcpt.lastIndexOf('@');
   if (at <= 0) return null;
-  const domain = rcpt.slice(at + 1).replace(/\.$/, '').toLowerCase();
+  const domain = rcpt
+    .slice(at + 1)
+    .replace(/\.$/, '')
+    .toLowerCase();
   if (domain !== emailDomain.toLowerCase()) return null;
   const local = rcpt.slice(0, at);
   const plus = local.indexOf('+');

@@ -9,7 +9,10 @@ const PREFIX = 'forward:';
 export function forwardConsumerName(target: URL): string {
   const port = target.port === '' ? '' : `:${target.port}`;
   const path = target.pathname === '/' ? '' : target.pathname;
-  const readable = `${target.hostname}${port}${path}${target.search}`.toLowerCase().replace(/[^a-z0-9_.:-]+/g, '-').replace(/-+$/, '');
+  const readable = `${target.hostname}${port}${path}${target.search}`
+    .toLowerCase()
+    .replace(/[^a-z0-9_.:-]+/g, '-')
+    .replace(/-+$/, '');
   const name = PREFIX + readable;
   if (name.length <= MAX_NAME) return name;
   // Too long to keep whole: a prefix a person recognises, and a hash that keeps two targets apart.

@@ -9,7 +9,7 @@ import { type EventMatch, eventMatches } from '../domain/event-match.js';
 import { forwardConsumerName } from './consumer-name.js';
 import { openPosition, type PositionStore } from './position.js';
 import { RawBytesError, replayRequest } from './replay-request.js';
-import { type Resign, parseResign, resignHeaders } from './resign.js';
+import { parseResign, type Resign, resignHeaders } from './resign.js';
 import { sendReplay } from './send-request.js';
 
 export interface ForwardTarget {
@@ -64,12 +64,19 @@ export interface ForwardOptions {
 export const DEFAULT_BACKOFF = { initialMs: 1000, maxMs: 60_000 };
 const LONG_POLL_SECONDS = 25;
 
-const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((resolve) => {
-  if (signal.aborted) return resolve();
-  const t = setTimeout(() => { signal.removeEventListener('abort', done); resolve(); }, ms);
-  const done = () => { clearTimeout(t); resolve(); };
-  signal.addEventListener('abort', done, { once: true });
-});
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    }, ms);
+    const done = () => {
+      clearTimeout(t);
+      resolve();
+    };
+    signal.addEventListener('abort', done, { once: true });
+  });
 
 /** Whether `type` is one of `types` (exact, or a prefix ending in `.*`); every type when `types` is empty. */
 export function typeSelected(type: string, types: readonly string[] | undefined): boolean {
@@ -98,10 +105,17 @@ export async function forward(ra: ReturnAddress, opts: ForwardOptions): Promise<
   }
   const signal = opts.signal ?? new AbortController().signal;
   const ctx: LoopContext = {
-    ra, signal, resign, ack: opts.ack === true,
-    onAttempt: opts.onAttempt ?? (() => {}), onNotice: opts.onNotice ?? (() => {}),
-    timeoutMs: opts.attemptTimeoutMs ?? 30_000, backoff: opts.backoff ?? DEFAULT_BACKOFF, now: opts.now ?? Date.now,
-    positionFile: opts.positionFile, after: opts.fromSequence === undefined ? undefined : opts.fromSequence - 1,
+    ra,
+    signal,
+    resign,
+    ack: opts.ack === true,
+    onAttempt: opts.onAttempt ?? (() => {}),
+    onNotice: opts.onNotice ?? (() => {}),
+    timeoutMs: opts.attemptTimeoutMs ?? 30_000,
+    backoff: opts.backoff ?? DEFAULT_BACKOFF,
+    now: opts.now ?? Date.now,
+    positionFile: opts.positionFile,
+    after: opts.fromSequence === undefined ? undefined : opts.fromSequence - 1,
   };
   await Promise.all(targets.map((t) => targetLoop(ctx, t)));
 }
@@ -140,7 +154,8 @@ async function retryRead<T>(ctx: LoopContext, what: string, read: () => Promise<
 
 async function targetLoop(ctx: LoopContext, target: Target): Promise<void> {
   const opened = await retryRead(ctx, `reading ${target.name}`, () =>
-    openPosition(ctx.ra, target.name, ctx.positionFile, ctx.after, ctx.signal, (why) => ctx.onNotice(why)));
+    openPosition(ctx.ra, target.name, ctx.positionFile, ctx.after, ctx.signal, (why) => ctx.onNotice(why)),
+  );
   if (opened === undefined) return;
   const store: PositionStore = opened.store;
   let page = opened.first;
@@ -182,8 +197,16 @@ async function deliverInOrder(ctx: LoopContext, target: Target, event: Event): P
     }
     const ok = status !== null && status >= 200 && status < 300;
     ctx.onAttempt({
-      target: target.url.href, status, ...(error === undefined ? {} : { error }), method: base.method, path: base.shownPath, type: event.type,
-      sequence: event.sequence, eventId: event.id, ms: Math.round(performance.now() - started), ...(ok ? {} : { retryInMs: delay }),
+      target: target.url.href,
+      status,
+      ...(error === undefined ? {} : { error }),
+      method: base.method,
+      path: base.shownPath,
+      type: event.type,
+      sequence: event.sequence,
+      eventId: event.id,
+      ms: Math.round(performance.now() - started),
+      ...(ok ? {} : { retryInMs: delay }),
     });
     if (ok) {
       if (ctx.ack) await retryRead(ctx, `acknowledging ${event.id}`, () => ctx.ra.ack(event.id));

@@ -22,7 +22,10 @@ const noConsumers = (err: unknown) => err instanceof ReturnAddressError && err.s
 
 class ServerPosition implements PositionStore {
   readonly kind = 'server';
-  constructor(private readonly ra: ReturnAddress, private readonly name: string) {}
+  constructor(
+    private readonly ra: ReturnAddress,
+    private readonly name: string,
+  ) {}
   page(after: number | undefined, wait: number, signal: AbortSignal): Promise<EventPage> {
     return this.ra.page({ consumer: this.name, after, limit: PAGE_LIMIT, wait, signal });
   }
@@ -35,7 +38,11 @@ class ServerPosition implements PositionStore {
 class LocalPosition implements PositionStore {
   readonly kind: 'local' | 'memory';
   private position: number;
-  constructor(private readonly ra: ReturnAddress, private readonly name: string, private readonly file: string | undefined) {
+  constructor(
+    private readonly ra: ReturnAddress,
+    private readonly name: string,
+    private readonly file: string | undefined,
+  ) {
     this.kind = file === undefined ? 'memory' : 'local';
     this.position = this.stored()[name] ?? 0;
   }
@@ -67,15 +74,23 @@ class LocalPosition implements PositionStore {
  * The position of consumer `name`: the service's named consumer when it has them, else `file` (or
  * memory). The first page decides, so it is read here: it is returned with the store.
  */
-export async function openPosition(ra: ReturnAddress, name: string, file: string | undefined, after: number | undefined, signal: AbortSignal,
-  onFallback: (why: string) => void): Promise<{ store: PositionStore; first: EventPage }> {
+export async function openPosition(
+  ra: ReturnAddress,
+  name: string,
+  file: string | undefined,
+  after: number | undefined,
+  signal: AbortSignal,
+  onFallback: (why: string) => void,
+): Promise<{ store: PositionStore; first: EventPage }> {
   const server = new ServerPosition(ra, name);
   try {
     return { store: server, first: await server.page(after, 0, signal) };
   } catch (err) {
     if (!noConsumers(err)) throw err;
     const local = new LocalPosition(ra, name, file);
-    onFallback(`this service keeps no named consumers (${(err as Error).message}); ${name}'s position is kept ${file === undefined ? 'in memory only' : `in ${file}`}`);
+    onFallback(
+      `this service keeps no named consumers (${(err as Error).message}); ${name}'s position is kept ${file === undefined ? 'in memory only' : `in ${file}`}`,
+    );
     return { store: local, first: await local.page(after, 0, signal) };
   }
 }

@@ -30,8 +30,17 @@ interface CapturedData {
 
 /** RFC 9110 §7.6.1: headers meant for one connection only; Host is the target's, Content-Length recomputed. */
 const NOT_REPLAYED = new Set([
-  'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade',
-  'host', 'content-length',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'content-length',
   // Would make the request wait for a 100 Continue the replay does not need.
   'expect',
 ]);
@@ -51,7 +60,12 @@ export function capturedData(event: Event): CapturedData | null {
 
 /** The headers to replay: hop-by-hop ones (and those the Connection header names) left out. */
 export function replayHeaders(headers: Record<string, string>): Record<string, string> {
-  const named = new Set((headers.connection ?? '').split(',').map((t) => t.trim().toLowerCase()).filter((t) => t !== ''));
+  const named = new Set(
+    (headers.connection ?? '')
+      .split(',')
+      .map((t) => t.trim().toLowerCase())
+      .filter((t) => t !== ''),
+  );
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (NOT_REPLAYED.has(name) || named.has(name) || typeof value !== 'string') continue;

@@ -17,14 +17,24 @@ export function sendReplay(req: ReplayRequest, timeoutMs: number, signal: AbortS
   const url = new URL(req.origin);
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const out = client.request({
-      protocol: url.protocol, hostname: url.hostname, port: url.port, method: req.method, path: req.path,
-      headers: req.body.length > 0 || BODY_METHODS.has(req.method) ? { ...req.headers, 'content-length': String(req.body.length) } : req.headers, signal, timeout: timeoutMs, agent: false,
-    }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-      res.on('error', (err) => reject(new SendError(err.message)));
-    });
+    const out = client.request(
+      {
+        protocol: url.protocol,
+        hostname: url.hostname,
+        port: url.port,
+        method: req.method,
+        path: req.path,
+        headers: req.body.length > 0 || BODY_METHODS.has(req.method) ? { ...req.headers, 'content-length': String(req.body.length) } : req.headers,
+        signal,
+        timeout: timeoutMs,
+        agent: false,
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', (err) => reject(new SendError(err.message)));
+      },
+    );
     out.on('timeout', () => out.destroy(new SendError(`no answer within ${timeoutMs / 1000} s`)));
     out.on('error', (err) => reject(err instanceof SendError || signal.aborted ? err : new SendError((err as NodeJS.ErrnoException).code ?? err.message)));
     out.end(req.body);

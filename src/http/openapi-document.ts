@@ -112,7 +112,8 @@ export function finishDocument(opts: FinishOptions): (input: { openapiObject: un
     components.schemas = { ...(isObject(components.schemas) ? components.schemas : {}), ...schemas };
     components.responses = {
       MethodNotAllowed: {
-        description: '`method_not_allowed`: the path exists, but not with this method. Any method a path does not document ' +
+        description:
+          '`method_not_allowed`: the path exists, but not with this method. Any method a path does not document ' +
           'answers this (HEAD is answered wherever GET is).',
         headers: { Allow: { description: 'The methods the path has, e.g. "GET, HEAD" or "POST".', schema: { type: 'string' } } },
         content: { 'application/json': { schema: errorRef } },

@@ -6,7 +6,15 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { consumerName } from '../consumers/consumers.js';
-import { EVENT_STATE_NAMES, type EventFilter, MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter, SCAN_BYTES, SCAN_EVENTS } from '../domain/event-filter.js';
+import {
+  EVENT_STATE_NAMES,
+  type EventFilter,
+  MAX_MATCH_CONDITIONS,
+  MAX_TYPE_PATTERNS,
+  parseEventFilter,
+  SCAN_BYTES,
+  SCAN_EVENTS,
+} from '../domain/event-filter.js';
 
 /** A query value as the router leaves it: text, or a number when it is only digits. */
 const QueryText = Type.Union([Type.String(), Type.Integer()]);
@@ -14,25 +22,34 @@ const queryText = (options: { description: string; examples?: string[] }) => Typ
 const repeatable = (max: number, description: string) =>
   Type.Optional(Type.Union([Type.String(), Type.Integer(), Type.Array(QueryText, { maxItems: max * 10 })], { description }));
 
-export const SCAN_BOUND_TEXT = `A filtered read examines at most ${SCAN_EVENTS} events after the cursor (or ${SCAN_BYTES / 1024 / 1024} MiB of their stored ` +
+export const SCAN_BOUND_TEXT =
+  `A filtered read examines at most ${SCAN_EVENTS} events after the cursor (or ${SCAN_BYTES / 1024 / 1024} MiB of their stored ` +
   'JSON); reaching that bound answers the matches found so far with has_more: true, and next_cursor is the last event examined, matching or not.';
 
 /** The filter and consumer parameters, to spread into a route's query schema. */
 export const READ_OPTION_PROPERTIES = {
-  type: repeatable(MAX_TYPE_PATTERNS, `Only events of this type: exact (stripe.invoice.paid) or a prefix ending in .* (stripe.*). Repeat it for any of several (at most ${MAX_TYPE_PATTERNS}).`),
-  match: repeatable(MAX_MATCH_CONDITIONS, `Only events where a dotted path equals a value: path=value, e.g. data.from.address=a@b.c or data.signature.verified=true. ` +
-    `Repeat it for all of several (at most ${MAX_MATCH_CONDITIONS}). Paths start with data, metadata, type, source, id, address_id, sequence or dedupe_key; ` +
-    'a digit segment indexes an array (data.links.0.url). Strings compare exactly; a number, true, false or null matches its JSON text (so =true matches JSON true and "true"); ' +
-    'a path holding an array matches when a member does; objects and missing paths never match.'),
+  type: repeatable(
+    MAX_TYPE_PATTERNS,
+    `Only events of this type: exact (stripe.invoice.paid) or a prefix ending in .* (stripe.*). Repeat it for any of several (at most ${MAX_TYPE_PATTERNS}).`,
+  ),
+  match: repeatable(
+    MAX_MATCH_CONDITIONS,
+    `Only events where a dotted path equals a value: path=value, e.g. data.from.address=a@b.c or data.signature.verified=true. ` +
+      `Repeat it for all of several (at most ${MAX_MATCH_CONDITIONS}). Paths start with data, metadata, type, source, id, address_id, sequence or dedupe_key; ` +
+      'a digit segment indexes an array (data.links.0.url). Strings compare exactly; a number, true, false or null matches its JSON text (so =true matches JSON true and "true"); ' +
+      'a path holding an array matches when a member does; objects and missing paths never match.',
+  ),
   state: Type.Optional(queryText({ description: `Which events: ${EVENT_STATE_NAMES.join(', ')} (default all).` })),
-  consumer: Type.Optional(queryText({
-    description: 'A named consumer (pattern [a-z0-9_.:-]{1,64}) whose position the server keeps: without after, the read starts after its stored position ' +
-      '(0 for a new name); with after=N, N is stored first (durably), then events after N are read. So asking for the next page (after=next_cursor) ' +
-      'confirms the previous one. GET …/consumers lists them.',
-    examples: ['worker-1'],
-  })),
+  consumer: Type.Optional(
+    queryText({
+      description:
+        'A named consumer (pattern [a-z0-9_.:-]{1,64}) whose position the server keeps: without after, the read starts after its stored position ' +
+        '(0 for a new name); with after=N, N is stored first (durably), then events after N are read. So asking for the next page (after=next_cursor) ' +
+        'confirms the previous one. GET …/consumers lists them.',
+      examples: ['worker-1'],
+    }),
+  ),
 } as const;
-
 
 export interface ReadOptions {
   filter: EventFilter;

@@ -1,7 +1,7 @@
 import type { Capture } from '../capture/capture.js';
 import type { Config } from '../config.js';
-import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { Store } from '../domain/ports.js';
+import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { SigningSecrets } from '../domain/signing-secrets.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
 

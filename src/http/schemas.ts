@@ -1,7 +1,8 @@
 // TypeBox schemas of the API. The routes validate with exactly these, and /openapi.json
 // is generated from them, so the document and the behaviour cannot drift apart.
+
+import { type TSchema, Type } from 'typebox';
 import { HTTP_DEDUPE_KEY_PATTERN } from '../domain/dedupe-key.js';
-import { Type, type TSchema } from 'typebox';
 import { BEARER_REALM, ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.js';
 import { MAX_VALUE_DEPTH } from '../domain/json-depth.js';
 
@@ -21,16 +22,26 @@ export const Address = Type.Object(
     taskId: Type.Optional(Type.String({ description: 'Caller-defined task identifier, present when task_id was given.' })),
     email: Type.String({ format: 'email', description: 'Inbound email address: <slug>@<EMAIL_DOMAIN>. <slug>+<tag>@<EMAIL_DOMAIN> reaches it too.' }),
     createdAt: Type.String({ format: 'date-time' }),
-    expiresAt: Type.String({ format: 'date-time', description: 'Always present. After it, deliveries are refused (410, SMTP 550); reading, ack and delete work for a grace period (default 24 h), then the address and its events are deleted.' }),
+    expiresAt: Type.String({
+      format: 'date-time',
+      description:
+        'Always present. After it, deliveries are refused (410, SMTP 550); reading, ack and delete work for a grace period (default 24 h), then the address and its events are deleted.',
+    }),
   },
   { additionalProperties: false, title: 'Address' },
 );
 
 export const CreateAddressBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ maxLength: 100, pattern: STORABLE_TEXT, description: 'Human-readable purpose. Default "untitled". No U+0000 or lone surrogate.' })),
-    task_id: Type.Optional(Type.String({ maxLength: 200, pattern: STORABLE_TEXT, description: 'Caller-defined task identifier. No U+0000 or lone surrogate.' })),
-    expires_in_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 31536000, description: 'Lifetime of the address. Default 604800 (7 days; operator setting DEFAULT_TTL_SECONDS).' })),
+    name: Type.Optional(
+      Type.String({ maxLength: 100, pattern: STORABLE_TEXT, description: 'Human-readable purpose. Default "untitled". No U+0000 or lone surrogate.' }),
+    ),
+    task_id: Type.Optional(
+      Type.String({ maxLength: 200, pattern: STORABLE_TEXT, description: 'Caller-defined task identifier. No U+0000 or lone surrogate.' }),
+    ),
+    expires_in_seconds: Type.Optional(
+      Type.Integer({ minimum: 60, maximum: 31536000, description: 'Lifetime of the address. Default 604800 (7 days; operator setting DEFAULT_TTL_SECONDS).' }),
+    ),
   },
   { additionalProperties: false, title: 'CreateAddressBody', description: 'Optional: no body, an empty body and {} are all accepted.' },
 );
@@ -40,17 +51,28 @@ export const CreateAddressResponse = Type.Object(
     address: Address,
     credentials: Type.Object(
       {
-        read_token: Type.String({ pattern: '^aa_read_[A-Za-z0-9_-]{43}$', description: 'Bearer token for reading this address (get, events, ack, delete, stream, signing secrets) and its MCP URL. Returned only here, once; it cannot be recovered. Store it.' }),
+        read_token: Type.String({
+          pattern: '^aa_read_[A-Za-z0-9_-]{43}$',
+          description:
+            'Bearer token for reading this address (get, events, ack, delete, stream, signing secrets) and its MCP URL. Returned only here, once; it cannot be recovered. Store it.',
+        }),
         note: Type.String(),
       },
       { additionalProperties: false },
     ),
     endpoints: Type.Object(
       {
-        inbox_url: Type.String({ format: 'uri', description: 'Secret-bearing, write-only delivery URL: {base_url}/api/v1/inbox/<address_id>/aa_ingress_… Give it to whoever must call back.' }),
+        inbox_url: Type.String({
+          format: 'uri',
+          description: 'Secret-bearing, write-only delivery URL: {base_url}/api/v1/inbox/<address_id>/aa_ingress_… Give it to whoever must call back.',
+        }),
         events_url: Type.String({ format: 'uri', description: 'The ordered event queue; GET it with the read token.' }),
         mcp_url: Type.String({ format: 'uri', description: 'MCP (Streamable HTTP) endpoint for this address, with the read token.' }),
-        hook_url: Type.String({ format: 'uri', description: 'Capture URL: {base_url}/api/v1/hooks/<address_id>/aa_ingress_… (the same write-only secret as inbox_url). Takes any request as it is (GitHub, Stripe, Slack, OAuth redirects, form posts), on any sub-path below it; each becomes one event.' }),
+        hook_url: Type.String({
+          format: 'uri',
+          description:
+            'Capture URL: {base_url}/api/v1/hooks/<address_id>/aa_ingress_… (the same write-only secret as inbox_url). Takes any request as it is (GitHub, Stripe, Slack, OAuth redirects, form posts), on any sub-path below it; each becomes one event.',
+        }),
       },
       { additionalProperties: false },
     ),
@@ -64,11 +86,21 @@ const Metadata = Type.Record(Type.String(), Type.String(), { title: 'Metadata', 
 
 export const CreateEventBody = Type.Object(
   {
-    type: Type.Optional(Type.String({ pattern: STORABLE_TEXT, description: 'Free string set by the sender. Default "message.received". No U+0000 or lone surrogate.' })),
+    type: Type.Optional(
+      Type.String({ pattern: STORABLE_TEXT, description: 'Free string set by the sender. Default "message.received". No U+0000 or lone surrogate.' }),
+    ),
     source: Type.Optional(Type.String({ pattern: STORABLE_TEXT, description: 'Free string. Default "https". No U+0000 or lone surrogate.' })),
     data: Type.Optional(Type.Unknown({ description: `Any JSON value, nested at most ${MAX_VALUE_DEPTH} levels. Stored and returned as null when omitted.` })),
     metadata: Type.Optional(Metadata),
-    dedupe_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: HTTP_DEDUPE_KEY_PATTERN, description: 'Idempotency key, the same as the Idempotency-Key header (1-255 characters, no control characters). Both given and different: 409. Keys of email events (their Message-IDs) live in a key space of their own: a mail can never match an HTTP key.' })),
+    dedupe_key: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        pattern: HTTP_DEDUPE_KEY_PATTERN,
+        description:
+          'Idempotency key, the same as the Idempotency-Key header (1-255 characters, no control characters). Both given and different: 409. Keys of email events (their Message-IDs) live in a key space of their own: a mail can never match an HTTP key.',
+      }),
+    ),
   },
   { additionalProperties: false, title: 'CreateEventBody' },
 );
@@ -81,7 +113,8 @@ export const Event = Type.Object(
     type: Type.String(),
     source: Type.String({ description: '"https" by default for HTTP deliveries, "email" for inbound mail.' }),
     data: Type.Unknown({
-      description: 'Any JSON value; null when the delivery had none. For inbound mail (source "email", type "email.received") an object: ' +
+      description:
+        'Any JSON value; null when the delivery had none. For inbound mail (source "email", type "email.received") an object: ' +
         '{from, to, cc, subject, text, html, message_id, in_reply_to, references, date, headers, attachments, raw_size, parse_error, ' +
         'extracted: {otp_codes: [string], links: [{url, kind: "magic_link"|"verify"|"reset"|"unsubscribe"|"other"}], reply_text: string|null}, ' +
         'authentication: {spf, dkim, dmarc, summary}} (spf/dkim/dmarc as mailauth reports them: pass, fail, none, temperror, …; ' +
@@ -92,9 +125,19 @@ export const Event = Type.Object(
     dedupe_key: Type.Optional(Type.String()),
     created_at: Type.String({ format: 'date-time' }),
     acknowledged_at: Type.Optional(Type.String({ format: 'date-time', description: 'Present once the event is acknowledged.' })),
-    delivery_count: Type.Optional(Type.Integer({ minimum: 0, description: 'How many times a claim (POST …/claims) handed the event to a worker; present once it was claimed.' })),
-    dead_at: Type.Optional(Type.String({ format: 'date-time', description: 'Present once the event is dead: claimed max_deliveries times without an ack, or nacked with dead: true. A dead event is never claimed again; list them with state=dead.' })),
-    dead_reason: Type.Optional(Type.String({ description: 'Why the event is dead (the last nack\'s reason, or that its final lease ran out); present with dead_at.' })),
+    delivery_count: Type.Optional(
+      Type.Integer({ minimum: 0, description: 'How many times a claim (POST …/claims) handed the event to a worker; present once it was claimed.' }),
+    ),
+    dead_at: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description:
+          'Present once the event is dead: claimed max_deliveries times without an ack, or nacked with dead: true. A dead event is never claimed again; list them with state=dead.',
+      }),
+    ),
+    dead_reason: Type.Optional(
+      Type.String({ description: "Why the event is dead (the last nack's reason, or that its final lease ran out); present with dead_at." }),
+    ),
   },
   { additionalProperties: false, title: 'Event' },
 );
@@ -129,14 +172,29 @@ export const ErrorBody = Type.Object(
 );
 
 // Optional with defaults: ajv's useDefaults fills an omitted one in before the handler runs.
-export const EventsQuery = Type.Object({
-  after: Type.Optional(Type.Integer({
-    minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0,
-    description: 'Return events whose sequence is greater than this cursor. Any integer from 0 to 9007199254740991 (Number.MAX_SAFE_INTEGER); a cursor past the last sequence is an empty page with next_cursor = after.',
-  })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Page size.' })),
-  wait: Type.Optional(Type.Integer({ minimum: 0, maximum: 25, default: 0, description: 'Long-poll: seconds to hold the request while nothing is after the cursor. Returns within milliseconds of an event.' })),
-}, { additionalProperties: false, description: 'Only after, limit and wait: any other query parameter is 400 invalid_request naming it.' });
+export const EventsQuery = Type.Object(
+  {
+    after: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: Number.MAX_SAFE_INTEGER,
+        default: 0,
+        description:
+          'Return events whose sequence is greater than this cursor. Any integer from 0 to 9007199254740991 (Number.MAX_SAFE_INTEGER); a cursor past the last sequence is an empty page with next_cursor = after.',
+      }),
+    ),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Page size.' })),
+    wait: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 25,
+        default: 0,
+        description: 'Long-poll: seconds to hold the request while nothing is after the cursor. Returns within milliseconds of an event.',
+      }),
+    ),
+  },
+  { additionalProperties: false, description: 'Only after, limit and wait: any other query parameter is 400 invalid_request naming it.' },
+);
 
 export const AddressIdParam = Type.String({ description: 'Address id (addr_…).' });
 export const AddressParams = Type.Object({ addressId: AddressIdParam });
@@ -146,7 +204,15 @@ export const InboxParams = Type.Object({
   secret: Type.String({ description: 'The inbox secret (aa_ingress_…) from inbox_url.' }),
 });
 export const InboxHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: HTTP_DEDUPE_KEY_PATTERN, description: 'Deduplicates retried deliveries within this address; the same key space as the body dedupe_key, apart from the Message-IDs of email events. 1-255 characters, no control characters.' })),
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: HTTP_DEDUPE_KEY_PATTERN,
+      description:
+        'Deduplicates retried deliveries within this address; the same key space as the body dedupe_key, apart from the Message-IDs of email events. 1-255 characters, no control characters.',
+    }),
+  ),
 });
 
 export const HookParams = Type.Object({
@@ -164,7 +230,9 @@ export const AnyQuery = Type.Object({}, { additionalProperties: true, descriptio
 export const CaptureReceipt = Type.Object(
   {
     event: Type.Object({ id: Type.String({ pattern: '^evt_[0-9a-z]{26}$' }), sequence: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }),
-    duplicate: Type.Boolean({ description: 'true when the request repeated an idempotency key (Idempotency-Key, webhook-id, X-GitHub-Delivery, a Stripe event id…) of a queued event.' }),
+    duplicate: Type.Boolean({
+      description: 'true when the request repeated an idempotency key (Idempotency-Key, webhook-id, X-GitHub-Delivery, a Stripe event id…) of a queued event.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -173,30 +241,51 @@ const SecretValue = (what: string) => Type.Optional(Type.String({ minLength: 1, 
 export const SigningSecretsBody = Type.Object(
   {
     github: SecretValue('The webhook secret set on the GitHub webhook; checks X-Hub-Signature-256.'),
-    stripe: SecretValue('The endpoint\'s signing secret (whsec_…) from Stripe; checks Stripe-Signature, within 300 s of its timestamp.'),
-    slack: SecretValue('The app\'s Signing Secret; checks X-Slack-Signature (v0), within 300 s of X-Slack-Request-Timestamp.'),
+    stripe: SecretValue("The endpoint's signing secret (whsec_…) from Stripe; checks Stripe-Signature, within 300 s of its timestamp."),
+    slack: SecretValue("The app's Signing Secret; checks X-Slack-Signature (v0), within 300 s of X-Slack-Request-Timestamp."),
     standard_webhooks: SecretValue('A Standard Webhooks / Svix secret, whsec_ followed by base64; checks webhook-signature (or svix-signature).'),
   },
   { additionalProperties: false, description: 'Replaces every secret of the address: a scheme left out is removed, and {} removes them all.' },
 );
 export const SigningSecretsResponse = Type.Object(
-  { configured: Type.Array(Type.String({ enum: ['github', 'stripe', 'slack', 'standard_webhooks'] }), { description: 'The schemes that now have a secret. Secrets themselves are never returned.' }) },
+  {
+    configured: Type.Array(Type.String({ enum: ['github', 'stripe', 'slack', 'standard_webhooks'] }), {
+      description: 'The schemes that now have a secret. Secrets themselves are never returned.',
+    }),
+  },
   { additionalProperties: false },
 );
 
 /** The schemas /openapi.json names in components.schemas (by their titles), for generated clients. */
 export const COMPONENT_SCHEMAS: readonly TSchema[] = [
-  Address, AddressResponse, CreateAddressBody, CreateAddressResponse, Metadata, CreateEventBody, Event, EventPage, EventResponse,
-  EventDeliveryResponse, ErrorBody,
+  Address,
+  AddressResponse,
+  CreateAddressBody,
+  CreateAddressResponse,
+  Metadata,
+  CreateEventBody,
+  Event,
+  EventPage,
+  EventResponse,
+  EventDeliveryResponse,
+  ErrorBody,
 ];
 
 /** The document's tags, in order, each with what its operations are for. */
 export const DOCUMENT_TAGS = [
   { name: 'addresses', description: 'Create, read and delete a return address (its email address, inbox URL and read token).' },
   { name: 'events', description: 'The ordered, durable queue of an address: read with a cursor and long-polling, acknowledge.' },
-  { name: 'claims', description: 'Several workers sharing one address: lease events, then ack, extend or nack through the lease (a fencing token); redelivery after a lease runs out, dead events after max_deliveries.' },
+  {
+    name: 'claims',
+    description:
+      'Several workers sharing one address: lease events, then ack, extend or nack through the lease (a fencing token); redelivery after a lease runs out, dead events after max_deliveries.',
+  },
   { name: 'inbox', description: 'Write-only delivery of an event by whoever must call back, with the secret in the URL.' },
-  { name: 'capture', description: 'The capture URL: any request from any sender (GitHub, Stripe, Slack, OAuth redirects) stored as it came, and the secrets that check their signatures.' },
+  {
+    name: 'capture',
+    description:
+      'The capture URL: any request from any sender (GitHub, Stripe, Slack, OAuth redirects) stored as it came, and the secrets that check their signatures.',
+  },
   { name: 'approvals', description: 'Ask a person: a page with one button per option, whose answer arrives as an event (approval.decided) in the queue.' },
   { name: 'mcp', description: 'The same queue as a Model Context Protocol server (Streamable HTTP, stateless).' },
   { name: 'documents', description: 'This description and the plain-text guides for agents.' },
@@ -216,7 +305,8 @@ for (const [code, { status }] of Object.entries(ERROR_CATALOGUE) as [ErrorCode, 
 const ERROR_HEADERS: Record<number, Record<string, TSchema>> = {
   401: {
     'WWW-Authenticate': Type.String({
-      description: `Bearer realm="${BEARER_REALM}" when no token was sent; Bearer realm="${BEARER_REALM}", error="invalid_token" when one was sent ` +
+      description:
+        `Bearer realm="${BEARER_REALM}" when no token was sent; Bearer realm="${BEARER_REALM}", error="invalid_token" when one was sent ` +
         'but is malformed or not the read token of this address (RFC 6750 §3).',
     }),
   },

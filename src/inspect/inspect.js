@@ -56,7 +56,14 @@ async function apiError(res) {
 function renderAddress(a) {
   const dl = $('address');
   dl.replaceChildren();
-  for (const [k, v] of [['id', a.id], ['name', a.name], ['task id', a.taskId], ['email', a.email], ['created', a.createdAt], ['expires', a.expiresAt]]) {
+  for (const [k, v] of [
+    ['id', a.id],
+    ['name', a.name],
+    ['task id', a.taskId],
+    ['email', a.email],
+    ['created', a.createdAt],
+    ['expires', a.expiresAt],
+  ]) {
     if (v === undefined) continue;
     dl.append(el('dt', { text: k }), el('dd', { text: v, className: k === 'id' || k === 'email' ? 'mono' : '' }));
   }
@@ -70,8 +77,14 @@ function renderCurl() {
   const inbox = state.inboxUrl || '<inbox_url>';
   const capture = state.inboxUrl ? state.inboxUrl.replace('/api/v1/inbox/', '/api/v1/hooks/') : '<hook_url>';
   const lines = [
-    ['Deliver an event to the inbox URL', `curl -s -X POST ${shellQuote(inbox)} -H 'content-type: application/json' -d '{"type":"test.ping","data":{"hello":"world"}}'`],
-    ['Send any callback to the capture URL (hook_url)', `curl -s -X POST ${shellQuote(`${capture}/github`)} -H 'content-type: application/json' -H 'x-github-event: ping' -d '{"zen":"hello"}'`],
+    [
+      'Deliver an event to the inbox URL',
+      `curl -s -X POST ${shellQuote(inbox)} -H 'content-type: application/json' -d '{"type":"test.ping","data":{"hello":"world"}}'`,
+    ],
+    [
+      'Send any callback to the capture URL (hook_url)',
+      `curl -s -X POST ${shellQuote(`${capture}/github`)} -H 'content-type: application/json' -H 'x-github-event: ping' -d '{"zen":"hello"}'`,
+    ],
     ['Read the queue', `curl -s ${shellQuote(`${base}${API}${state.addressId}/events?after=0&wait=25`)} -H "Authorization: Bearer $READ_TOKEN"`],
     ['Follow the live stream', `curl -sN ${shellQuote(`${base}${API}${state.addressId}/events/stream`)} -H "Authorization: Bearer $READ_TOKEN"`],
   ];
@@ -81,7 +94,14 @@ function renderCurl() {
     const pre = el('pre', { text: cmd });
     const copy = el('button', { text: 'Copy', attrs: { type: 'button' } });
     copy.addEventListener('click', () => {
-      navigator.clipboard?.writeText(cmd).then(() => { copy.textContent = 'Copied'; }, () => { copy.textContent = 'Select and copy'; });
+      navigator.clipboard?.writeText(cmd).then(
+        () => {
+          copy.textContent = 'Copied';
+        },
+        () => {
+          copy.textContent = 'Select and copy';
+        },
+      );
     });
     box.append(el('div', { className: 'hint', text: label }), el('div', { className: 'curl' }, pre, copy));
   }
@@ -104,12 +124,14 @@ function fieldList(pairs) {
 
 function emailView(d) {
   const box = el('div', { className: 'email' });
-  box.append(fieldList([
-    ['from', mailbox(d.from)],
-    ['to', Array.isArray(d.to) ? d.to.map(mailbox).join(', ') : ''],
-    ['subject', d.subject],
-    ['date', d.date],
-  ]));
+  box.append(
+    fieldList([
+      ['from', mailbox(d.from)],
+      ['to', Array.isArray(d.to) ? d.to.map(mailbox).join(', ') : ''],
+      ['subject', d.subject],
+      ['date', d.date],
+    ]),
+  );
   if (typeof d.text === 'string') box.append(el('div', { className: 'text', text: d.text }));
   else if (typeof d.html === 'string') box.append(el('div', { className: 'hint', text: 'HTML only (shown as source below, never rendered).' }));
   if (Array.isArray(d.attachments) && d.attachments.length > 0) {
@@ -122,15 +144,23 @@ function emailView(d) {
 
 function requestView(d) {
   const box = el('div', { className: 'request' });
-  box.append(fieldList([
-    ['request', `${d.method ?? ''} /${String(d.path ?? '').replace(/^\//, '')}`],
-    ['content type', d.content_type],
-    ['remote ip', d.remote_ip],
-    ['signature', isObject(d.signature) ? `${d.signature.scheme ?? ''} verified=${d.signature.verified} ${d.signature.reason ?? ''}` : undefined],
-  ]));
+  box.append(
+    fieldList([
+      ['request', `${d.method ?? ''} /${String(d.path ?? '').replace(/^\//, '')}`],
+      ['content type', d.content_type],
+      ['remote ip', d.remote_ip],
+      ['signature', isObject(d.signature) ? `${d.signature.scheme ?? ''} verified=${d.signature.verified} ${d.signature.reason ?? ''}` : undefined],
+    ]),
+  );
   if (isObject(d.headers)) {
     const headers = el('details', {}, el('summary', { text: `headers (${Object.keys(d.headers).length})` }));
-    headers.append(el('pre', { text: Object.entries(d.headers).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(', ') : v}`).join('\n') }));
+    headers.append(
+      el('pre', {
+        text: Object.entries(d.headers)
+          .map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(', ') : v}`)
+          .join('\n'),
+      }),
+    );
     box.append(headers);
   }
   if (typeof d.body === 'string') box.append(el('div', { className: 'text', text: d.body }));
@@ -159,14 +189,22 @@ async function ack(e, button) {
 
 function renderEvent(e, fresh) {
   const d = e.data;
-  const article = el('article', { className: `event${e.acknowledged_at ? ' acked' : ''}${fresh ? ' fresh' : ''}`, attrs: { 'data-sequence': e.sequence, 'data-id': e.id } });
-  article.append(el('div', { className: 'event-head' },
-    el('span', { className: 'seq', text: `#${e.sequence}` }),
-    el('span', { className: 'type', text: e.type }),
-    el('span', { className: 'source', text: `source ${e.source}` }),
-    el('time', { className: 'time', text: e.created_at, attrs: { datetime: e.created_at } }),
-    el('span', { className: 'eid mono', text: e.id }),
-    ackState(e)));
+  const article = el('article', {
+    className: `event${e.acknowledged_at ? ' acked' : ''}${fresh ? ' fresh' : ''}`,
+    attrs: { 'data-sequence': e.sequence, 'data-id': e.id },
+  });
+  article.append(
+    el(
+      'div',
+      { className: 'event-head' },
+      el('span', { className: 'seq', text: `#${e.sequence}` }),
+      el('span', { className: 'type', text: e.type }),
+      el('span', { className: 'source', text: `source ${e.source}` }),
+      el('time', { className: 'time', text: e.created_at, attrs: { datetime: e.created_at } }),
+      el('span', { className: 'eid mono', text: e.id }),
+      ackState(e),
+    ),
+  );
   // Email and captured requests are shown as text; their JSON starts folded.
   let summarised = true;
   if (isObject(d) && (e.source === 'email' || e.type.startsWith('email.'))) article.append(emailView(d));
@@ -267,7 +305,9 @@ async function follow(controller) {
       }
       setStatus('reconnecting', `Connection lost (${err.message}); reconnecting after #${state.cursor} in ${state.backoff} ms…`);
     }
-    await new Promise((resolve) => { state.retryTimer = setTimeout(resolve, state.backoff); });
+    await new Promise((resolve) => {
+      state.retryTimer = setTimeout(resolve, state.backoff);
+    });
     state.backoff = Math.min(MAX_BACKOFF_MS, state.backoff * 2);
   }
 }

@@ -10,37 +10,41 @@
 // batch, `id: null`) is answered as JSON-RPC says: 400 with an Invalid Request error (-32600, id null),
 // and a tools/call whose params the SDK would refuse with a raw validation dump (-32603) gets
 // Invalid params (-32602) naming the field.
-import { approvalServiceOf } from '../approvals/approval-service.js';
+
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { approvalServiceOf } from '../approvals/approval-service.js';
 import { Consumers } from '../consumers/consumers.js';
 import { ApiError, internalErrorBody } from '../domain/errors.js';
-import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
-import { sendApiError, toApiError } from '../http/plugins/api-error-handler.js';
-import type { AppDeps } from '../http/route-deps.js';
 import { METHOD_NOT_ALLOWED_REF } from '../http/openapi-document.js';
+import { sendApiError, toApiError } from '../http/plugins/api-error-handler.js';
+import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
+import type { AppDeps } from '../http/route-deps.js';
 import { AddressParams, BEARER, ErrorBody, errorResponses } from '../http/schemas.js';
 
 // The SDK (with zod, express and hono under it) adds ~30 MB to the process: it is loaded on the
 // first MCP call, not at boot, so a service nobody attaches over MCP does not carry it.
-let runtime: Promise<{
-  StreamableHTTPServerTransport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport;
-  JSONRPCMessageSchema: typeof import('@modelcontextprotocol/sdk/types.js').JSONRPCMessageSchema;
-  SUPPORTED_PROTOCOL_VERSIONS: readonly string[];
-  CallToolRequestSchema: typeof import('@modelcontextprotocol/sdk/types.js').CallToolRequestSchema;
-  buildMcpServer: typeof import('./mcp-tools.js').buildMcpServer;
-}> | undefined;
-const loadRuntime = () => (runtime ??= Promise.all([
-  import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
-  import('@modelcontextprotocol/sdk/types.js'),
-  import('./mcp-tools.js'),
-]).then(([http, types, tools]) => ({
-  StreamableHTTPServerTransport: http.StreamableHTTPServerTransport,
-  JSONRPCMessageSchema: types.JSONRPCMessageSchema,
-  SUPPORTED_PROTOCOL_VERSIONS: types.SUPPORTED_PROTOCOL_VERSIONS,
-  CallToolRequestSchema: types.CallToolRequestSchema,
-  buildMcpServer: tools.buildMcpServer,
-})));
+let runtime:
+  | Promise<{
+      StreamableHTTPServerTransport: typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js').StreamableHTTPServerTransport;
+      JSONRPCMessageSchema: typeof import('@modelcontextprotocol/sdk/types.js').JSONRPCMessageSchema;
+      SUPPORTED_PROTOCOL_VERSIONS: readonly string[];
+      CallToolRequestSchema: typeof import('@modelcontextprotocol/sdk/types.js').CallToolRequestSchema;
+      buildMcpServer: typeof import('./mcp-tools.js').buildMcpServer;
+    }>
+  | undefined;
+const loadRuntime = () =>
+  (runtime ??= Promise.all([
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+    import('./mcp-tools.js'),
+  ]).then(([http, types, tools]) => ({
+    StreamableHTTPServerTransport: http.StreamableHTTPServerTransport,
+    JSONRPCMessageSchema: types.JSONRPCMessageSchema,
+    SUPPORTED_PROTOCOL_VERSIONS: types.SUPPORTED_PROTOCOL_VERSIONS,
+    CallToolRequestSchema: types.CallToolRequestSchema,
+    buildMcpServer: tools.buildMcpServer,
+  })));
 
 const JsonRpcMessage = Type.Object(
   {
@@ -55,20 +59,28 @@ const JsonRpcMessage = Type.Object(
 /** Messages in one batch: each may be a list_events of up to MCP_PAGE_BYTES (twice), so a batch is bounded too. */
 export const MAX_MCP_BATCH = 10;
 
-const McpBody = Type.Union([JsonRpcMessage, Type.Array(JsonRpcMessage, {
-  minItems: 1,
-  description: `A JSON-RPC batch of 1 to ${MAX_MCP_BATCH} messages. More than ${MAX_MCP_BATCH}: 400 invalid_request (the API's error body). ` +
-    'An empty batch: 400 with the JSON-RPC error -32600 (id null). Each message is answered in the reply array; notifications and responses get no entry.',
-})], {
-  description: 'One JSON-RPC 2.0 message of the MCP protocol, or a batch of them. JSON that is neither (a message without jsonrpc "2.0", ' +
-    'an id that is null or not a string or number): 400 with the JSON-RPC error -32600 Invalid Request, id null.',
-});
+const McpBody = Type.Union(
+  [
+    JsonRpcMessage,
+    Type.Array(JsonRpcMessage, {
+      minItems: 1,
+      description:
+        `A JSON-RPC batch of 1 to ${MAX_MCP_BATCH} messages. More than ${MAX_MCP_BATCH}: 400 invalid_request (the API's error body). ` +
+        'An empty batch: 400 with the JSON-RPC error -32600 (id null). Each message is answered in the reply array; notifications and responses get no entry.',
+    }),
+  ],
+  {
+    description:
+      'One JSON-RPC 2.0 message of the MCP protocol, or a batch of them. JSON that is neither (a message without jsonrpc "2.0", ' +
+      'an id that is null or not a string or number): 400 with the JSON-RPC error -32600 Invalid Request, id null.',
+  },
+);
 
 /** A JSON-RPC 2.0 error response (https://www.jsonrpc.org/specification#error_object); a component of /openapi.json. */
 export const JsonRpcError = Type.Object(
   {
     jsonrpc: Type.Literal('2.0'),
-    id: Type.Union([Type.String(), Type.Number(), Type.Null()], { description: 'The request\'s id; null when it could not be read.' }),
+    id: Type.Union([Type.String(), Type.Number(), Type.Null()], { description: "The request's id; null when it could not be read." }),
     error: Type.Object(
       {
         code: Type.Integer({ description: '-32600 Invalid Request, -32602 Invalid params, -32601 Method not found, -32603 Internal error.' }),
@@ -94,16 +106,22 @@ function firstIssue(error: { issues?: { path: PropertyKey[]; message: string }[]
 
 /** MCP's GET (a server-initiated SSE stream) and DELETE (a session end): answered 405, for the document. */
 export const MCP_DOCUMENT_ONLY = {
-  '/api/v1/addresses/{addressId}/mcp': Object.fromEntries((['get', 'delete'] as const).map((method) => [method, {
-    operationId: method === 'get' ? 'openMcpStream' : 'endMcpSession',
-    summary: method === 'get' ? 'MCP server-initiated stream (not offered)' : 'End an MCP session (no sessions)',
-    description: 'Stateless Streamable HTTP has no server-initiated SSE stream and no session to end: 405 with Allow: POST, ' +
-      'which MCP clients take as "not offered".',
-    tags: ['mcp'],
-    security: BEARER,
-    parameters: [{ in: 'path', name: 'addressId', required: true, schema: { type: 'string' }, description: 'Address id (addr_…).' }],
-    responses: { 405: METHOD_NOT_ALLOWED_REF },
-  }])),
+  '/api/v1/addresses/{addressId}/mcp': Object.fromEntries(
+    (['get', 'delete'] as const).map((method) => [
+      method,
+      {
+        operationId: method === 'get' ? 'openMcpStream' : 'endMcpSession',
+        summary: method === 'get' ? 'MCP server-initiated stream (not offered)' : 'End an MCP session (no sessions)',
+        description:
+          'Stateless Streamable HTTP has no server-initiated SSE stream and no session to end: 405 with Allow: POST, ' +
+          'which MCP clients take as "not offered".',
+        tags: ['mcp'],
+        security: BEARER,
+        parameters: [{ in: 'path', name: 'addressId', required: true, schema: { type: 'string' }, description: 'Address id (addr_…).' }],
+        responses: { 405: METHOD_NOT_ALLOWED_REF },
+      },
+    ]),
+  ),
 };
 
 const McpHeaders = Type.Object({
@@ -112,7 +130,8 @@ const McpHeaders = Type.Object({
 });
 
 const JsonRpcReply = Type.Unknown({
-  description: 'The JSON-RPC response(s) to the request(s), as application/json. Tool failures (bad arguments, unknown event) ' +
+  description:
+    'The JSON-RPC response(s) to the request(s), as application/json. Tool failures (bad arguments, unknown event) ' +
     'are tool results with isError: true whose text is an error body {"error":{"code","message"}}.',
 });
 
@@ -122,103 +141,141 @@ function acceptsStreamableHttp(accept: string | undefined): boolean {
   return accept?.includes('application/json') === true && accept.includes('text/event-stream');
 }
 
-export const mcpRoutes = (deps: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
-  const { config, service } = deps;
-  const approvals = approvalServiceOf(deps);
-  const consumers = new Consumers(deps.store);
-  app.post('/api/v1/addresses/:addressId/mcp', {
-    onRequest: requireReadToken(service),
-    schema: {
-      operationId: 'callMcp',
-      summary: 'MCP server of this address (Streamable HTTP)',
-      description: 'The Model Context Protocol over Streamable HTTP, stateless (no Mcp-Session-Id; any instance answers any call), ' +
-        'with the same bearer read token, scoped to this one address. Tools: get_address {} -> {address}; ' +
-        'list_events {after=0, limit=50 (1-100), wait=0 (0-25 s), type?, match?, state?, consumer?} -> {events, next_cursor, has_more}; ack_event {event_id} -> {event}; ' +
-        'wait_for_event {after=0, timeout=25 (0-55 s), type?, match?, state?, consumer?} -> {event | null, next_cursor}; request_approval {question, details?, options?, fields?, ' +
-        'expires_in_seconds?, max_responses?} -> {approval} (with its url); get_approval {approval_id} -> {approval}. Results are the same JSON as the HTTP API, ' +
-        'as structuredContent and as JSON text. Send Accept: application/json, text/event-stream; answers are application/json, except a call ' +
-        'whose params._meta carries a progressToken: it is answered as text/event-stream with notifications/progress at least every 10 s, then the result. ' +
-        'GET and DELETE answer 405 (no server-initiated stream, no session to end).',
-      tags: ['mcp'],
-      security: BEARER,
-      params: AddressParams,
-      headers: McpHeaders,
-      body: McpBody,
-      response: {
-        200: JsonRpcReply,
-        202: NO_SESSION_REPLY,
-        ...errorResponses(401, 404, 413, 415),
-        400: {
-          description: '`invalid_request` / `invalid_json` in the API\'s error body: a wrong Accept or MCP-Protocol-Version header, ' +
-            `a batch of more than ${MAX_MCP_BATCH} messages, malformed JSON, an unknown query parameter. ` +
-            'A JSON-RPC error (-32600 Invalid Request, id null): JSON that is not a JSON-RPC message, or an empty batch.',
-          anyOf: [ErrorBody, JsonRpcError],
+export const mcpRoutes =
+  (deps: AppDeps): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    const { config, service } = deps;
+    const approvals = approvalServiceOf(deps);
+    const consumers = new Consumers(deps.store);
+    app.post(
+      '/api/v1/addresses/:addressId/mcp',
+      {
+        onRequest: requireReadToken(service),
+        schema: {
+          operationId: 'callMcp',
+          summary: 'MCP server of this address (Streamable HTTP)',
+          description:
+            'The Model Context Protocol over Streamable HTTP, stateless (no Mcp-Session-Id; any instance answers any call), ' +
+            'with the same bearer read token, scoped to this one address. Tools: get_address {} -> {address}; ' +
+            'list_events {after=0, limit=50 (1-100), wait=0 (0-25 s), type?, match?, state?, consumer?} -> {events, next_cursor, has_more}; ack_event {event_id} -> {event}; ' +
+            'wait_for_event {after=0, timeout=25 (0-55 s), type?, match?, state?, consumer?} -> {event | null, next_cursor}; request_approval {question, details?, options?, fields?, ' +
+            'expires_in_seconds?, max_responses?} -> {approval} (with its url); get_approval {approval_id} -> {approval}. Results are the same JSON as the HTTP API, ' +
+            'as structuredContent and as JSON text. Send Accept: application/json, text/event-stream; answers are application/json, except a call ' +
+            'whose params._meta carries a progressToken: it is answered as text/event-stream with notifications/progress at least every 10 s, then the result. ' +
+            'GET and DELETE answer 405 (no server-initiated stream, no session to end).',
+          tags: ['mcp'],
+          security: BEARER,
+          params: AddressParams,
+          headers: McpHeaders,
+          body: McpBody,
+          response: {
+            200: JsonRpcReply,
+            202: NO_SESSION_REPLY,
+            ...errorResponses(401, 404, 413, 415),
+            400: {
+              description:
+                "`invalid_request` / `invalid_json` in the API's error body: a wrong Accept or MCP-Protocol-Version header, " +
+                `a batch of more than ${MAX_MCP_BATCH} messages, malformed JSON, an unknown query parameter. ` +
+                'A JSON-RPC error (-32600 Invalid Request, id null): JSON that is not a JSON-RPC message, or an empty batch.',
+              anyOf: [ErrorBody, JsonRpcError],
+            },
+          },
         },
+        // The body's own failures are answered in JSON-RPC's terms, below.
+        attachValidation: true,
       },
-    },
-    // The body's own failures are answered in JSON-RPC's terms, below.
-    attachValidation: true,
-  }, async (request, reply) => {
-    const address = authenticatedAddress(request);
-    const invalid = request.validationError as (Error & { validationContext?: string }) | undefined;
-    if (invalid && invalid.validationContext !== 'body') return sendApiError(reply, toApiError(invalid) ?? new ApiError('invalid_request', invalid.message));
-    const { StreamableHTTPServerTransport, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, CallToolRequestSchema, buildMcpServer } = await loadRuntime();
-    if (!acceptsStreamableHttp(request.headers.accept)) {
-      return sendApiError(reply, new ApiError('invalid_request',
-        "Invalid header 'Accept': MCP Streamable HTTP requires it to list both application/json and text/event-stream."));
-    }
-    const version = request.headers['mcp-protocol-version'];
-    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
-      return sendApiError(reply, new ApiError('invalid_request',
-        `Invalid header 'MCP-Protocol-Version': ${version} is not supported (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}).`));
-    }
-    const messages: unknown[] = Array.isArray(request.body) ? request.body : [request.body];
-    if (messages.length > MAX_MCP_BATCH) {
-      return sendApiError(reply, new ApiError('invalid_request',
-        `The JSON-RPC batch holds ${messages.length} messages; send at most ${MAX_MCP_BATCH} per request.`));
-    }
-    if (invalid || messages.length === 0 || !messages.every((m) => JSONRPCMessageSchema.safeParse(m).success)) {
-      const why = messages.length === 0 ? 'the batch is empty' : 'the body is not a JSON-RPC 2.0 message (jsonrpc "2.0", an id that is a string or number) or a batch of them';
-      return reply.code(400).type('application/json; charset=utf-8').send(jsonRpcError(null, JSON_RPC_INVALID_REQUEST, `Invalid Request: ${why}.`));
-    }
+      async (request, reply) => {
+        const address = authenticatedAddress(request);
+        const invalid = request.validationError as (Error & { validationContext?: string }) | undefined;
+        if (invalid && invalid.validationContext !== 'body')
+          return sendApiError(reply, toApiError(invalid) ?? new ApiError('invalid_request', invalid.message));
+        const { StreamableHTTPServerTransport, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, CallToolRequestSchema, buildMcpServer } = await loadRuntime();
+        if (!acceptsStreamableHttp(request.headers.accept)) {
+          return sendApiError(
+            reply,
+            new ApiError('invalid_request', "Invalid header 'Accept': MCP Streamable HTTP requires it to list both application/json and text/event-stream."),
+          );
+        }
+        const version = request.headers['mcp-protocol-version'];
+        if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+          return sendApiError(
+            reply,
+            new ApiError(
+              'invalid_request',
+              `Invalid header 'MCP-Protocol-Version': ${version} is not supported (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}).`,
+            ),
+          );
+        }
+        const messages: unknown[] = Array.isArray(request.body) ? request.body : [request.body];
+        if (messages.length > MAX_MCP_BATCH) {
+          return sendApiError(
+            reply,
+            new ApiError('invalid_request', `The JSON-RPC batch holds ${messages.length} messages; send at most ${MAX_MCP_BATCH} per request.`),
+          );
+        }
+        if (invalid || messages.length === 0 || !messages.every((m) => JSONRPCMessageSchema.safeParse(m).success)) {
+          const why =
+            messages.length === 0
+              ? 'the batch is empty'
+              : 'the body is not a JSON-RPC 2.0 message (jsonrpc "2.0", an id that is a string or number) or a batch of them';
+          return reply
+            .code(400)
+            .type('application/json; charset=utf-8')
+            .send(jsonRpcError(null, JSON_RPC_INVALID_REQUEST, `Invalid Request: ${why}.`));
+        }
 
-    // Ends long waits when the client goes away; the response finishing fires it too, harmlessly.
-    const gone = new AbortController();
-    const server = buildMcpServer({ service, consumers, address, emailDomain: config.emailDomain, signal: gone.signal, log: request.log, approvals, maxEventBytes: config.maxEventBytes });
-    // A call that carries a progress token is answered as an SSE stream, so notifications/progress
-    // can precede its result (design.md, MCP); every other answer stays plain JSON.
-    const wantsProgress = messages.some((m) => (m as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsProgress });
-    reply.raw.once('close', () => {
-      gone.abort();
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    // A tools/call the SDK's schema refuses would come back as -32603 with the raw validation dump.
-    const deliver = transport.onmessage;
-    transport.onmessage = (message, extra) => {
-      const m = message as { id?: string | number; method?: string };
-      const parsed = m.method === 'tools/call' && m.id !== undefined ? CallToolRequestSchema.safeParse(message) : undefined;
-      if (parsed && !parsed.success && m.id !== undefined) {
-        const body = JSON.parse(jsonRpcError(m.id, JSON_RPC_INVALID_PARAMS,
-          `Invalid params: ${firstIssue(parsed.error)}. tools/call needs params.name (get_address, list_events, ack_event or wait_for_event) and, optionally, params.arguments as an object.`));
-        void transport.send(body, { relatedRequestId: m.id });
-        return;
-      }
-      deliver?.(message, extra);
-    };
-    reply.hijack();
-    try {
-      await transport.handleRequest(request.raw, reply.raw, request.body);
-    } catch (err) {
-      request.log.error({ err }, 'MCP request failed');
-      if (!reply.raw.headersSent) {
-        reply.raw.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
-        reply.raw.end(JSON.stringify(internalErrorBody()));
-      } else {
-        reply.raw.destroy();
-      }
-    }
-  });
-};
+        // Ends long waits when the client goes away; the response finishing fires it too, harmlessly.
+        const gone = new AbortController();
+        const server = buildMcpServer({
+          service,
+          consumers,
+          address,
+          emailDomain: config.emailDomain,
+          signal: gone.signal,
+          log: request.log,
+          approvals,
+          maxEventBytes: config.maxEventBytes,
+        });
+        // A call that carries a progress token is answered as an SSE stream, so notifications/progress
+        // can precede its result (design.md, MCP); every other answer stays plain JSON.
+        const wantsProgress = messages.some((m) => (m as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined);
+        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsProgress });
+        reply.raw.once('close', () => {
+          gone.abort();
+          void transport.close();
+          void server.close();
+        });
+        await server.connect(transport);
+        // A tools/call the SDK's schema refuses would come back as -32603 with the raw validation dump.
+        const deliver = transport.onmessage;
+        transport.onmessage = (message, extra) => {
+          const m = message as { id?: string | number; method?: string };
+          const parsed = m.method === 'tools/call' && m.id !== undefined ? CallToolRequestSchema.safeParse(message) : undefined;
+          if (parsed && !parsed.success && m.id !== undefined) {
+            const body = JSON.parse(
+              jsonRpcError(
+                m.id,
+                JSON_RPC_INVALID_PARAMS,
+                `Invalid params: ${firstIssue(parsed.error)}. tools/call needs params.name (get_address, list_events, ack_event or wait_for_event) and, optionally, params.arguments as an object.`,
+              ),
+            );
+            void transport.send(body, { relatedRequestId: m.id });
+            return;
+          }
+          deliver?.(message, extra);
+        };
+        reply.hijack();
+        try {
+          await transport.handleRequest(request.raw, reply.raw, request.body);
+        } catch (err) {
+          request.log.error({ err }, 'MCP request failed');
+          if (!reply.raw.headersSent) {
+            reply.raw.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+            reply.raw.end(JSON.stringify(internalErrorBody()));
+          } else {
+            reply.raw.destroy();
+          }
+        }
+      },
+    );
+  };

@@ -7,14 +7,20 @@
 import { ApiError } from '../domain/errors.js';
 
 export class ResultBudget {
-  constructor(private remaining: number, private readonly maxEventBytes: number) {}
+  constructor(
+    private remaining: number,
+    private readonly maxEventBytes: number,
+  ) {}
 
   /** Reserves up to `want` bytes (at least one event's worth), or throws when even that is gone. */
   take(want: number): number {
     const granted = Math.min(want, this.remaining);
     if (granted < this.maxEventBytes) {
-      throw new ApiError('invalid_request', 'This MCP request\'s results already hold as many event bytes as one request may carry ' +
-        `(two pages, MAX_EVENT_BYTES = ${this.maxEventBytes} each at least): send this call in a request of its own.`);
+      throw new ApiError(
+        'invalid_request',
+        "This MCP request's results already hold as many event bytes as one request may carry " +
+          `(two pages, MAX_EVENT_BYTES = ${this.maxEventBytes} each at least): send this call in a request of its own.`,
+      );
     }
     this.remaining -= granted;
     return granted;

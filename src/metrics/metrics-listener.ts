@@ -22,27 +22,34 @@ export async function startMetricsListener(metrics: ServiceMetrics, port: number
       res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('Method not allowed\n');
       return;
     }
-    metrics.registry.metrics().then((text) => {
-      res.writeHead(200, { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' });
-      res.end(req.method === 'HEAD' ? undefined : text);
-    }, (err: unknown) => {
-      log.error({ err }, 'collecting metrics failed');
-      res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' }).end('Metrics could not be collected; see the service log\n');
-    });
+    metrics.registry.metrics().then(
+      (text) => {
+        res.writeHead(200, { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' });
+        res.end(req.method === 'HEAD' ? undefined : text);
+      },
+      (err: unknown) => {
+        log.error({ err }, 'collecting metrics failed');
+        res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' }).end('Metrics could not be collected; see the service log\n');
+      },
+    );
   });
   server.keepAliveTimeout = 5_000;
   server.requestTimeout = 30_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => { server.off('error', reject); resolve(); });
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
   const { port: bound } = server.address() as AddressInfo;
   const shownHost = host.includes(':') ? `[${host}]` : host;
   return {
     url: `http://${shownHost}:${bound}/metrics`,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

@@ -8,8 +8,8 @@
 // the store wrapper; the gauges over the store are read at scrape time by queueTotals (index-only
 // work, bounded), at most once per STORE_GAUGE_MIN_INTERVAL_MS however often Prometheus scrapes.
 import { readFileSync } from 'node:fs';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Store, WakeListener } from '../domain/ports.js';
 import type { DeliveryOutcome, DeliveryRoute, ServiceObserver } from '../domain/service-observer.js';
 import type { InProcessWakeupHub } from '../wakeup/wakeup-hub.js';
@@ -54,59 +54,100 @@ export class ServiceMetrics implements ServiceObserver {
   private totals: Promise<{ stored: number; unacknowledged: number; oldestUnacknowledgedAt: number | null }> | undefined;
   private totalsAt = 0;
 
-  constructor(private readonly store: Store, hub: InProcessWakeupHub, private readonly now: () => number = Date.now) {
+  constructor(
+    private readonly store: Store,
+    hub: InProcessWakeupHub,
+    private readonly now: () => number = Date.now,
+  ) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     this.deliveries = new Counter({
-      name: 'return_address_deliveries_total', help: 'Deliveries by way in (route) and how they ended (outcome).',
-      labelNames: ['route', 'outcome'], registers,
+      name: 'return_address_deliveries_total',
+      help: 'Deliveries by way in (route) and how they ended (outcome).',
+      labelNames: ['route', 'outcome'],
+      registers,
     });
     this.duplicates = new Counter({
-      name: 'return_address_duplicates_total', help: 'Deliveries answered with an already stored event (same dedupe key).', labelNames: ['route'], registers,
+      name: 'return_address_duplicates_total',
+      help: 'Deliveries answered with an already stored event (same dedupe key).',
+      labelNames: ['route'],
+      registers,
     });
     this.refused = new Counter({
-      name: 'return_address_refused_total', help: 'Deliveries refused: queue_full, expired, too_large, rate_limited.', labelNames: ['route', 'reason'], registers,
+      name: 'return_address_refused_total',
+      help: 'Deliveries refused: queue_full, expired, too_large, rate_limited.',
+      labelNames: ['route', 'reason'],
+      registers,
     });
     this.commitSeconds = new Histogram({
-      name: 'return_address_commit_duration_seconds', help: 'From handing an event to the store to its durable commit (group commit included).',
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers,
+      name: 'return_address_commit_duration_seconds',
+      help: 'From handing an event to the store to its durable commit (group commit included).',
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
     });
     this.smtpReplies = new Counter({
-      name: 'return_address_smtp_replies_total', help: 'SMTP replies at RCPT TO and at the end of DATA, by reply code.', labelNames: ['stage', 'code'], registers,
+      name: 'return_address_smtp_replies_total',
+      help: 'SMTP replies at RCPT TO and at the end of DATA, by reply code.',
+      labelNames: ['stage', 'code'],
+      registers,
     });
     this.signatures = new Counter({
-      name: 'return_address_signatures_total', help: 'Captured requests by signature verdict: verified, failed, unverified (no secret set), unsigned.',
-      labelNames: ['result'], registers,
+      name: 'return_address_signatures_total',
+      help: 'Captured requests by signature verdict: verified, failed, unverified (no secret set), unsigned.',
+      labelNames: ['result'],
+      registers,
     });
     this.approvals = new Counter({
-      name: 'return_address_approvals_total', help: 'Approval steps by status: pending (created), decided (each answer recorded), cancelled, expired.', labelNames: ['status'], registers,
+      name: 'return_address_approvals_total',
+      help: 'Approval steps by status: pending (created), decided (each answer recorded), cancelled, expired.',
+      labelNames: ['status'],
+      registers,
     });
     this.storeErrors = new Counter({
-      name: 'return_address_store_errors_total', help: 'Store operations that failed, by operation.', labelNames: ['operation'], registers,
+      name: 'return_address_store_errors_total',
+      help: 'Store operations that failed, by operation.',
+      labelNames: ['operation'],
+      registers,
     });
     const build = new Gauge({
-      name: 'return_address_build_info', help: 'Always 1; the labels say what runs.', labelNames: ['version', 'node_version', 'store'], registers,
+      name: 'return_address_build_info',
+      help: 'Always 1; the labels say what runs.',
+      labelNames: ['version', 'node_version', 'store'],
+      registers,
     });
     build.set({ version: packageVersion(), node_version: process.version, store: store.kind }, 1);
 
     const metrics = this;
     new Gauge({
-      name: 'return_address_events_stored', help: 'Events stored, acknowledged or not, all addresses together.', registers,
-      async collect() { this.set((await metrics.storeTotals()).stored); },
+      name: 'return_address_events_stored',
+      help: 'Events stored, acknowledged or not, all addresses together.',
+      registers,
+      async collect() {
+        this.set((await metrics.storeTotals()).stored);
+      },
     });
     new Gauge({
-      name: 'return_address_events_unacknowledged', help: `Events not yet acknowledged (counted up to ${UNACKNOWLEDGED_COUNT_CAP}).`, registers,
-      async collect() { this.set((await metrics.storeTotals()).unacknowledged); },
+      name: 'return_address_events_unacknowledged',
+      help: `Events not yet acknowledged (counted up to ${UNACKNOWLEDGED_COUNT_CAP}).`,
+      registers,
+      async collect() {
+        this.set((await metrics.storeTotals()).unacknowledged);
+      },
     });
     new Gauge({
-      name: 'return_address_oldest_unacknowledged_age_seconds', help: 'Age of the oldest unacknowledged event (0 when there is none).', registers,
+      name: 'return_address_oldest_unacknowledged_age_seconds',
+      help: 'Age of the oldest unacknowledged event (0 when there is none).',
+      registers,
       async collect() {
         const oldest = (await metrics.storeTotals()).oldestUnacknowledgedAt;
         this.set(oldest === null ? 0 : Math.max(0, (metrics.now() - oldest) / 1000));
       },
     });
     new Gauge({
-      name: 'return_address_waiters', help: 'Reads held open right now, by kind: long_poll, stream, claim.', labelNames: ['kind'], registers,
+      name: 'return_address_waiters',
+      help: 'Reads held open right now, by kind: long_poll, stream, claim.',
+      labelNames: ['kind'],
+      registers,
       collect() {
         const counts = hub.countByKind(waiterKind);
         for (const kind of WAITER_KINDS) this.set({ kind }, counts.get(kind) ?? 0);
@@ -172,7 +213,9 @@ export class ServiceMetrics implements ServiceObserver {
    */
   registerHttpHooks(app: FastifyInstance): void {
     const reached = new WeakSet<object>();
-    app.addHook('preHandler', async (request) => { reached.add(request); });
+    app.addHook('preHandler', async (request) => {
+      reached.add(request);
+    });
     app.addHook('onResponse', async (request, reply) => {
       if (reply.statusCode !== 413 || reached.has(request)) return;
       const url = request.routeOptions.url ?? '';

@@ -25,7 +25,8 @@ export interface ApprovalAnswerRow {
   answer: string;
 }
 
-export const APPROVAL_COLUMNS = 'id, address_id, secret_hash, question, details, options, fields, max_responses, responses, status, created_at, expires_at, closed_at';
+export const APPROVAL_COLUMNS =
+  'id, address_id, secret_hash, question, details, options, fields, max_responses, responses, status, created_at, expires_at, closed_at';
 
 export function toApproval(r: ApprovalRow): ApprovalRecord {
   return {
@@ -49,6 +50,17 @@ export const toAnswer = (r: ApprovalAnswerRow): ApprovalAnswerRecord => ({ n: Nu
 
 /** The row's values in APPROVAL_COLUMNS order. */
 export const approvalValues = (a: ApprovalRecord) => [
-  a.id, a.addressId, a.secretHash, a.question, a.details, JSON.stringify(a.options), JSON.stringify(a.fields), a.maxResponses, a.responses,
-  a.status, a.createdAt, a.expiresAt, a.closedAt,
+  a.id,
+  a.addressId,
+  a.secretHash,
+  a.question,
+  a.details,
+  JSON.stringify(a.options),
+  JSON.stringify(a.fields),
+  a.maxResponses,
+  a.responses,
+  a.status,
+  a.createdAt,
+  a.expiresAt,
+  a.closedAt,
 ];

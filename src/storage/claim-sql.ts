@@ -5,8 +5,8 @@
 // address makes it dead. Every claim and settlement is one statement (PostgreSQL) or one
 // transaction of the only writer (SQLite), so no background job is needed for any of it.
 import type { Settlement } from '../claims/claim-rules.js';
-import { EVENT_COLUMNS, EVENT_ID_TIME_SQL, type EventRow } from './rows.js';
 import type { SqlParams } from './event-filter-sql.js';
+import { EVENT_COLUMNS, EVENT_ID_TIME_SQL, type EventRow } from './rows.js';
 
 /** An integer parameter, typed for PostgreSQL (which cannot add two untyped parameters). */
 export const intParam = (p: SqlParams, v: number): string => (p.dialect === 'postgres' ? `${p.add(v)}::bigint` : p.add(v));
@@ -42,7 +42,8 @@ export type ClaimedRow = SettledRow & { lease_id: string };
 /** The row a lease names, when its lease still holds for this settlement: the WHERE of the settling UPDATE. */
 export function settleWhere(p: SqlParams, addressId: string, eventId: string, leaseId: string, s: Settlement): string {
   const e = p.add(eventId);
-  const base = `${EVENT_ID_TIME_SQL} = substr(${e}, 10, 9) AND id = ${e} AND address_id = ${p.add(addressId)} AND lease_id = ${p.add(leaseId)}` +
+  const base =
+    `${EVENT_ID_TIME_SQL} = substr(${e}, 10, 9) AND id = ${e} AND address_id = ${p.add(addressId)} AND lease_id = ${p.add(leaseId)}` +
     ' AND dead_at IS NULL AND lease_expires_at IS NOT NULL';
   // An ack repeated with the same lease answers the same event (acks are idempotent); an extend or
   // a nack needs the event still open.
@@ -63,8 +64,10 @@ export function settleSet(p: SqlParams, s: Settlement, now: number): string {
       const deadReason = s.dead
         ? `coalesce(${reason}, 'nacked as dead')`
         : `'nacked on delivery ' || delivery_count || ' of max_deliveries ' || max_deliveries || coalesce(': ' || ${reason}, '')`;
-      return `lease_expires_at = NULL, available_at = ${s.delayMs > 0 ? `${n} + ${intParam(p, s.delayMs)}` : 'NULL'}, ` +
-        `dead_at = CASE WHEN ${dies} THEN ${n} END, dead_reason = CASE WHEN ${dies} THEN ${deadReason} END`;
+      return (
+        `lease_expires_at = NULL, available_at = ${s.delayMs > 0 ? `${n} + ${intParam(p, s.delayMs)}` : 'NULL'}, ` +
+        `dead_at = CASE WHEN ${dies} THEN ${n} END, dead_reason = CASE WHEN ${dies} THEN ${deadReason} END`
+      );
     }
   }
 }
@@ -84,5 +87,8 @@ export interface LeaseStateRow {
 
 const num = (v: number | string | null) => (v === null ? null : Number(v));
 export const toLeaseState = (r: LeaseStateRow) => ({
-  leaseId: r.lease_id, acknowledgedAt: num(r.acknowledged_at), deadAt: num(r.dead_at), leaseExpiresAt: num(r.lease_expires_at),
+  leaseId: r.lease_id,
+  acknowledgedAt: num(r.acknowledged_at),
+  deadAt: num(r.dead_at),
+  leaseExpiresAt: num(r.lease_expires_at),
 });

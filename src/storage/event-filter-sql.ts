@@ -53,9 +53,7 @@ export function filterSqlParts(f: EventFilter, p: SqlParams): { plain: string; j
   const where = EVENT_STATES[f.state].where;
   if (where !== null) parts.push(where);
   if (f.types.length > 0) {
-    parts.push(`(${f.types.map((t) => (t.prefix
-      ? `substr(type, 1, ${p.add(t.text.length)}) = ${p.add(t.text)}`
-      : `type = ${p.add(t.text)}`)).join(' OR ')})`);
+    parts.push(`(${f.types.map((t) => (t.prefix ? `substr(type, 1, ${p.add(t.text.length)}) = ${p.add(t.text)}` : `type = ${p.add(t.text)}`)).join(' OR ')})`);
   }
   for (const m of f.match) (m.root === 'data' || m.root === 'metadata' ? jsonParts : parts).push(conditionSql(m, p));
   return { plain: parts.length === 0 ? 'TRUE' : parts.join(' AND '), json: jsonParts.length === 0 ? 'TRUE' : jsonParts.join(' AND ') };
@@ -107,12 +105,19 @@ function sqliteJsonCondition(m: MatchCondition, p: SqlParams): string {
     const member = [`j.value = ${p.add(value)} AND j.type = 'text'`];
     if (n !== null) member.push(`j.type IN ('integer', 'real') AND j.value = ${p.add(n)}`);
     if (value === 'true' || value === 'false' || value === 'null') member.push(`j.type = '${value}'`);
-    alternatives.push(`(json_type(${col}, ${P}) = 'array' AND EXISTS (SELECT 1 FROM json_each(${col}, ${P}) AS j WHERE ${member.map((x) => `(${x})`).join(' OR ')}))`);
+    alternatives.push(
+      `(json_type(${col}, ${P}) = 'array' AND EXISTS (SELECT 1 FROM json_each(${col}, ${P}) AS j WHERE ${member.map((x) => `(${x})`).join(' OR ')}))`,
+    );
     return { exists: `json_type(${col}, ${P}) IS NOT NULL`, matches: `(${alternatives.join(' OR ')})` };
   };
   if (paths.length === 1) return `coalesce(${at(paths[0]!).matches}, FALSE)`;
   // The first path that exists decides: CASE WHEN exists1 THEN matches1 WHEN exists2 … ELSE FALSE.
-  return `coalesce(CASE ${paths.map((x) => { const a = at(x); return `WHEN ${a.exists} THEN ${a.matches}`; }).join(' ')} ELSE FALSE END, FALSE)`;
+  return `coalesce(CASE ${paths
+    .map((x) => {
+      const a = at(x);
+      return `WHEN ${a.exists} THEN ${a.matches}`;
+    })
+    .join(' ')} ELSE FALSE END, FALSE)`;
 }
 
 /**
@@ -186,8 +191,11 @@ export function scanSql(s: ScanSqlParts): string {
     ), matches AS (
       SELECT *, SUM(bytes) OVER (ORDER BY sequence ROWS UNBOUNDED PRECEDING) AS page_running,
              ROW_NUMBER() OVER (ORDER BY sequence) AS page_rn, COUNT(*) OVER () AS matched
-      FROM (SELECT * FROM ${s.dataJson === null ? `examined WHERE ${s.filter}`
-        : `(SELECT *, ${s.dataJson.expr} AS dj FROM examined WHERE ${s.filter} OFFSET 0) AS plain_matches WHERE ${s.dataJson.filter}`}
+      FROM (SELECT * FROM ${
+        s.dataJson === null
+          ? `examined WHERE ${s.filter}`
+          : `(SELECT *, ${s.dataJson.expr} AS dj FROM examined WHERE ${s.filter} OFFSET 0) AS plain_matches WHERE ${s.dataJson.filter}`
+      }
         ORDER BY sequence LIMIT ${s.limit}) AS first_matches
     )
     SELECT m.id, m.address_id, m.sequence, m.type, m.source, m.data, m.metadata, m.dedupe_key, m.created_at, m.acknowledged_at,

@@ -48,9 +48,9 @@ export class SchemaTooNewError extends Error {
   ) {
     super(
       `the ${store} database's schema is at migration ${formatVersion(databaseVersion)}` +
-      `${databaseMigration ? ` (${databaseMigration})` : ''}, newer than this release knows ` +
-      `(its highest migration is ${formatVersion(releaseVersion)}): a newer release migrated it. ` +
-      'Run that release (or newer), or restore a backup taken before the upgrade to roll back.',
+        `${databaseMigration ? ` (${databaseMigration})` : ''}, newer than this release knows ` +
+        `(its highest migration is ${formatVersion(releaseVersion)}): a newer release migrated it. ` +
+        'Run that release (or newer), or restore a backup taken before the upgrade to roll back.',
     );
     this.name = 'SchemaTooNewError';
   }

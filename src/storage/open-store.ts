@@ -1,15 +1,20 @@
 // Picks the backend from configuration: PostgreSQL when DATABASE_URL is set, else SQLite under DATA_DIR.
 import { join, resolve } from 'node:path';
 import type { Config } from '../config.js';
+import type { Log, Store } from '../domain/ports.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
-import type { Store, Log } from '../domain/ports.js';
 
 export const SQLITE_FILE = 'return-address.sqlite';
 
 export async function openStore(config: Config, log?: Log): Promise<Store> {
   if (config.databaseUrl !== undefined) {
     const { PostgresStore } = await import('./postgres/postgres-store.js');
-    const store = new PostgresStore({ connectionString: config.databaseUrl, poolSize: config.pgPoolSize, statementTimeoutMs: config.pgStatementTimeoutMs, log });
+    const store = new PostgresStore({
+      connectionString: config.databaseUrl,
+      poolSize: config.pgPoolSize,
+      statementTimeoutMs: config.pgStatementTimeoutMs,
+      log,
+    });
     try {
       await store.migrate();
     } catch (err) {

@@ -41,7 +41,8 @@ export const ADDRESS_COLUMNS = 'id, slug, name, task_id, read_token_hash, inbox_
  */
 export const EVENT_ID_TIME_SQL = 'substr(id, 10, 9)';
 
-export const EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at, delivery_count, dead_at, dead_reason';
+export const EVENT_COLUMNS =
+  'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at, delivery_count, dead_at, dead_reason';
 /** The columns an insert writes (the claim columns take their defaults). */
 export const INSERTED_EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at';
 

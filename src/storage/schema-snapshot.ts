@@ -3,13 +3,14 @@
 // tables, indexes and the append function can be read in one place instead of replayed from the
 // migrations in one's head. The schema snapshot test fails when a migration changes the schema
 // and the snapshot was not regenerated.
-import Database from 'better-sqlite3';
+
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { PostgresStore } from './postgres/postgres-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
@@ -26,10 +27,12 @@ export async function sqliteSchemaSnapshot(): Promise<string> {
     await new SqliteStore(file).close();
     const db = new Database(file, { readonly: true });
     try {
-      const rows = db.prepare<[], { sql: string }>(
-        `SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'
+      const rows = db
+        .prepare<[], { sql: string }>(
+          `SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'
          ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 WHEN 'trigger' THEN 2 ELSE 3 END, name`,
-      ).all();
+        )
+        .all();
       return HEADER('SQLite', 'sqlite_master') + rows.map((r) => `${r.sql.trim()};\n`).join('\n');
     } finally {
       db.close();
@@ -59,9 +62,9 @@ export async function postgresSchemaSnapshot(adminUrl: string): Promise<string> 
       } finally {
         await store.close();
       }
-      const { stdout } = await promisify(execFile)('pg_dump', [
-        '--schema-only', '--no-owner', '--no-privileges', '--no-comments', '--dbname', url.toString(),
-      ], { maxBuffer: 16 * 1024 * 1024 });
+      const { stdout } = await promisify(execFile)('pg_dump', ['--schema-only', '--no-owner', '--no-privileges', '--no-comments', '--dbname', url.toString()], {
+        maxBuffer: 16 * 1024 * 1024,
+      });
       return HEADER('PostgreSQL', 'pg_dump --schema-only') + normalisePgDump(stdout);
     } finally {
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
@@ -72,8 +75,18 @@ export async function postgresSchemaSnapshot(adminUrl: string): Promise<string> 
 }
 
 function normalisePgDump(dump: string): string {
-  const kept = dump.split('\n').filter((line) =>
-    !line.startsWith('--') && !line.startsWith('SET ') && !line.startsWith('\\restrict') && !line.startsWith('\\unrestrict') &&
-    !line.startsWith('SELECT pg_catalog.set_config('));
-  return `${kept.join('\n').replace(/\n{3,}/g, '\n\n').trim()}\n`;
+  const kept = dump
+    .split('\n')
+    .filter(
+      (line) =>
+        !line.startsWith('--') &&
+        !line.startsWith('SET ') &&
+        !line.startsWith('\\restrict') &&
+        !line.startsWith('\\unrestrict') &&
+        !line.startsWith('SELECT pg_catalog.set_config('),
+    );
+  return `${kept
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim()}\n`;
 }

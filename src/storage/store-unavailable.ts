@@ -18,9 +18,23 @@ const SQLITE_UNAVAILABLE = /^SQLITE_(FULL|IOERR|READONLY|BUSY|LOCKED|CANTOPEN|NO
  */
 const PG_UNAVAILABLE = /^(08...|53...|57P0[1-5]|57014|25006|58...)$/;
 /** Errors of the operating system reaching a file or a socket: the disk or the database is not there. */
-const OS_UNAVAILABLE = new Set(['ENOSPC', 'EDQUOT', 'EFBIG', 'EIO', 'EROFS', 'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+const OS_UNAVAILABLE = new Set([
+  'ENOSPC',
+  'EDQUOT',
+  'EFBIG',
+  'EIO',
+  'EROFS',
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+]);
 /** pg's own errors for a lost or unobtainable connection (they carry no code). */
-const PG_CONNECTION_LOST = /^(Connection terminated|timeout exceeded when trying to connect|Client was closed|Client has encountered a connection error|Connection terminated due to connection timeout)/;
+const PG_CONNECTION_LOST =
+  /^(Connection terminated|timeout exceeded when trying to connect|Client was closed|Client has encountered a connection error|Connection terminated due to connection timeout)/;
 
 /** Whether `err` (or an error it was caused by) says the store cannot be reached or written right now. */
 export function isStoreUnavailable(err: unknown): boolean {
@@ -39,8 +53,13 @@ export function isStoreUnavailable(err: unknown): boolean {
 
 /** The 503 a client is answered for such a failure. */
 export function unavailableError(cause: unknown): ApiError {
-  return new ApiError('unavailable', 'Storage is unavailable right now (it cannot be reached or written); nothing was stored by this request. ' +
-    `Retry after ${UNAVAILABLE_RETRY_AFTER_SECONDS} s.`, { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) }, { cause });
+  return new ApiError(
+    'unavailable',
+    'Storage is unavailable right now (it cannot be reached or written); nothing was stored by this request. ' +
+      `Retry after ${UNAVAILABLE_RETRY_AFTER_SECONDS} s.`,
+    { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+    { cause },
+  );
 }
 
 /**
@@ -49,7 +68,10 @@ export function unavailableError(cause: unknown): ApiError {
  */
 export class WriteHealth {
   private lastFailure = Number.NEGATIVE_INFINITY;
-  constructor(private readonly windowMs = 10_000, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly windowMs = 10_000,
+    private readonly now: () => number = Date.now,
+  ) {}
   failed(): void {
     this.lastFailure = this.now();
   }

@@ -14,13 +14,17 @@
 // a promise, its reactions and the suspended async frames awaiting it. With 10,000 polls held
 // that difference is most of what the service adds to the socket's own cost (bench/README.md).
 
-import type { WakeListener, WakeReason, Waiter, WakeupHub } from '../domain/ports.js';
+import type { Waiter, WakeListener, WakeReason, WakeupHub } from '../domain/ports.js';
 
 class Registration implements Waiter {
   timer: NodeJS.Timeout | undefined;
   done = false;
 
-  constructor(readonly hub: InProcessWakeupHub, readonly addressId: string, readonly listener: WakeListener) {}
+  constructor(
+    readonly hub: InProcessWakeupHub,
+    readonly addressId: string,
+    readonly listener: WakeListener,
+  ) {}
 
   settle(reason: WakeReason): void {
     if (this.done) return;

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'puppeteer-core';
 import { launchBrowser, noChromium } from '../browser.js';
-import { api, createAddress, listEvents, startTestService, type Addr, type TestService } from '../helpers.js';
+import { type Addr, api, createAddress, listEvents, startTestService, type TestService } from '../helpers.js';
 
 const XSS = [
   '<script>window.__pwned=1</script>',
@@ -26,9 +26,14 @@ async function open(browser: Browser, url: string, problems: string[], javaScrip
   const page = await browser.newPage();
   await page.setJavaScriptEnabled(javaScript);
   await page.setViewport({ width: 390, height: 844, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
-  page.on('dialog', (d) => { problems.push(`dialog: ${d.message()}`); void d.dismiss(); });
+  page.on('dialog', (d) => {
+    problems.push(`dialog: ${d.message()}`);
+    void d.dismiss();
+  });
   page.on('pageerror', (e) => problems.push(`page error: ${String(e)}`));
-  page.on('request', (r) => { if (!r.url().startsWith(url.slice(0, url.indexOf('/approve/')))) problems.push(`third-party request: ${r.url()}`); });
+  page.on('request', (r) => {
+    if (!r.url().startsWith(url.slice(0, url.indexOf('/approve/')))) problems.push(`third-party request: ${r.url()}`);
+  });
   await page.goto(url);
   return page;
 }
@@ -55,7 +60,10 @@ describe('the approval page in a browser', { skip: noChromium }, () => {
       json: {
         question: `Pay ${XSS[0]}?`,
         details: XSS.join('\n'),
-        options: [{ id: 'approve', label: `Yes ${XSS[1]}` }, { id: 'deny', label: `No ${XSS[2]}` }],
+        options: [
+          { id: 'approve', label: `Yes ${XSS[1]}` },
+          { id: 'deny', label: `No ${XSS[2]}` },
+        ],
         fields: [
           { name: 'note', label: `Note ${XSS[3]}`, type: 'textarea' },
           { name: 'region', label: 'Region', type: 'select', choices: [XSS[4]!, 'eu'] },
@@ -71,7 +79,7 @@ describe('the approval page in a browser', { skip: noChromium }, () => {
     assert.equal(await page.$eval('pre.details', (e) => e.textContent), XSS.join('\n'));
     assert.deepEqual(await page.$$eval('.options button', (els) => els.map((e) => e.textContent)), [`Yes ${XSS[1]}`, `No ${XSS[2]}`]);
     assert.equal(await page.$$eval('script, iframe, svg, img', (els) => els.length), 0, 'no element came from a payload');
-    assert.equal(await page.$$eval('style', (els) => els.length), 1, 'only the page\'s own style sheet');
+    assert.equal(await page.$$eval('style', (els) => els.length), 1, "only the page's own style sheet");
     // Answers carrying payloads too: typed, chosen, clicked.
     await page.type('#f0', XSS.join(' '));
     await page.select('#f1', XSS[4]!);
@@ -92,7 +100,8 @@ describe('the approval page in a browser', { skip: noChromium }, () => {
 
     // The error page keeps what was typed, as text.
     const again = await api(svc.baseUrl, 'POST', `/api/v1/addresses/${a.id}/approvals`, {
-      token: a.token, json: { question: 'Again', fields: [{ name: 'who', label: 'Who', type: 'text', required: true }] },
+      token: a.token,
+      json: { question: 'Again', fields: [{ name: 'who', label: 'Who', type: 'text', required: true }] },
     });
     const p2 = await open(browser, again.json.approval.url, problems, false);
     await p2.type('#reason', XSS[0]!);
@@ -110,7 +119,11 @@ describe('the approval page in a browser', { skip: noChromium }, () => {
       json: {
         question: 'Approve the $4,197 purchase of 3 GPU instances?',
         details: 'Vendor: ACME Cloud\nPlan: 3 × g5.xlarge, 12 months\nRequested by: procurement-agent (task T-1182)\n\nThe quote expires on Friday.',
-        options: [{ id: 'approve', label: 'Approve' }, { id: 'deny', label: 'Deny' }, { id: 'ask', label: 'Ask me later' }],
+        options: [
+          { id: 'approve', label: 'Approve' },
+          { id: 'deny', label: 'Deny' },
+          { id: 'ask', label: 'Ask me later' },
+        ],
         fields: [
           { name: 'cost_center', label: 'Cost center', type: 'select', choices: ['R&D', 'Operations', 'Marketing'], required: true },
           { name: 'limit', label: 'Spending limit (USD)', type: 'number' },
@@ -124,7 +137,11 @@ describe('the approval page in a browser', { skip: noChromium }, () => {
     await page.screenshot({ path: file as `${string}.png`, fullPage: true });
     assert.ok(statSync(file).size > 10_000, 'a real screenshot');
     // Readable on a phone: nothing wider than the viewport.
-    assert.ok(await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth <= 390));
+    assert.ok(
+      await page.evaluate(
+        () => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth <= 390,
+      ),
+    );
     assert.deepEqual(problems, []);
     await page.close();
   });

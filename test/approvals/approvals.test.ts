@@ -4,10 +4,21 @@
 // right after the 200 loses nothing, and the secret never reaches the log.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { OpenApiValidator } from '../openapi-validator.js';
 import {
-  api, createAddress, createTestStorage, listEvents, onlyPostgres, range, sleep, spawnService, startTestService, STORE, type Addr, type TestService,
+  type Addr,
+  api,
+  createAddress,
+  createTestStorage,
+  listEvents,
+  onlyPostgres,
+  range,
+  STORE,
+  sleep,
+  spawnService,
+  startTestService,
+  type TestService,
 } from '../helpers.js';
+import { OpenApiValidator } from '../openapi-validator.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
@@ -40,7 +51,10 @@ describe(`approvals (${STORE})`, () => {
     const ap = await createApproval(svc.baseUrl, a);
     assert.match(ap.id, /^apr_[0-9a-z]{26}$/);
     assert.match(ap.url, new RegExp(`^${svc.baseUrl}/approve/${ap.id}/aa_approve_[A-Za-z0-9_-]{43}$`));
-    assert.deepEqual(ap.options.map((o) => o.id), ['approve', 'deny']);
+    assert.deepEqual(
+      ap.options.map((o) => o.id),
+      ['approve', 'deny'],
+    );
     assert.equal(ap.status, 'pending');
     const got = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/approvals/${ap.id}`, { token: a.token });
     assert.equal(got.status, 200);
@@ -55,8 +69,26 @@ describe(`approvals (${STORE})`, () => {
       [{ question: 'q', options: [] }, /options/],
       [{ question: 'q', options: [{ id: 'a', label: 'A' }] }, /options/],
       [{ question: 'q', options: range(1, 6).map((i) => ({ id: `o${i}`, label: `O${i}` })) }, /options/],
-      [{ question: 'q', options: [{ id: 'a', label: 'A' }, { id: 'a', label: 'B' }] }, /options\/1\/id/],
-      [{ question: 'q', options: [{ id: 'a', label: 'L'.repeat(101) }, { id: 'b', label: 'B' }] }, /label/],
+      [
+        {
+          question: 'q',
+          options: [
+            { id: 'a', label: 'A' },
+            { id: 'a', label: 'B' },
+          ],
+        },
+        /options\/1\/id/,
+      ],
+      [
+        {
+          question: 'q',
+          options: [
+            { id: 'a', label: 'L'.repeat(101) },
+            { id: 'b', label: 'B' },
+          ],
+        },
+        /label/,
+      ],
       [{ question: 'q', fields: [{ name: 'f', label: 'F', type: 'color' }] }, /type/],
       [{ question: 'q', fields: [{ name: 'f', label: 'F', type: 'select' }] }, /fields\/0\/choices/],
       [{ question: 'q', expires_in_seconds: 30 }, /expires_in_seconds/],
@@ -90,7 +122,10 @@ describe(`approvals (${STORE})`, () => {
       const r = await api(svc.baseUrl, method, ap.url, { headers });
       assert.equal(r.status, 200, `${method} ${JSON.stringify(headers)}`);
       assert.match(r.headers.get('content-type') ?? '', /^text\/html/);
-      assert.match(r.headers.get('content-security-policy') ?? '', /default-src 'none'; style-src 'sha256-[A-Za-z0-9+/=]+'.*form-action 'self'; frame-ancestors 'none'/);
+      assert.match(
+        r.headers.get('content-security-policy') ?? '',
+        /default-src 'none'; style-src 'sha256-[A-Za-z0-9+/=]+'.*form-action 'self'; frame-ancestors 'none'/,
+      );
       assert.equal(r.headers.get('referrer-policy'), 'no-referrer');
       assert.equal(r.headers.get('cache-control'), 'no-store');
       if (method === 'GET') {
@@ -109,9 +144,17 @@ describe(`approvals (${STORE})`, () => {
   it('the form records an answer: approval.decided, a page naming it, then 409 and a closed page', async () => {
     const b = await createAddress(svc.baseUrl);
     const ap = await createApproval(svc.baseUrl, b, {
-      question: 'Ship it?', options: [{ id: 'yes', label: 'Ship' }, { id: 'no', label: 'Hold' }],
-      fields: [{ name: 'ticket', label: 'Ticket', type: 'text', required: true }, { name: 'urgent', label: 'Urgent', type: 'boolean' },
-        { name: 'amount', label: 'Amount', type: 'number' }, { name: 'region', label: 'Region', type: 'select', choices: ['eu', 'us'] }],
+      question: 'Ship it?',
+      options: [
+        { id: 'yes', label: 'Ship' },
+        { id: 'no', label: 'Hold' },
+      ],
+      fields: [
+        { name: 'ticket', label: 'Ticket', type: 'text', required: true },
+        { name: 'urgent', label: 'Urgent', type: 'boolean' },
+        { name: 'amount', label: 'Amount', type: 'number' },
+        { name: 'region', label: 'Region', type: 'select', choices: ['eu', 'us'] },
+      ],
     });
     // A missing required field: the page again, the error named, nothing recorded.
     const missing = await api(svc.baseUrl, 'POST', ap.url, { headers: FORM, body: form({ option: 'no', 'field.amount': '3' }) });
@@ -141,8 +184,13 @@ describe(`approvals (${STORE})`, () => {
     const { decided_at: decidedAt, ...data } = e!.data;
     assert.match(String(decidedAt), /^\d{4}-\d\d-\d\dT/);
     assert.deepEqual(data, {
-      approval_id: ap.id, question: 'Ship it?', option: 'no', label: 'Hold', reason: 'not today',
-      fields: { ticket: 'T-42', urgent: true, amount: 12.5, region: 'eu' }, responder: { remote_ip: '127.0.0.1', user_agent: 'test-browser/1' },
+      approval_id: ap.id,
+      question: 'Ship it?',
+      option: 'no',
+      label: 'Hold',
+      reason: 'not today',
+      fields: { ticket: 'T-42', urgent: true, amount: 12.5, region: 'eu' },
+      responder: { remote_ip: '127.0.0.1', user_agent: 'test-browser/1' },
     });
 
     const again = await api(svc.baseUrl, 'POST', ap.url, { headers: FORM, body: form({ option: 'yes', 'field.ticket': 'T' }) });
@@ -204,19 +252,31 @@ describe(`approvals (${STORE})`, () => {
   it('max_responses: 20 concurrent answers record exactly max_responses, the rest get 409', async () => {
     const b = await createAddress(svc.baseUrl);
     const ap = await createApproval(svc.baseUrl, b, { question: 'Vote', max_responses: 3 });
-    const answers = await Promise.all(range(1, 20).map((i) =>
-      i % 2 === 0
-        ? api(svc.baseUrl, 'POST', ap.url, { json: { option: i % 4 === 0 ? 'approve' : 'deny', reason: `r${i}` } })
-        : api(svc.baseUrl, 'POST', ap.url, { headers: FORM, body: form({ option: 'approve', reason: `r${i}` }) })));
+    const answers = await Promise.all(
+      range(1, 20).map((i) =>
+        i % 2 === 0
+          ? api(svc.baseUrl, 'POST', ap.url, { json: { option: i % 4 === 0 ? 'approve' : 'deny', reason: `r${i}` } })
+          : api(svc.baseUrl, 'POST', ap.url, { headers: FORM, body: form({ option: 'approve', reason: `r${i}` }) }),
+      ),
+    );
     const statuses = answers.map((r) => r.status).sort();
     assert.deepEqual(statuses, [...Array(3).fill(200), ...Array(17).fill(409)], statuses.join(','));
     const events = await allEvents(svc.baseUrl, b);
-    assert.deepEqual(events.map((e) => e.dedupe_key).sort(), [1, 2, 3].map((n) => `approval:${ap.id}:${n}`));
-    const recorded = answers.filter((r) => r.status === 200).map((r) => (r.json ? r.json.event.data.reason : /r\d+/.exec(r.text)?.[0])).sort();
+    assert.deepEqual(
+      events.map((e) => e.dedupe_key).sort(),
+      [1, 2, 3].map((n) => `approval:${ap.id}:${n}`),
+    );
+    const recorded = answers
+      .filter((r) => r.status === 200)
+      .map((r) => (r.json ? r.json.event.data.reason : /r\d+/.exec(r.text)?.[0]))
+      .sort();
     const got = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${b.id}/approvals/${ap.id}`, { token: b.token });
     assert.equal(got.json.approval.responses, 3);
     assert.equal(got.json.approval.status, 'decided');
-    assert.deepEqual(got.json.approval.answers.map((x: { n: number }) => x.n), [1, 2, 3]);
+    assert.deepEqual(
+      got.json.approval.answers.map((x: { n: number }) => x.n),
+      [1, 2, 3],
+    );
     assert.equal(recorded.length, 3);
     assert.equal((await api(svc.baseUrl, 'GET', '/healthz')).status, 200, 'the service is alive');
   });
@@ -228,7 +288,10 @@ describe(`approvals (${STORE})`, () => {
     assert.equal(del.status, 200, del.text);
     assert.equal(del.json.approval.status, 'cancelled');
     const events = await allEvents(svc.baseUrl, b);
-    assert.deepEqual(events.map((e) => [e.type, e.dedupe_key]), [['approval.cancelled', `approval:${ap.id}:cancelled`]]);
+    assert.deepEqual(
+      events.map((e) => [e.type, e.dedupe_key]),
+      [['approval.cancelled', `approval:${ap.id}:cancelled`]],
+    );
     assert.match((await api(svc.baseUrl, 'GET', ap.url)).text, /was cancelled/);
     assert.equal((await api(svc.baseUrl, 'POST', ap.url, { json: { option: 'approve' } })).status, 409);
     const second = await api(svc.baseUrl, 'DELETE', `/api/v1/addresses/${b.id}/approvals/${ap.id}`, { token: b.token });
@@ -247,7 +310,10 @@ describe(`approvals (${STORE})`, () => {
       v.check(method, new URL(path, svc.baseUrl).pathname, r);
       return r;
     };
-    const created = await check('POST', base, { token: b.token, json: { question: 'q', fields: [{ name: 'n', label: 'N', type: 'number', required: true }], max_responses: 2 } });
+    const created = await check('POST', base, {
+      token: b.token,
+      json: { question: 'q', fields: [{ name: 'n', label: 'N', type: 'number', required: true }], max_responses: 2 },
+    });
     assert.equal(created.status, 201);
     const url: string = created.json.approval.url;
     await check('POST', base, { token: b.token, json: { question: '' } });
@@ -273,7 +339,8 @@ describe(`approvals (${STORE})`, () => {
   it('the largest definition and answer the limits allow, and over-long bodies, with a liveness probe', async () => {
     const b = await createAddress(svc.baseUrl);
     const ap = await createApproval(svc.baseUrl, b, {
-      question: '€'.repeat(500), details: 'd\n'.repeat(5000),
+      question: '€'.repeat(500),
+      details: 'd\n'.repeat(5000),
       options: range(1, 5).map((i) => ({ id: `o${i}`.padEnd(40, 'x'), label: 'L'.repeat(100) })),
       fields: range(1, 10).map((i) => ({ name: `f${i}`, label: 'F'.repeat(200), type: 'textarea', required: true })),
       max_responses: 100,
@@ -309,7 +376,11 @@ describe(`approval expiry (${STORE})`, () => {
       assert.match((await api(svc.baseUrl, 'GET', ap.url)).text, /expired at .* without an answer/);
       await sleep(3500); // several more sweeps, and the answered one's expiry
       const events = (await listEvents(svc.baseUrl, a, { limit: 100 })).json.events as { type: string }[];
-      assert.deepEqual(events.map((e) => e.type), ['approval.decided', 'approval.expired'], 'once; none for an approval that had an answer');
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ['approval.decided', 'approval.expired'],
+        'once; none for an approval that had an answer',
+      );
       const got = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/approvals/${answered.id}`, { token: a.token });
       assert.equal(got.json.approval.status, 'decided');
     } finally {
@@ -353,13 +424,17 @@ describe(`a slow answer (${STORE})`, () => {
       const s = connect(Number(u.port), u.hostname);
       await new Promise((r) => s.once('connect', r));
       let reply = '';
-      s.on('data', (d: Buffer) => { reply += d.toString(); });
+      s.on('data', (d: Buffer) => {
+        reply += d.toString();
+      });
       const t0 = performance.now();
       const closed = new Promise<number>((r) => s.once('close', () => r(performance.now())));
       s.on('error', () => {});
       s.write(`POST ${u.pathname} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n`);
       let i = 0;
-      const timer = setInterval(() => { if (!s.destroyed && i < body.length) s.write(body[i++]!); }, 50);
+      const timer = setInterval(() => {
+        if (!s.destroyed && i < body.length) s.write(body[i++]!);
+      }, 50);
       // Meanwhile another person answers another approval at once.
       const other = await createApproval(svc.baseUrl, a, { question: 'fast' });
       assert.equal((await api(svc.baseUrl, 'POST', other.url, { json: { option: 'deny' } })).status, 200);
@@ -369,7 +444,11 @@ describe(`a slow answer (${STORE})`, () => {
       assert.ok(i < body.length, 'the body never completed');
       assert.doesNotMatch(reply, /HTTP\/1\.1 20\d/);
       const events = await allEvents(svc.baseUrl, a);
-      assert.deepEqual(events.map((e) => e.data.approval_id), [other.id], 'the slow answer recorded nothing');
+      assert.deepEqual(
+        events.map((e) => e.data.approval_id),
+        [other.id],
+        'the slow answer recorded nothing',
+      );
     } finally {
       await svc.stop();
     }
@@ -385,12 +464,20 @@ describe(`approvals on two instances (${STORE})`, () => {
       const a = await createAddress(s1.baseUrl);
       const ap = await createApproval(s1.baseUrl, a, { question: 'Vote', max_responses: 5 });
       const onOther = ap.url.replace(s1.baseUrl, s2.baseUrl);
-      const answers = await Promise.all(range(1, 20).map((i) => api(s1.baseUrl, 'POST', i % 2 ? ap.url : onOther, { json: { option: 'approve', reason: `r${i}` } })));
+      const answers = await Promise.all(
+        range(1, 20).map((i) => api(s1.baseUrl, 'POST', i % 2 ? ap.url : onOther, { json: { option: 'approve', reason: `r${i}` } })),
+      );
       const statuses = answers.map((r) => r.status).sort();
       assert.deepEqual(statuses, [...Array(5).fill(200), ...Array(15).fill(409)], statuses.join(','));
       const events = await allEvents(s2.baseUrl, a);
-      assert.deepEqual(events.map((e) => e.dedupe_key).sort(), range(1, 5).map((n) => `approval:${ap.id}:${n}`));
-      assert.deepEqual(events.map((e) => e.sequence), range(1, 5));
+      assert.deepEqual(
+        events.map((e) => e.dedupe_key).sort(),
+        range(1, 5).map((n) => `approval:${ap.id}:${n}`),
+      );
+      assert.deepEqual(
+        events.map((e) => e.sequence),
+        range(1, 5),
+      );
     } finally {
       await s1.stop({ keepStorage: true });
       await s2.stop({ keepStorage: true });
@@ -407,12 +494,19 @@ describe(`approvals and a crash (${STORE})`, () => {
       const a = await createAddress(svc.baseUrl);
       const aps = [];
       for (let i = 0; i < 5; i++) aps.push(await createApproval(svc.baseUrl, a, { question: `q${i}` }));
-      const answered = await Promise.all(aps.map((ap, i) => i % 2 === 0
-        ? api(svc.baseUrl, 'POST', ap.url, { json: { option: 'approve' } })
-        : api(svc.baseUrl, 'POST', ap.url, { headers: FORM, body: form({ option: 'deny' }) })));
+      const answered = await Promise.all(
+        aps.map((ap, i) =>
+          i % 2 === 0
+            ? api(svc.baseUrl, 'POST', ap.url, { json: { option: 'approve' } })
+            : api(svc.baseUrl, 'POST', ap.url, { headers: FORM, body: form({ option: 'deny' }) }),
+        ),
+      );
       svc.proc.kill('SIGKILL');
       await svc.exited;
-      assert.deepEqual(answered.map((r) => r.status), [200, 200, 200, 200, 200]);
+      assert.deepEqual(
+        answered.map((r) => r.status),
+        [200, 200, 200, 200, 200],
+      );
       const log = svc.output();
       assert.match(log, /\/approve\/apr_[0-9a-z]{26}\/\[REDACTED\]/, 'the page requests are logged, redacted');
       for (const ap of aps) assert.ok(!log.includes(ap.url.slice(ap.url.lastIndexOf('/') + 1)), 'the secret is not in the log');
@@ -445,7 +539,13 @@ describe(`approvals over MCP (${STORE})`, () => {
         assert.notEqual(r.isError, true, JSON.stringify(r.content));
         return r.structuredContent as Record<string, any>;
       };
-      const { approval } = await call('request_approval', { question: 'Merge PR #42?', options: [{ id: 'merge', label: 'Merge' }, { id: 'close', label: 'Close' }] });
+      const { approval } = await call('request_approval', {
+        question: 'Merge PR #42?',
+        options: [
+          { id: 'merge', label: 'Merge' },
+          { id: 'close', label: 'Close' },
+        ],
+      });
       assert.match(approval.url, /\/approve\/apr_/);
       const waiting = call('wait_for_event', { match: { 'data.approval_id': approval.id }, timeout: 20 });
       await sleep(200);
@@ -456,7 +556,16 @@ describe(`approvals over MCP (${STORE})`, () => {
       const got = await call('get_approval', { approval_id: approval.id });
       assert.equal(got.approval.status, 'decided');
       assert.equal(got.approval.answers[0].option, 'merge');
-      const bad = await client.callTool({ name: 'request_approval', arguments: { question: 'q', options: [{ id: 'a', label: 'A' }, { id: 'a', label: 'B' }] } });
+      const bad = await client.callTool({
+        name: 'request_approval',
+        arguments: {
+          question: 'q',
+          options: [
+            { id: 'a', label: 'A' },
+            { id: 'a', label: 'B' },
+          ],
+        },
+      });
       assert.equal(bad.isError, true);
       assert.match(JSON.stringify(bad.content), /options\/1\/id/);
       await client.close();

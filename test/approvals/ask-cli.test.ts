@@ -7,24 +7,37 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { api, startTestService, STORE, type TestService } from '../helpers.js';
+import { api, STORE, startTestService, type TestService } from '../helpers.js';
 
-interface Run { code: number | null; stdout: string; stderr: string }
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 /** Runs the CLI; `onUrl` is called with the approval page's URL as soon as the CLI prints it. */
 function cli(args: string[], env: Record<string, string>, onUrl?: (url: string) => Promise<void>): Promise<Run> {
-  const proc = spawn(process.execPath, ['bin/return-address.js', ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['bin/return-address.js', ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   let answered: Promise<void> = Promise.resolve();
-  proc.stdout!.on('data', (d: Buffer) => { stdout += d.toString(); });
+  proc.stdout!.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
   proc.stderr!.on('data', (d: Buffer) => {
     const before = stderr;
     stderr += d.toString();
     const url = /(http:\/\/\S+\/approve\/\S+)/.exec(stderr)?.[1];
     if (url && onUrl && !/\/approve\//.test(before)) answered = onUrl(url);
   });
-  return new Promise<Run>((resolve) => proc.on('close', (code) => { void answered.then(() => resolve({ code, stdout, stderr })); }));
+  return new Promise<Run>((resolve) =>
+    proc.on('close', (code) => {
+      void answered.then(() => resolve({ code, stdout, stderr }));
+    }),
+  );
 }
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -46,15 +59,37 @@ describe(`return-address ask (${STORE})`, () => {
   });
 
   it('the first option chosen on the page: the event on stdout, exit 0', { timeout: 30_000 }, async () => {
-    const r = await cli(['ask', '--save', save, 'Approve the $4,197 purchase?', '--details', 'Vendor: ACME\nCard ending 4242',
-      '--option', 'approve=Approve purchase', '--option', 'deny=Deny', '--field', 'note:text:Note for the buyer', '--timeout', '20'], env,
-    async (url) => {
-      // A link scanner opens it first: nothing is decided.
-      assert.equal((await api(svc.baseUrl, 'GET', url, { headers: { 'user-agent': 'Slackbot-LinkExpanding 1.0' } })).status, 200);
-      const post = await api(svc.baseUrl, 'POST', url, { headers: FORM, body: new URLSearchParams({ option: 'approve', 'field.note': 'ok, within budget' }).toString() });
-      assert.equal(post.status, 200);
-    });
-    console.log(`# ask transcript\n# $ return-address ask --save addr.json "Approve the $4,197 purchase?" …\n# stderr:\n${r.stderr.replace(/^/gm, '#   ')}\n# stdout:\n${r.stdout.replace(/^/gm, '#   ')}\n# exit ${r.code}`);
+    const r = await cli(
+      [
+        'ask',
+        '--save',
+        save,
+        'Approve the $4,197 purchase?',
+        '--details',
+        'Vendor: ACME\nCard ending 4242',
+        '--option',
+        'approve=Approve purchase',
+        '--option',
+        'deny=Deny',
+        '--field',
+        'note:text:Note for the buyer',
+        '--timeout',
+        '20',
+      ],
+      env,
+      async (url) => {
+        // A link scanner opens it first: nothing is decided.
+        assert.equal((await api(svc.baseUrl, 'GET', url, { headers: { 'user-agent': 'Slackbot-LinkExpanding 1.0' } })).status, 200);
+        const post = await api(svc.baseUrl, 'POST', url, {
+          headers: FORM,
+          body: new URLSearchParams({ option: 'approve', 'field.note': 'ok, within budget' }).toString(),
+        });
+        assert.equal(post.status, 200);
+      },
+    );
+    console.log(
+      `# ask transcript\n# $ return-address ask --save addr.json "Approve the $4,197 purchase?" …\n# stderr:\n${r.stderr.replace(/^/gm, '#   ')}\n# stdout:\n${r.stdout.replace(/^/gm, '#   ')}\n# exit ${r.code}`,
+    );
     assert.equal(r.code, 0, r.stderr);
     const event = JSON.parse(r.stdout);
     assert.equal(event.type, 'approval.decided');

@@ -10,13 +10,15 @@ import { after, before, describe, it } from 'node:test';
 import { eventMatches } from '@return-address/client';
 import { RECEIVED_PAGE } from '../../src/http/routes/hooks.js';
 import { runCli } from '../forward/cli-process.js';
-import { type TestService, api, createAddress, listEvents, startTestService } from '../helpers.js';
+import { api, createAddress, listEvents, startTestService, type TestService } from '../helpers.js';
 
 const hmacHex = (secret: string, body: string | Buffer) => createHmac('sha256', secret).update(body).digest('hex');
 
 describe('capture recipes', () => {
   let svc: TestService;
-  before(async () => { svc = await startTestService(); });
+  before(async () => {
+    svc = await startTestService();
+  });
   after(() => svc.stop());
 
   it("GitHub's form-encoded delivery: data.body is the payload's JSON, raw the form bytes, the signature checked over them", async () => {
@@ -27,7 +29,12 @@ describe('capture recipes', () => {
     const form = `payload=${encodeURIComponent(payload)}`;
     const r = await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, {
       body: form,
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-github-event': 'pull_request', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': `sha256=${hmacHex(secret, form)}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-github-event': 'pull_request',
+        'x-github-delivery': randomUUID(),
+        'x-hub-signature-256': `sha256=${hmacHex(secret, form)}`,
+      },
     });
     assert.equal(r.status, 202, r.text);
     const page = await listEvents(svc.baseUrl, a);
@@ -41,14 +48,23 @@ describe('capture recipes', () => {
     assert.deepEqual(e.data.signature, { scheme: 'github', verified: true, reason: 'X-Hub-Signature-256 matches the HMAC-SHA256 of the body' });
     // A forged one still says so.
     const forged = await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, {
-      body: form, headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-github-event': 'pull_request', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': `sha256=${hmacHex('wrong', form)}` },
+      body: form,
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-github-event': 'pull_request',
+        'x-github-delivery': randomUUID(),
+        'x-hub-signature-256': `sha256=${hmacHex('wrong', form)}`,
+      },
     });
     assert.equal(forged.status, 202);
     const all = (await listEvents(svc.baseUrl, a)).json.events;
-    assert.deepEqual(all.map((x: any) => eventMatches(x, { match: { 'data.body.action': 'closed', 'data.signature.verified': 'true' } })), [true, false]);
+    assert.deepEqual(
+      all.map((x: any) => eventMatches(x, { match: { 'data.body.action': 'closed', 'data.signature.verified': 'true' } })),
+      [true, false],
+    );
   });
 
-  it('a form that is not GitHub\'s shape stays a form: other fields, broken JSON, or no GitHub header', async () => {
+  it("a form that is not GitHub's shape stays a form: other fields, broken JSON, or no GitHub header", async () => {
     const a = await createAddress(svc.baseUrl);
     const cases: [Record<string, string>, string, unknown][] = [
       [{ 'x-github-event': 'push' }, 'payload=%7B%22a%22%3A1%7D&other=2', { payload: '{"a":1}', other: '2' }],
@@ -57,11 +73,17 @@ describe('capture recipes', () => {
       [{ 'x-github-event': 'push' }, `payload=${encodeURIComponent('['.repeat(200) + ']'.repeat(200))}`, { payload: '['.repeat(200) + ']'.repeat(200) }],
     ];
     for (const [headers, body] of cases) {
-      const r = await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, { body, headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers } });
+      const r = await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, {
+        body,
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      });
       assert.equal(r.status, 202, r.text);
     }
     const events = (await listEvents(svc.baseUrl, a)).json.events;
-    assert.deepEqual(events.map((e: any) => e.data.body), cases.map((c) => c[2]));
+    assert.deepEqual(
+      events.map((e: any) => e.data.body),
+      cases.map((c) => c[2]),
+    );
   });
 
   it('a form-encoded GitHub delivery of several MiB is unwrapped (its JSON stays under MAX_EVENT_BYTES) while liveness probes are answered', async () => {
@@ -70,9 +92,15 @@ describe('capture recipes', () => {
     const payload = `{"action":"synchronize","items":[${items}]}`;
     const form = `payload=${encodeURIComponent(payload)}`;
     assert.ok(form.length > 3 * 1024 * 1024 && payload.length < 3 * 1024 * 1024, `${form.length} form bytes, ${payload.length} JSON bytes`);
-    const big = api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, { body: form, headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-github-event': 'pull_request', 'x-github-delivery': randomUUID() } });
+    const big = api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, {
+      body: form,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-github-event': 'pull_request', 'x-github-delivery': randomUUID() },
+    });
     const probes = await Promise.all(Array.from({ length: 5 }, () => api(svc.baseUrl, 'GET', '/healthz')));
-    assert.deepEqual(probes.map((p) => p.status), [200, 200, 200, 200, 200]);
+    assert.deepEqual(
+      probes.map((p) => p.status),
+      [200, 200, 200, 200, 200],
+    );
     const r = await big;
     assert.equal(r.status, 202, r.text.slice(0, 200));
     const [e] = (await listEvents(svc.baseUrl, a, { limit: 1 })).json.events;
@@ -84,25 +112,42 @@ describe('capture recipes', () => {
     const a = await createAddress(svc.baseUrl);
     const browserAccept = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
     const form = 'code=SplxlOBeZQQYbYS6WxSbIA&state=af0ifjsldkj&id_token=eyJ.<script>alert(1)</script>';
-    const page = await fetch(`${a.body.endpoints.hook_url}/oauth/callback`, { method: 'POST', body: form, headers: { accept: browserAccept, 'content-type': 'application/x-www-form-urlencoded' } });
+    const page = await fetch(`${a.body.endpoints.hook_url}/oauth/callback`, {
+      method: 'POST',
+      body: form,
+      headers: { accept: browserAccept, 'content-type': 'application/x-www-form-urlencoded' },
+    });
     assert.equal(page.status, 200);
     assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
     assert.match(page.headers.get('content-security-policy') ?? '', /default-src 'none'/);
     assert.equal(await page.text(), RECEIVED_PAGE, 'the static page, echoing nothing');
-    const error = await fetch(`${a.body.endpoints.hook_url}/oauth/callback`, { method: 'POST', body: 'error=access_denied&error_description=The+user+said+no&state=s1', headers: { accept: browserAccept, 'content-type': 'application/x-www-form-urlencoded' } });
+    const error = await fetch(`${a.body.endpoints.hook_url}/oauth/callback`, {
+      method: 'POST',
+      body: 'error=access_denied&error_description=The+user+said+no&state=s1',
+      headers: { accept: browserAccept, 'content-type': 'application/x-www-form-urlencoded' },
+    });
     assert.equal(await error.text(), RECEIVED_PAGE);
     const multipart = new FormData();
     multipart.set('code', 'c2');
     const mp = await fetch(a.body.endpoints.hook_url, { method: 'POST', body: multipart, headers: { accept: browserAccept } });
     assert.equal(await mp.text(), RECEIVED_PAGE);
     // JSON from a program that also accepts HTML is no browser form.
-    const json = await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, { body: '{"code":"c3"}', headers: { accept: browserAccept, 'content-type': 'application/json' } });
+    const json = await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, {
+      body: '{"code":"c3"}',
+      headers: { accept: browserAccept, 'content-type': 'application/json' },
+    });
     assert.equal(json.status, 202);
     assert.equal(typeof json.json.event.id, 'string');
     const events = (await listEvents(svc.baseUrl, a)).json.events;
-    assert.deepEqual(events.map((e: any) => [e.data.method, e.data.path, e.data.body.code ?? e.data.body.error]), [
-      ['POST', '/oauth/callback', 'SplxlOBeZQQYbYS6WxSbIA'], ['POST', '/oauth/callback', 'access_denied'], ['POST', '', 'c2'], ['POST', '', 'c3'],
-    ]);
+    assert.deepEqual(
+      events.map((e: any) => [e.data.method, e.data.path, e.data.body.code ?? e.data.body.error]),
+      [
+        ['POST', '/oauth/callback', 'SplxlOBeZQQYbYS6WxSbIA'],
+        ['POST', '/oauth/callback', 'access_denied'],
+        ['POST', '', 'c2'],
+        ['POST', '', 'c3'],
+      ],
+    );
     assert.equal(events[1].data.body.error_description, 'The user said no');
   });
 
@@ -111,7 +156,8 @@ describe('capture recipes', () => {
     const a = await createAddress(svc.baseUrl);
     const file = join(dir, 'a.json');
     writeFileSync(file, JSON.stringify({ ...a.body, cursor: 0 }), { mode: 0o600 });
-    const body = '{"big":12345678901234567890,"neg":-98765432109876543210,"exp":1.5e+300,"tiny":0.1000000000000000055511151231257827,"list":[9007199254740993]}';
+    const body =
+      '{"big":12345678901234567890,"neg":-98765432109876543210,"exp":1.5e+300,"tiny":0.1000000000000000055511151231257827,"list":[9007199254740993]}';
     const r = await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, { body, headers: { 'content-type': 'application/json' } });
     assert.equal(r.status, 202, r.text);
     const env = { RETURN_ADDRESS_URL: svc.baseUrl };

@@ -5,7 +5,7 @@
 // (but a bad Idempotency-Key), raw always gives the exact bytes back, a signature holds only for its bytes.
 import assert from 'node:assert/strict';
 import { createHash, createHmac } from 'node:crypto';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
@@ -18,10 +18,11 @@ import type { SignatureCheck } from '../../src/capture/signature-verification.js
 /** The event data a capture stores when nothing needs to go beside the event (no MAX_EVENT_BYTES bound here). */
 const captureDataJson = (request: CapturedRequest, body: ReadBody, signature: SignatureCheck): string =>
   boundedCaptureData(request, body, signature, { maxEventBytes: Number.POSITIVE_INFINITY, urlFor: () => 'unused' }).dataJson;
+
 import { handshakeAnswer } from '../../src/capture/handshake.js';
 import { mediaType, readBody } from '../../src/capture/request-body.js';
 import { recognise } from '../../src/capture/sender-recognition.js';
-import { TIMESTAMP_TOLERANCE_SECONDS, checkSignature, isStandardWebhooksSecret, signatureScheme } from '../../src/capture/signature-verification.js';
+import { checkSignature, isStandardWebhooksSecret, signatureScheme, TIMESTAMP_TOLERANCE_SECONDS } from '../../src/capture/signature-verification.js';
 import { ApiError } from '../../src/domain/errors.js';
 import type { SigningSecretSet } from '../../src/domain/signing-secrets.js';
 
@@ -35,20 +36,35 @@ interface Fixture {
   secrets: SigningSecretSet;
   nowMs: number;
   expect: {
-    type: string; source: string; dedupeKey?: string | null; scheme?: string | null; verified?: boolean | null; reason?: string;
+    type: string;
+    source: string;
+    dedupeKey?: string | null;
+    scheme?: string | null;
+    verified?: boolean | null;
+    reason?: string;
     handshake: { contentType: string; body: string } | null;
-    body?: unknown; bodyJson?: string; bodyField?: [string, string]; attachments?: unknown[]; rawEncoding?: 'utf8' | 'base64';
-    query?: Record<string, unknown>; headers?: Record<string, string>;
+    body?: unknown;
+    bodyJson?: string;
+    bodyField?: [string, string];
+    attachments?: unknown[];
+    rawEncoding?: 'utf8' | 'base64';
+    query?: Record<string, unknown>;
+    headers?: Record<string, string>;
   };
 }
 
-const corpus: Fixture[] = readdirSync(FIXTURES).filter((f) => f.endsWith('.json')).sort()
+const corpus: Fixture[] = readdirSync(FIXTURES)
+  .filter((f) => f.endsWith('.json'))
+  .sort()
   .map((f) => ({ name: f.slice(0, -'.json'.length), ...JSON.parse(readFileSync(FIXTURES + f, 'utf8')) }));
 
 function capturedRequest(f: Fixture): CapturedRequest {
   const b = f.request.body;
   return {
-    method: f.request.method, subPath: f.request.subPath, query: f.request.query, remoteIp: f.request.remoteIp,
+    method: f.request.method,
+    subPath: f.request.subPath,
+    query: f.request.query,
+    remoteIp: f.request.remoteIp,
     headers: headersFromRaw(f.request.rawHeaders),
     body: 'utf8' in b ? Buffer.from(b.utf8, 'utf8') : Buffer.from(b.base64, 'base64'),
   };
@@ -109,22 +125,36 @@ describe('capture rules on the fixture corpus (test/fixtures/capture)', () => {
 describe('recognise (sender recognition)', () => {
   it('refuses an Idempotency-Key it cannot store, naming the header', () => {
     for (const bad of ['', 'x'.repeat(256), 'a\u0000b']) {
-      assert.throws(() => recognise({ 'idempotency-key': bad }, undefined), (err: unknown) =>
-        err instanceof ApiError && err.code === 'invalid_request' && /Idempotency-Key/.test(err.message));
+      assert.throws(
+        () => recognise({ 'idempotency-key': bad }, undefined),
+        (err: unknown) => err instanceof ApiError && err.code === 'invalid_request' && /Idempotency-Key/.test(err.message),
+      );
     }
   });
 
   it('property: any JSON body and provider headers give a type, a source and a key within bounds, never an error', () => {
-    const headerNames = ['x-github-event', 'x-github-delivery', 'stripe-signature', 'x-slack-signature', 'x-slack-request-timestamp', 'webhook-id', 'svix-id', 'x-shopify-webhook-id'];
-    fc.assert(fc.property(fc.dictionary(fc.constantFrom(...headerNames), fc.string({ maxLength: 300 })), fc.jsonValue({ maxDepth: 4 }), (headers, body) => {
-      const r = recognise(headers, body);
-      assert.match(r.type, /^[A-Za-z0-9][A-Za-z0-9_.:/-]*$/);
-      assert.ok(['github', 'stripe', 'slack', 'webhook', 'https'].includes(r.source));
-      if (r.dedupeKey !== undefined) {
-        assert.ok(r.dedupeKey.length >= 1 && r.dedupeKey.length <= 255);
-        assert.ok(![...r.dedupeKey].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f), 'no control characters');
-      }
-    }), { numRuns: 500 });
+    const headerNames = [
+      'x-github-event',
+      'x-github-delivery',
+      'stripe-signature',
+      'x-slack-signature',
+      'x-slack-request-timestamp',
+      'webhook-id',
+      'svix-id',
+      'x-shopify-webhook-id',
+    ];
+    fc.assert(
+      fc.property(fc.dictionary(fc.constantFrom(...headerNames), fc.string({ maxLength: 300 })), fc.jsonValue({ maxDepth: 4 }), (headers, body) => {
+        const r = recognise(headers, body);
+        assert.match(r.type, /^[A-Za-z0-9][A-Za-z0-9_.:/-]*$/);
+        assert.ok(['github', 'stripe', 'slack', 'webhook', 'https'].includes(r.source));
+        if (r.dedupeKey !== undefined) {
+          assert.ok(r.dedupeKey.length >= 1 && r.dedupeKey.length <= 255);
+          assert.ok(![...r.dedupeKey].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f), 'no control characters');
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 
@@ -133,17 +163,20 @@ describe('checkSignature (signature verification)', () => {
   const now = 1_764_000_000_000;
 
   it('property: a GitHub signature holds for its bytes and secret only', () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 512 }), fc.string({ minLength: 1, maxLength: 64 }), fc.nat(), (bytes, secret, flip) => {
-      const raw = Buffer.from(bytes);
-      const h = { 'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(raw).digest('hex')}` };
-      assert.equal(checkSignature(h, raw, { github: secret }, now).verified, true);
-      assert.equal(checkSignature(h, raw, { github: `${secret}x` }, now).verified, false);
-      if (raw.length > 0) {
-        const changed = Buffer.from(raw);
-        changed[flip % raw.length]! ^= 1;
-        assert.equal(checkSignature(h, changed, { github: secret }, now).verified, false);
-      }
-    }), { numRuns: 200 });
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 512 }), fc.string({ minLength: 1, maxLength: 64 }), fc.nat(), (bytes, secret, flip) => {
+        const raw = Buffer.from(bytes);
+        const h = { 'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(raw).digest('hex')}` };
+        assert.equal(checkSignature(h, raw, { github: secret }, now).verified, true);
+        assert.equal(checkSignature(h, raw, { github: `${secret}x` }, now).verified, false);
+        if (raw.length > 0) {
+          const changed = Buffer.from(raw);
+          changed[flip % raw.length]! ^= 1;
+          assert.equal(checkSignature(h, changed, { github: secret }, now).verified, false);
+        }
+      }),
+      { numRuns: 200 },
+    );
   });
 
   it('Stripe and Slack accept a timestamp up to the tolerance either side of now, and refuse one past it', () => {
@@ -151,9 +184,19 @@ describe('checkSignature (signature verification)', () => {
     for (const skew of [-TIMESTAMP_TOLERANCE_SECONDS, 0, TIMESTAMP_TOLERANCE_SECONDS, TIMESTAMP_TOLERANCE_SECONDS + 1, -TIMESTAMP_TOLERANCE_SECONDS - 1]) {
       const t = now / 1000 + skew;
       const ok = Math.abs(skew) <= TIMESTAMP_TOLERANCE_SECONDS;
-      const stripe = checkSignature({ 'stripe-signature': `t=${t},v1=${'0'.repeat(64)},v1=${hex('s', `${t}.`, body)}` }, Buffer.from(body), { stripe: 's' }, now);
+      const stripe = checkSignature(
+        { 'stripe-signature': `t=${t},v1=${'0'.repeat(64)},v1=${hex('s', `${t}.`, body)}` },
+        Buffer.from(body),
+        { stripe: 's' },
+        now,
+      );
       assert.equal(stripe.verified, ok, `stripe, skew ${skew}: ${stripe.reason}`);
-      const slack = checkSignature({ 'x-slack-request-timestamp': String(t), 'x-slack-signature': `v0=${hex('s', `v0:${t}:`, body)}` }, Buffer.from(body), { slack: 's' }, now);
+      const slack = checkSignature(
+        { 'x-slack-request-timestamp': String(t), 'x-slack-signature': `v0=${hex('s', `v0:${t}:`, body)}` },
+        Buffer.from(body),
+        { slack: 's' },
+        now,
+      );
       assert.equal(slack.verified, ok, `slack, skew ${skew}: ${slack.reason}`);
     }
     const noV1 = checkSignature({ 'stripe-signature': `t=${now / 1000},v0=abc` }, Buffer.from(body), { stripe: 's' }, now);
@@ -187,38 +230,58 @@ describe('readBody (request body)', () => {
   });
 
   it('property: any bytes under any content type read without an error, and data.raw gives them back', async () => {
-    const types = fc.constantFrom(undefined, 'application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'multipart/form-data', 'application/octet-stream', 'application/cloudevents+json');
-    await fc.assert(fc.asyncProperty(fc.uint8Array({ maxLength: 300 }), types, async (bytes, contentType) => {
-      const raw = Buffer.from(bytes);
-      const headers: Record<string, string> = contentType === undefined ? {} : { 'content-type': contentType };
-      const body = await readBody(raw, contentType);
-      // value is json parsed (forms and multipart fields are null-prototype objects, hence the round trip).
-      assert.deepEqual(JSON.parse(body.json), JSON.parse(JSON.stringify(body.value ?? null)));
-      const data = JSON.parse(captureDataJson({ method: 'POST', subPath: '', query: '', headers, body: raw, remoteIp: '::1' }, body, checkSignature(headers, raw, {}, 0)));
-      const back = data.raw.encoding === 'utf8' ? Buffer.from(data.raw.content, 'utf8') : Buffer.from(data.raw.content, 'base64');
-      assert.ok(back.equals(raw));
-    }), { numRuns: 300 });
+    const types = fc.constantFrom(
+      undefined,
+      'application/json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'multipart/form-data',
+      'application/octet-stream',
+      'application/cloudevents+json',
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ maxLength: 300 }), types, async (bytes, contentType) => {
+        const raw = Buffer.from(bytes);
+        const headers: Record<string, string> = contentType === undefined ? {} : { 'content-type': contentType };
+        const body = await readBody(raw, contentType);
+        // value is json parsed (forms and multipart fields are null-prototype objects, hence the round trip).
+        assert.deepEqual(JSON.parse(body.json), JSON.parse(JSON.stringify(body.value ?? null)));
+        const data = JSON.parse(
+          captureDataJson({ method: 'POST', subPath: '', query: '', headers, body: raw, remoteIp: '::1' }, body, checkSignature(headers, raw, {}, 0)),
+        );
+        const back = data.raw.encoding === 'utf8' ? Buffer.from(data.raw.content, 'utf8') : Buffer.from(data.raw.content, 'base64');
+        assert.ok(back.equals(raw));
+      }),
+      { numRuns: 300 },
+    );
   });
 
-  it('property: a JSON body keeps the sender\'s own text, so numbers keep every digit', async () => {
-    await fc.assert(fc.asyncProperty(fc.json({ maxDepth: 5 }), async (text) => {
-      const body = await readBody(Buffer.from(text), 'application/json');
-      assert.equal(body.json, text);
-      assert.deepEqual(body.value, JSON.parse(text));
-    }), { numRuns: 300 });
+  it("property: a JSON body keeps the sender's own text, so numbers keep every digit", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.json({ maxDepth: 5 }), async (text) => {
+        const body = await readBody(Buffer.from(text), 'application/json');
+        assert.equal(body.json, text);
+        assert.deepEqual(body.value, JSON.parse(text));
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
 describe('headersFromRaw and queryObject (captured request)', () => {
   it('property: a query string becomes an object whose values, in order, are the pairs sent', () => {
-    fc.assert(fc.property(fc.array(fc.tuple(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ maxLength: 8 })), { maxLength: 20 }), (pairs) => {
-      const q = queryObject(new URLSearchParams(pairs).toString());
-      for (const key of new Set(pairs.map(([k]) => k))) {
-        const sent = pairs.filter(([k]) => k === key).map(([, v]) => v);
-        assert.deepEqual(q[key], sent.length === 1 ? sent[0] : sent);
-      }
-      assert.equal(Object.keys(q).length, new Set(pairs.map(([k]) => k)).size);
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ maxLength: 8 })), { maxLength: 20 }), (pairs) => {
+        const q = queryObject(new URLSearchParams(pairs).toString());
+        for (const key of new Set(pairs.map(([k]) => k))) {
+          const sent = pairs.filter(([k]) => k === key).map(([, v]) => v);
+          assert.deepEqual(q[key], sent.length === 1 ? sent[0] : sent);
+        }
+        assert.equal(Object.keys(q).length, new Set(pairs.map(([k]) => k)).size);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('joins a repeated header with ", " under its lower-case name, and a hostile name cannot reach the prototype', () => {
@@ -237,6 +300,9 @@ describe('handshakeAnswer (provider URL checks)', () => {
     assert.equal(handshakeAnswer('POST', '', await json({ type: 'url_verification', challenge: 7 })), null);
     assert.equal(handshakeAnswer('GET', '', await json({ type: 'url_verification', challenge: 'c' })), null);
     assert.equal(handshakeAnswer('GET', 'hub.mode=unsubscribe&hub.challenge=1', await json(null)), null);
-    assert.deepEqual(handshakeAnswer('GET', 'hub.mode=subscribe&hub.challenge=a&hub.challenge=b', await json(null)), { contentType: 'text/plain; charset=utf-8', body: 'a' });
+    assert.deepEqual(handshakeAnswer('GET', 'hub.mode=subscribe&hub.challenge=a&hub.challenge=b', await json(null)), {
+      contentType: 'text/plain; charset=utf-8',
+      body: 'a',
+    });
   });
 });

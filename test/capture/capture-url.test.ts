@@ -2,11 +2,11 @@
 // own and signed in the test with each provider's documented algorithm and a test secret.
 import assert from 'node:assert/strict';
 import { createHash, createHmac, randomUUID } from 'node:crypto';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { type Addr, STORE, type TestService, api, createAddress, listEvents, range, sleep, startTestService } from '../helpers.js';
+import { type Addr, api, createAddress, listEvents, range, STORE, sleep, startTestService, type TestService } from '../helpers.js';
 
 const hookUrl = (a: Addr): string => a.body.endpoints.hook_url;
 const hmacHex = (secret: string | Buffer, text: string | Buffer) => createHmac('sha256', secret).update(text).digest('hex');
@@ -24,7 +24,8 @@ function setSecrets(base: string, a: Addr, json: unknown) {
 /** A pull_request delivery as GitHub sends it (headers per docs.github.com "Webhook events and payloads"). */
 function githubDelivery(secret: string, delivery = randomUUID()) {
   const body = JSON.stringify({
-    action: 'closed', number: 42,
+    action: 'closed',
+    number: 42,
     pull_request: { id: 1847392001, number: 42, state: 'closed', merged: true, title: 'Fix the flux capacitor', user: { login: 'octocat', id: 583231 } },
     repository: { id: 1296269, full_name: 'octocat/Hello-World', private: false },
     sender: { login: 'octocat', id: 583231, type: 'User' },
@@ -32,8 +33,12 @@ function githubDelivery(secret: string, delivery = randomUUID()) {
   return {
     body,
     headers: {
-      'content-type': 'application/json', 'user-agent': 'GitHub-Hookshot/a1b2c3d', 'x-github-event': 'pull_request', 'x-github-delivery': delivery,
-      'x-github-hook-id': '292430182', 'x-hub-signature-256': `sha256=${hmacHex(secret, body)}`,
+      'content-type': 'application/json',
+      'user-agent': 'GitHub-Hookshot/a1b2c3d',
+      'x-github-event': 'pull_request',
+      'x-github-delivery': delivery,
+      'x-github-hook-id': '292430182',
+      'x-hub-signature-256': `sha256=${hmacHex(secret, body)}`,
     },
   };
 }
@@ -54,7 +59,7 @@ describe('capture URL', () => {
 
   it('GitHub: a signed pull_request is github.pull_request, verified, keyed by X-GitHub-Delivery; a retry is the same event', async () => {
     const a = await createAddress(base);
-    const secret = 'It\'s a Secret to Everybody';
+    const secret = "It's a Secret to Everybody";
     assert.deepEqual((await setSecrets(base, a, { github: secret })).json, { configured: ['github'] });
     const d = githubDelivery(secret);
     const first = await api(base, 'POST', `${hookUrl(a)}/github`, { body: d.body, headers: d.headers });
@@ -75,7 +80,12 @@ describe('capture URL', () => {
     assert.equal(e.data.headers['x-github-event'], 'pull_request');
     assert.equal(e.data.content_type, 'application/json');
     assert.deepEqual(e.data.body, JSON.parse(d.body));
-    assert.deepEqual(e.data.raw, { size: Buffer.byteLength(d.body), sha256: createHash('sha256').update(d.body).digest('hex'), encoding: 'utf8', content: d.body });
+    assert.deepEqual(e.data.raw, {
+      size: Buffer.byteLength(d.body),
+      sha256: createHash('sha256').update(d.body).digest('hex'),
+      encoding: 'utf8',
+      content: d.body,
+    });
     assert.equal(e.data.remote_ip, '127.0.0.1');
     assert.deepEqual(e.data.attachments, []);
     assert.equal(e.data.signature.scheme, 'github');
@@ -84,7 +94,11 @@ describe('capture URL', () => {
     // GitHub's documented test vector: "Hello, World!" under "It's a Secret to Everybody".
     const vector = await api(base, 'POST', hookUrl(a), {
       body: 'Hello, World!',
-      headers: { 'content-type': 'text/plain', 'x-github-event': 'ping', 'x-hub-signature-256': 'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17' },
+      headers: {
+        'content-type': 'text/plain',
+        'x-github-event': 'ping',
+        'x-hub-signature-256': 'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17',
+      },
     });
     assert.equal(vector.status, 202);
     const tampered = await api(base, 'POST', hookUrl(a), { body: `${d.body} `, headers: { ...d.headers, 'x-github-delivery': randomUUID() } });
@@ -109,11 +123,21 @@ describe('capture URL', () => {
   it('concurrent captures of different requests get sequences 1..N without a gap', async () => {
     const a = await createAddress(base);
     const n = 60;
-    const answers = await Promise.all(range(1, n).map((i) => api(base, i % 2 ? 'POST' : 'PUT', `${hookUrl(a)}/n/${i}`, { body: `i=${i}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } })));
+    const answers = await Promise.all(
+      range(1, n).map((i) =>
+        api(base, i % 2 ? 'POST' : 'PUT', `${hookUrl(a)}/n/${i}`, { body: `i=${i}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+      ),
+    );
     assert.ok(answers.every((r) => r.status === 202));
-    assert.deepEqual(answers.map((r) => r.json.event.sequence).sort((x, y) => x - y), range(1, n));
+    assert.deepEqual(
+      answers.map((r) => r.json.event.sequence).sort((x, y) => x - y),
+      range(1, n),
+    );
     const stored = await events(base, a);
-    assert.deepEqual(stored.map((e) => e.sequence), range(1, n));
+    assert.deepEqual(
+      stored.map((e) => e.sequence),
+      range(1, n),
+    );
     for (const e of stored) assert.equal(e.data.path, `/n/${e.data.body.i}`);
   });
 
@@ -122,23 +146,37 @@ describe('capture URL', () => {
     const secret = 'whsec_test_5f1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d';
     await setSecrets(base, a, { stripe: secret });
     const body = JSON.stringify({
-      id: 'evt_1PqR2sT3uV4wX5yZ', object: 'event', api_version: '2024-06-20', created: 1718000000, livemode: false, pending_webhooks: 1, type: 'checkout.session.completed',
+      id: 'evt_1PqR2sT3uV4wX5yZ',
+      object: 'event',
+      api_version: '2024-06-20',
+      created: 1718000000,
+      livemode: false,
+      pending_webhooks: 1,
+      type: 'checkout.session.completed',
       data: { object: { id: 'cs_test_a1B2c3', object: 'checkout.session', amount_total: 2000, currency: 'usd', payment_status: 'paid' } },
     });
     const sign = (t: number, key = secret) => `t=${t},v1=${hmacHex(key, `${t}.${body}`)},v0=${'0'.repeat(64)}`;
     const now = Math.floor(Date.now() / 1000);
-    const post = (sig: string) => api(base, 'POST', hookUrl(a), { body, headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': sig, 'user-agent': 'Stripe/1.0 (+https://stripe.com/docs/webhooks)' } });
+    const post = (sig: string) =>
+      api(base, 'POST', hookUrl(a), {
+        body,
+        headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': sig, 'user-agent': 'Stripe/1.0 (+https://stripe.com/docs/webhooks)' },
+      });
     const ok = await post(sign(now));
     assert.equal(ok.status, 202, ok.text);
     // A retry of the same Stripe event (a new timestamp, so a new signature) is the same event.
     assert.deepEqual((await post(sign(now + 1))).json, { event: ok.json.event, duplicate: true });
     const [e] = await events(base, a);
-    assert.deepEqual([e.type, e.source, e.dedupe_key, e.data.signature.verified], ['stripe.checkout.session.completed', 'stripe', 'stripe:evt_1PqR2sT3uV4wX5yZ', true]);
+    assert.deepEqual(
+      [e.type, e.source, e.dedupe_key, e.data.signature.verified],
+      ['stripe.checkout.session.completed', 'stripe', 'stripe:evt_1PqR2sT3uV4wX5yZ', true],
+    );
 
     // Stale and wrong-key signatures: a second address, so the dedupe key does not answer first.
     const b = await createAddress(base);
     await setSecrets(base, b, { stripe: secret });
-    const postB = (sig: string) => api(base, 'POST', hookUrl(b), { body, headers: { 'content-type': 'application/json', 'stripe-signature': sig, 'idempotency-key': randomUUID() } });
+    const postB = (sig: string) =>
+      api(base, 'POST', hookUrl(b), { body, headers: { 'content-type': 'application/json', 'stripe-signature': sig, 'idempotency-key': randomUUID() } });
     await postB(sign(now - 3600));
     await postB(sign(now, 'whsec_other'));
     const [stale, wrong] = await events(base, b);
@@ -158,15 +196,47 @@ describe('capture URL', () => {
     assert.deepEqual(hs.json, { challenge });
 
     const ts = String(Math.floor(Date.now() / 1000));
-    const callback = JSON.stringify({ token: 'x', team_id: 'T061EG9R6', api_app_id: 'A0PNCHHK2', type: 'event_callback', event_id: 'Ev0PV52K25',
-      event: { type: 'app_mention', user: 'U061F7AUR', text: '<@U0LAN0Z89> is it everything a river should be?', ts: '1515449522.000016', channel: 'C0LAN2Q65' } });
-    const signed = await api(base, 'POST', hookUrl(a), { body: callback, headers: { 'content-type': 'application/json', 'x-slack-request-timestamp': ts, 'x-slack-signature': `v0=${hmacHex(secret, `v0:${ts}:${callback}`)}` } });
+    const callback = JSON.stringify({
+      token: 'x',
+      team_id: 'T061EG9R6',
+      api_app_id: 'A0PNCHHK2',
+      type: 'event_callback',
+      event_id: 'Ev0PV52K25',
+      event: {
+        type: 'app_mention',
+        user: 'U061F7AUR',
+        text: '<@U0LAN0Z89> is it everything a river should be?',
+        ts: '1515449522.000016',
+        channel: 'C0LAN2Q65',
+      },
+    });
+    const signed = await api(base, 'POST', hookUrl(a), {
+      body: callback,
+      headers: { 'content-type': 'application/json', 'x-slack-request-timestamp': ts, 'x-slack-signature': `v0=${hmacHex(secret, `v0:${ts}:${callback}`)}` },
+    });
     assert.equal(signed.status, 202);
     // Slack's retry of the same event_id (X-Slack-Retry-Num) is the same event.
-    const retried = await api(base, 'POST', hookUrl(a), { body: callback, headers: { 'content-type': 'application/json', 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout', 'x-slack-request-timestamp': ts, 'x-slack-signature': `v0=${hmacHex(secret, `v0:${ts}:${callback}`)}` } });
+    const retried = await api(base, 'POST', hookUrl(a), {
+      body: callback,
+      headers: {
+        'content-type': 'application/json',
+        'x-slack-retry-num': '1',
+        'x-slack-retry-reason': 'http_timeout',
+        'x-slack-request-timestamp': ts,
+        'x-slack-signature': `v0=${hmacHex(secret, `v0:${ts}:${callback}`)}`,
+      },
+    });
     assert.deepEqual(retried.json, { event: signed.json.event, duplicate: true });
-    const command = 'token=gIkuvaNzQIHg97ATvDxqgjtO&team_id=T0001&channel_id=C2147483705&user_id=U2147483697&command=%2Fweather&text=94070&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2F1234%2F5678';
-    await api(base, 'POST', hookUrl(a), { body: command, headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': ts, 'x-slack-signature': `v0=${hmacHex(secret, `v0:${ts}:${command}`)}` } });
+    const command =
+      'token=gIkuvaNzQIHg97ATvDxqgjtO&team_id=T0001&channel_id=C2147483705&user_id=U2147483697&command=%2Fweather&text=94070&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2F1234%2F5678';
+    await api(base, 'POST', hookUrl(a), {
+      body: command,
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-slack-request-timestamp': ts,
+        'x-slack-signature': `v0=${hmacHex(secret, `v0:${ts}:${command}`)}`,
+      },
+    });
     const [v, cb, cmd] = await events(base, a);
     assert.deepEqual([v.type, v.source], ['slack.url_verification', 'slack']);
     assert.deepEqual([cb.type, cb.dedupe_key, cb.data.signature.scheme, cb.data.signature.verified], ['slack.app_mention', 'slack:Ev0PV52K25', 'slack', true]);
@@ -183,11 +253,20 @@ describe('capture URL', () => {
     // standardwebhooks.com spec: base64 HMAC-SHA256 of "<id>.<timestamp>.<body>" under the decoded key.
     const sig = (id: string) => `v1,${createHmac('sha256', key).update(`${id}.${ts}.${body}`).digest('base64')}`;
     const id1 = 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W';
-    const r1 = await api(base, 'POST', hookUrl(a), { body, headers: { 'content-type': 'application/json', 'webhook-id': id1, 'webhook-timestamp': ts, 'webhook-signature': sig(id1) } });
+    const r1 = await api(base, 'POST', hookUrl(a), {
+      body,
+      headers: { 'content-type': 'application/json', 'webhook-id': id1, 'webhook-timestamp': ts, 'webhook-signature': sig(id1) },
+    });
     assert.equal(r1.status, 202);
     const id2 = 'msg_svix_p5jXN8AQM9LWM0D4loKWxJek';
-    await api(base, 'POST', hookUrl(a), { body, headers: { 'content-type': 'application/json', 'svix-id': id2, 'svix-timestamp': ts, 'svix-signature': `v1,bad ${sig(id2)}` } });
-    await api(base, 'POST', hookUrl(a), { body, headers: { 'content-type': 'application/json', 'webhook-id': 'msg_3', 'webhook-timestamp': ts, 'webhook-signature': sig('msg_other') } });
+    await api(base, 'POST', hookUrl(a), {
+      body,
+      headers: { 'content-type': 'application/json', 'svix-id': id2, 'svix-timestamp': ts, 'svix-signature': `v1,bad ${sig(id2)}` },
+    });
+    await api(base, 'POST', hookUrl(a), {
+      body,
+      headers: { 'content-type': 'application/json', 'webhook-id': 'msg_3', 'webhook-timestamp': ts, 'webhook-signature': sig('msg_other') },
+    });
     const [e1, e2, e3] = await events(base, a);
     assert.deepEqual([e1.type, e1.source, e1.dedupe_key, e1.data.signature.verified], ['invoice.paid', 'webhook', `webhook:${id1}`, true]);
     assert.deepEqual([e2.dedupe_key, e2.data.signature.verified], [`webhook:${id2}`, true]);
@@ -213,7 +292,9 @@ describe('capture URL', () => {
       headers: {
         accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8',
         'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
-        referer: 'https://accounts.google.com/', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document',
+        referer: 'https://accounts.google.com/',
+        'sec-fetch-mode': 'navigate',
+        'sec-fetch-dest': 'document',
       },
     });
     assert.equal(r.status, 200);
@@ -236,7 +317,10 @@ describe('capture URL', () => {
     assert.match(graph.headers.get('content-type') ?? '', /^text\/plain/);
     assert.equal(graph.headers.get('x-content-type-options'), 'nosniff');
     const stored = await events(base, a);
-    assert.deepEqual(stored.map((e) => e.data.query['hub.challenge'] ?? e.data.query.validationToken), ['1158201444', 'Validation: Token-123 <b>']);
+    assert.deepEqual(
+      stored.map((e) => e.data.query['hub.challenge'] ?? e.data.query.validationToken),
+      ['1158201444', 'Validation: Token-123 <b>'],
+    );
   });
 
   it('multipart: fields become the body and files become attachments', async () => {
@@ -252,7 +336,9 @@ describe('capture URL', () => {
     const [e] = await events(base, a);
     assert.match(e.data.content_type, /^multipart\/form-data; boundary=/);
     assert.deepEqual(e.data.body, { title: 'Quarterly report', tag: ['a', 'b'] });
-    assert.deepEqual(e.data.attachments, [{ filename: 'report.pdf', content_type: 'application/pdf', size: pdf.length, content_base64: pdf.toString('base64') }]);
+    assert.deepEqual(e.data.attachments, [
+      { filename: 'report.pdf', content_type: 'application/pdf', size: pdf.length, content_base64: pdf.toString('base64') },
+    ]);
     assert.equal(e.data.raw.encoding, 'base64', 'a body with binary parts is not UTF-8');
   });
 
@@ -296,9 +382,13 @@ describe('capture URL', () => {
     assert.equal(e.data.raw.content, undefined, 'too large for the event: stored beside it');
     const bytes = Buffer.from(await (await fetch(e.data.raw.url, { headers: { authorization: `Bearer ${a.token}` } })).arrayBuffer());
     assert.ok(bytes.equals(big), 'GET raw.url answers the exact bytes');
-    const tooBig = await fetch(hookUrl(a), { method: 'POST', body: Buffer.alloc(25 * 1024 * 1024 + 1), headers: { 'content-type': 'application/octet-stream' } });
+    const tooBig = await fetch(hookUrl(a), {
+      method: 'POST',
+      body: Buffer.alloc(25 * 1024 * 1024 + 1),
+      headers: { 'content-type': 'application/octet-stream' },
+    });
     assert.equal(tooBig.status, 413);
-    const err = await tooBig.json() as any;
+    const err = (await tooBig.json()) as any;
     assert.equal(err.error.code, 'payload_too_large');
     assert.match(err.error.message, /MAX_CAPTURE_BYTES/);
     assert.equal((await events(base, a)).length, 1);
@@ -313,7 +403,10 @@ describe('capture URL', () => {
     }
     for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']) assert.equal((await api(base, method, `${hookUrl(a)}/a/b/c`)).status, 202, method);
     const stored = await events(base, a);
-    assert.deepEqual(stored.map((e) => `${e.data.method} ${e.data.path}`), ['GET /a/b/c', 'POST /a/b/c', 'PUT /a/b/c', 'PATCH /a/b/c', 'DELETE /a/b/c']);
+    assert.deepEqual(
+      stored.map((e) => `${e.data.method} ${e.data.path}`),
+      ['GET /a/b/c', 'POST /a/b/c', 'PUT /a/b/c', 'PATCH /a/b/c', 'DELETE /a/b/c'],
+    );
   });
 
   it('Idempotency-Key comes first; an invalid one is 400 and stores nothing', async () => {
@@ -326,7 +419,10 @@ describe('capture URL', () => {
     assert.equal(bad.status, 400);
     assert.match(bad.json.error.message, /Idempotency-Key/);
     const stored = await events(base, a);
-    assert.deepEqual(stored.map((e) => e.dedupe_key), ['mine-1']);
+    assert.deepEqual(
+      stored.map((e) => e.dedupe_key),
+      ['mine-1'],
+    );
   });
 
   it('the capture URL never lets anyone read, and a wrong secret looks like an unknown address', async () => {
@@ -334,8 +430,11 @@ describe('capture URL', () => {
     const marker = `private-${randomUUID()}`;
     await api(base, 'POST', a.inboxUrl, { json: { data: { marker } } });
     const answers = await Promise.all([
-      api(base, 'GET', hookUrl(a)), api(base, 'GET', `${hookUrl(a)}/events`), api(base, 'GET', `${hookUrl(a)}?after=0`),
-      api(base, 'GET', hookUrl(a), { headers: { accept: 'text/html' } }), fetch(hookUrl(a), { method: 'HEAD' }).then(async (r) => ({ status: r.status, text: await r.text() })),
+      api(base, 'GET', hookUrl(a)),
+      api(base, 'GET', `${hookUrl(a)}/events`),
+      api(base, 'GET', `${hookUrl(a)}?after=0`),
+      api(base, 'GET', hookUrl(a), { headers: { accept: 'text/html' } }),
+      fetch(hookUrl(a), { method: 'HEAD' }).then(async (r) => ({ status: r.status, text: await r.text() })),
     ]);
     for (const r of answers) assert.ok(!r.text.includes(marker) && !r.text.includes('"data"'), r.text);
     const wrongSecret = await api(base, 'POST', `${base}/api/v1/hooks/${a.id}/aa_ingress_${'A'.repeat(43)}/x`, { body: 'x' });
@@ -351,7 +450,10 @@ describe('capture URL', () => {
     const secret = `gh-secret-${randomUUID()}`;
     const noAuth = await api(base, 'PUT', `/api/v1/addresses/${a.id}/signing-secrets`, { json: { github: secret } });
     assert.equal(noAuth.status, 401);
-    const withInboxSecret = await api(base, 'PUT', `/api/v1/addresses/${a.id}/signing-secrets`, { json: { github: secret }, headers: { authorization: `Bearer ${a.secret}` } });
+    const withInboxSecret = await api(base, 'PUT', `/api/v1/addresses/${a.id}/signing-secrets`, {
+      json: { github: secret },
+      headers: { authorization: `Bearer ${a.secret}` },
+    });
     assert.equal(withInboxSecret.status, 401);
     assert.equal((await setSecrets(base, a, { gitlab: 'x' })).status, 400);
     assert.equal((await setSecrets(base, a, { github: '' })).status, 400);
@@ -374,7 +476,10 @@ describe('capture URL', () => {
       await c.connect();
       const r = await c.query('SELECT * FROM addresses WHERE id = $1', [a.id]);
       await c.end();
-      stored = Buffer.from(JSON.stringify(r.rows[0], (_k, v) => (v?.type === 'Buffer' ? Buffer.from(v.data).toString('latin1') : v)), 'latin1');
+      stored = Buffer.from(
+        JSON.stringify(r.rows[0], (_k, v) => (v?.type === 'Buffer' ? Buffer.from(v.data).toString('latin1') : v)),
+        'latin1',
+      );
     } else {
       await sleep(100);
       stored = Buffer.concat(readdirSync(svc.storage.dataDir).map((f) => readFileSync(join(svc.storage.dataDir, f))));

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { api, type Addr, createAddress, listEvents, sleep, startTestService, type TestService } from '../helpers.js';
+import { type Addr, api, createAddress, listEvents, sleep, startTestService, type TestService } from '../helpers.js';
 import { startLivenessProbe } from '../liveness-probe.js';
 
 const hookUrl = (a: Addr): string => a.body.endpoints.hook_url;
@@ -36,7 +36,10 @@ describe('linear parsers under repeated keys and signature lists', () => {
     const body = Array.from({ length: 27_000 }, () => 'k=v').join('&');
     assert.ok(body.length >= 80_000);
     const results = await withProbe(svc, () =>
-      Promise.all(Array.from({ length: 4 }, () => api(svc.baseUrl, 'POST', hookUrl(a), { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }))));
+      Promise.all(
+        Array.from({ length: 4 }, () => api(svc.baseUrl, 'POST', hookUrl(a), { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } })),
+      ),
+    );
     for (const r of results) assert.equal(r.status, 202, r.text);
     const page = await listEvents(svc.baseUrl, a, { limit: 1 });
     assert.equal(page.json.events[0].data.body.k.length, 27_000);
@@ -59,8 +62,16 @@ describe('linear parsers under repeated keys and signature lists', () => {
     const header = `t=${t},${Array.from({ length: 2000 }, (_, i) => `v1=${i.toString(36)}`).join(',')}`;
     const body = JSON.stringify({ id: 'evt_1', object: 'event', type: 'x', pad: 'p'.repeat(4 * 1024 * 1024) });
     const results = await withProbe(svc, () =>
-      Promise.all(Array.from({ length: 3 }, () => api(svc.baseUrl, 'POST', hookUrl(a), { body, headers: { 'content-type': 'application/json', 'stripe-signature': header } }))));
-    assert.ok(results.every((r) => r.status === 202 || r.status === 200), results.map((r) => r.status).join());
+      Promise.all(
+        Array.from({ length: 3 }, () =>
+          api(svc.baseUrl, 'POST', hookUrl(a), { body, headers: { 'content-type': 'application/json', 'stripe-signature': header } }),
+        ),
+      ),
+    );
+    assert.ok(
+      results.every((r) => r.status === 202 || r.status === 200),
+      results.map((r) => r.status).join(),
+    );
     const page = await listEvents(svc.baseUrl, a, { limit: 1 });
     const sig = page.json.events[0].data.signature;
     assert.equal(sig.verified, false);

@@ -2,13 +2,12 @@
 // provider's 302 to the capture URL. The browser shows the static page and runs nothing; the agent
 // gets code and state in the event. Skipped, saying why, only when no chromium is installed.
 import assert from 'node:assert/strict';
-import { type Server, createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'puppeteer-core';
 import { launchBrowser, noChromium } from '../browser.js';
-import { type TestService, createAddress, listEvents, startTestService } from '../helpers.js';
-
+import { createAddress, listEvents, startTestService, type TestService } from '../helpers.js';
 
 describe('an OAuth redirect in a real browser', { skip: noChromium }, () => {
   let svc: TestService;
@@ -33,7 +32,7 @@ describe('an OAuth redirect in a real browser', { skip: noChromium }, () => {
     await svc?.stop();
   });
 
-  it('lands on the static page, runs no script, and the event holds code, state and the browser\'s headers', async () => {
+  it("lands on the static page, runs no script, and the event holds code, state and the browser's headers", async () => {
     const a = await createAddress(svc.baseUrl);
     const redirectUri = `${a.body.endpoints.hook_url}/oauth/callback`;
     const page = await browser.newPage();

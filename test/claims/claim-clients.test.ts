@@ -13,7 +13,9 @@ const python = spawnSync('python3', ['--version'], { encoding: 'utf8' });
 
 describe('claims through the clients and MCP', () => {
   let svc: TestService;
-  before(async () => { svc = await startTestService(); });
+  before(async () => {
+    svc = await startTestService();
+  });
   after(() => svc.stop());
 
   it('TypeScript client: claim, ack, extend, nack, and lease_lost as a ReturnAddressError', async () => {
@@ -30,7 +32,10 @@ describe('claims through the clients and MCP', () => {
     const waiting = ra.claim({ wait: 5, type: 'a' });
     await sleep(100);
     await deliver(svc.baseUrl, a, { type: 'a', data: 4 });
-    assert.deepEqual((await waiting).map((c) => c.event.sequence), [4]);
+    assert.deepEqual(
+      (await waiting).map((c) => c.event.sequence),
+      [4],
+    );
   });
 
   it('Python module: claim, ack_claim, extend_claim, nack_claim', { skip: python.status === 0 ? false : 'python3 is not installed' }, async () => {
@@ -69,8 +74,12 @@ print("python claims ok")
     const { spawn } = await import('node:child_process');
     const proc = spawn('python3', ['-c', script], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    proc.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    proc.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    proc.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    proc.stderr.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     const code = await new Promise<number | null>((resolve) => proc.on('close', resolve));
     assert.equal(code, 0, out);
     assert.match(out, /python claims ok/);
@@ -88,7 +97,10 @@ print("python claims ok")
       const claimed = await call('claim_events', { max: 5 });
       assert.notEqual(claimed.isError, true, JSON.stringify(claimed.content));
       const c = (claimed.structuredContent as { claims: { lease_id: string; delivery_count: number; event: { sequence: number } }[] }).claims;
-      assert.deepEqual(c.map((x) => [x.event.sequence, x.delivery_count]), [[1, 1]]);
+      assert.deepEqual(
+        c.map((x) => [x.event.sequence, x.delivery_count]),
+        [[1, 1]],
+      );
       const extended = await call('settle_claim', { lease_id: c[0]!.lease_id, action: 'extend', lease_seconds: 30 });
       assert.ok((extended.structuredContent as { lease_expires_at: string }).lease_expires_at);
       const nacked = await call('settle_claim', { lease_id: c[0]!.lease_id, action: 'nack', reason: 'retry' });

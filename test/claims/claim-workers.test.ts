@@ -5,9 +5,13 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { api, createAddress, deliver, listEvents, range, sleep, STORE, startTestService, type Addr, type TestService } from '../helpers.js';
+import { type Addr, api, createAddress, deliver, listEvents, range, STORE, sleep, startTestService, type TestService } from '../helpers.js';
 
-interface ClaimJson { event: { id: string; sequence: number }; lease_id: string; delivery_count: number }
+interface ClaimJson {
+  event: { id: string; sequence: number };
+  lease_id: string;
+  delivery_count: number;
+}
 
 describe('claims under concurrency', () => {
   let svc: TestService;
@@ -32,7 +36,7 @@ describe('claims under concurrency', () => {
     const leases = new Map<string, number>();
     const claimer = async (n: number) => {
       const base = bases[n % bases.length]!;
-      for (let empty = 0; empty < 2;) {
+      for (let empty = 0; empty < 2; ) {
         const r = await claim(base, a, { max: 1 + (n % 4), lease_seconds: 600 });
         assert.equal(r.status, 200, r.text);
         if (r.json.claims.length === 0) empty++;
@@ -49,7 +53,7 @@ describe('claims under concurrency', () => {
     const a = await createAddress(svc.baseUrl);
     for (const chunk of range(0, 9)) await Promise.all(range(1, 100).map((i) => deliver(svc.baseUrl, a, { data: chunk * 100 + i })));
     const handled = new Map<string, number>(); // handler successes per event
-    const acks = new Map<string, number>();    // 200 answers to a claim's ack per event
+    const acks = new Map<string, number>(); // 200 answers to a claim's ack per event
     const counts = { deliveries: 0, succeeded: 0, failed_nacked: 0, died_abandoned: 0, lease_lost: 0 };
     let stop = false;
     // Deterministic per event and delivery: 1 in 8 fails, 1 in 8 dies, the rest succeed.
@@ -113,7 +117,11 @@ describe('claims under concurrency', () => {
     const acked = state.events.filter((e) => e.acknowledged_at !== undefined);
     const dead = state.events.filter((e) => e.dead_at !== undefined);
     assert.equal(acked.length + dead.length, 1000, 'none lost: every event is acknowledged or dead');
-    assert.deepEqual(acked.filter((e) => e.dead_at !== undefined), [], 'no event is both');
+    assert.deepEqual(
+      acked.filter((e) => e.dead_at !== undefined),
+      [],
+      'no event is both',
+    );
     for (const e of acked) {
       assert.equal(handled.get(e.id), 1, `event ${e.id} handled once`);
       assert.equal(acks.get(e.id), 1, `event ${e.id} acked once`);
@@ -121,7 +129,8 @@ describe('claims under concurrency', () => {
     for (const e of dead) assert.equal(acks.get(e.id), undefined, 'a dead event was never acked');
     assert.equal(counts.lease_lost, 0);
     assert.ok(dead.length > 0 && dead.length < 60, `about 1000/64 die (three failures in a row): ${dead.length}`);
-    const line = `8 workers (${STORE}${second ? ', 2 instances' : ''}), 1000 events: acked exactly once ${acked.length}, dead ${dead.length}; ` +
+    const line =
+      `8 workers (${STORE}${second ? ', 2 instances' : ''}), 1000 events: acked exactly once ${acked.length}, dead ${dead.length}; ` +
       `deliveries ${counts.deliveries}, handler successes ${counts.succeeded}, failed (nacked) ${counts.failed_nacked}, died (lease abandoned) ${counts.died_abandoned}`;
     t.diagnostic(line);
     console.log(line);

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { parseEventFilter } from '../../src/domain/event-filter.js';
-import { api, createAddress, deliver, listEvents, range, sleep, startTestService, type Addr, type TestService } from '../helpers.js';
+import { type Addr, api, createAddress, deliver, listEvents, range, sleep, startTestService, type TestService } from '../helpers.js';
 
 describe('claims', () => {
   let svc: TestService;
@@ -60,7 +60,10 @@ describe('claims', () => {
     }
     // Cursor reads see every event, with the claim fields.
     const page = await listEvents(base, a);
-    assert.deepEqual(page.json.events.map((e: { delivery_count?: number }) => e.delivery_count), [1, 1, 2]);
+    assert.deepEqual(
+      page.json.events.map((e: { delivery_count?: number }) => e.delivery_count),
+      [1, 1, 2],
+    );
     assert.ok(page.json.events[0].acknowledged_at);
     // The plain ack (endpoint 5) still works on a claimed event; its lease's ack then answers the same.
     const plain = await api(base, 'POST', `/api/v1/addresses/${a.id}/events/${c2.event.id}/ack`, { token: a.token });
@@ -85,11 +88,23 @@ describe('claims', () => {
     const poisoned = await settle(a, l3.lease_id, 'nack', { dead: true, reason: 'poison' });
     assert.equal(poisoned.json.event.dead_reason, 'poison');
     assert.deepEqual((await claim(a, { max: 10 })).json.claims, []);
-    assert.deepEqual((await dead(a)).map((e) => [e.sequence, e.deadReason]), [[1, 'nacked on delivery 2 of max_deliveries 2: boom'], [2, 'poison']]);
+    assert.deepEqual(
+      (await dead(a)).map((e) => [e.sequence, e.deadReason]),
+      [
+        [1, 'nacked on delivery 2 of max_deliveries 2: boom'],
+        [2, 'poison'],
+      ],
+    );
     assert.equal((await settle(a, l3.lease_id, 'ack')).json.error.code, 'lease_lost', 'a dead event cannot be acked through its lease');
     const listed = await listEvents(base, a, { state: 'dead' });
     assert.equal(listed.status, 200, listed.text);
-    assert.deepEqual(listed.json.events.map((e: { sequence: number; dead_reason: string }) => [e.sequence, e.dead_reason]), [[1, 'nacked on delivery 2 of max_deliveries 2: boom'], [2, 'poison']]);
+    assert.deepEqual(
+      listed.json.events.map((e: { sequence: number; dead_reason: string }) => [e.sequence, e.dead_reason]),
+      [
+        [1, 'nacked on delivery 2 of max_deliveries 2: boom'],
+        [2, 'poison'],
+      ],
+    );
   });
 
   it('a filtered claim leases only matching events', async () => {
@@ -102,7 +117,7 @@ describe('claims', () => {
     assert.deepEqual(seqs(await claim(a, { match: ['data.repo=x'], max: 10 })), [1]);
   });
 
-  it('a waiting claim wakes within milliseconds of a delivery and of a nack, and at a delayed nack\'s end', async () => {
+  it("a waiting claim wakes within milliseconds of a delivery and of a nack, and at a delayed nack's end", async () => {
     const a = await createAddress(base);
     const t0 = Date.now();
     const held = claim(a, { wait: 10 });
@@ -142,10 +157,16 @@ describe('claims', () => {
     const expired = await claim(a, { wait: 10, lease_seconds: 5, max: 2 });
     const expiry = Date.parse(la.lease_expires_at);
     assert.ok(Date.now() - expiry < 600, `woke ${Date.now() - expiry} ms after the lease ended (waited ${Date.now() - tWait} ms)`);
-    assert.deepEqual(expired.json.claims.map((c: { event: { sequence: number }; delivery_count: number }) => [c.event.sequence, c.delivery_count]), [[1, 2]]);
+    assert.deepEqual(
+      expired.json.claims.map((c: { event: { sequence: number }; delivery_count: number }) => [c.event.sequence, c.delivery_count]),
+      [[1, 2]],
+    );
     await sleep(Math.max(0, Date.parse(lb.lease_expires_at) - Date.now() + 20));
     assert.deepEqual((await claim(a)).json.claims, [], 'event 2 died instead of being claimed');
-    assert.deepEqual((await dead(a)).map((e) => [e.sequence, e.deadReason]), [[2, 'lease expired on delivery 1 of max_deliveries 1']]);
+    assert.deepEqual(
+      (await dead(a)).map((e) => [e.sequence, e.deadReason]),
+      [[2, 'lease expired on delivery 1 of max_deliveries 1']],
+    );
     assert.equal((await settle(a, la.lease_id, 'ack')).json.error.code, 'lease_lost');
     assert.equal((await settle(a, lb.lease_id, 'ack')).json.error.code, 'lease_lost');
 
@@ -159,7 +180,10 @@ describe('claims', () => {
     assert.equal(late.status, 200, late.text);
     // Event d: taken again by the next claim, which makes the old lease lost.
     const re = await api(base, 'POST', `/api/v1/addresses/${b.id}/claims`, { token: b.token, json: { max: 5 } });
-    assert.deepEqual(re.json.claims.map((c: { event: { sequence: number }; delivery_count: number }) => [c.event.sequence, c.delivery_count]), [[2, 2]]);
+    assert.deepEqual(
+      re.json.claims.map((c: { event: { sequence: number }; delivery_count: number }) => [c.event.sequence, c.delivery_count]),
+      [[2, 2]],
+    );
     const lost = await api(base, 'POST', `/api/v1/addresses/${b.id}/claims/${ld.lease_id}/ack`, { token: b.token });
     assert.equal(lost.status, 409);
   });
@@ -167,21 +191,37 @@ describe('claims', () => {
   it('refuses bad input with 400 naming the field, unknown leases with 404, other tokens with 401', async () => {
     const a = await createAddress(base);
     const other = await createAddress(base);
-    for (const [body, field] of [[{ max: 0 }, 'max'], [{ max: 101 }, 'max'], [{ lease_seconds: 4 }, 'lease_seconds'], [{ lease_seconds: 3601 }, 'lease_seconds'],
-      [{ wait: 26 }, 'wait'], [{ max_deliveries: 0 }, 'max_deliveries'], [{ nope: 1 }, 'nope'], [{ type: '*' }, 'type'], [{ match: ['no-equals'] }, 'match'],
-      [{ match: { 'x.y': 1 } }, 'match']] as const) {
+    for (const [body, field] of [
+      [{ max: 0 }, 'max'],
+      [{ max: 101 }, 'max'],
+      [{ lease_seconds: 4 }, 'lease_seconds'],
+      [{ lease_seconds: 3601 }, 'lease_seconds'],
+      [{ wait: 26 }, 'wait'],
+      [{ max_deliveries: 0 }, 'max_deliveries'],
+      [{ nope: 1 }, 'nope'],
+      [{ type: '*' }, 'type'],
+      [{ match: ['no-equals'] }, 'match'],
+      [{ match: { 'x.y': 1 } }, 'match'],
+    ] as const) {
       const r = await claim(a, body);
       assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`);
       assert.match(r.json.error.message, new RegExp(field));
     }
-    const bad = await api(base, 'POST', `/api/v1/addresses/${a.id}/claims`, { token: a.token, body: '{"max":', headers: { 'content-type': 'application/json' } });
+    const bad = await api(base, 'POST', `/api/v1/addresses/${a.id}/claims`, {
+      token: a.token,
+      body: '{"max":',
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(bad.status, 400);
     assert.equal((await settle(a, 'lease_nope', 'ack')).status, 404);
     assert.equal((await settle(a, `lease_${'a'.repeat(26)}_${'b'.repeat(20)}`, 'ack')).status, 404);
     await deliver(base, a, {});
     const l = (await claim(a)).json.claims[0];
-    assert.equal((await api(base, 'POST', `/api/v1/addresses/${other.id}/claims/${l.lease_id}/ack`, { token: other.token })).status, 404,
-      'a lease of another address is unknown here');
+    assert.equal(
+      (await api(base, 'POST', `/api/v1/addresses/${other.id}/claims/${l.lease_id}/ack`, { token: other.token })).status,
+      404,
+      'a lease of another address is unknown here',
+    );
     assert.equal((await api(base, 'POST', `/api/v1/addresses/${a.id}/claims/${l.lease_id}/ack`, { token: other.token })).status, 401);
     assert.equal((await settle(a, l.lease_id, 'nack', { reason: 'x'.repeat(501) })).status, 400);
     assert.equal((await settle(a, l.lease_id, 'nack', { delay_seconds: 86_401 })).status, 400);
@@ -189,7 +229,10 @@ describe('claims', () => {
     // The largest claim the limits allow, with a liveness probe beside it.
     const big = await createAddress(base);
     await Promise.all(range(1, 150).map((i) => deliver(base, big, { data: { i, pad: 'x'.repeat(1000) } })));
-    const [many, probe] = await Promise.all([claim(big, { max: 100, match: Object.fromEntries(range(1, 20).map((i) => [`data.k${i}`, i])) }), api(base, 'GET', '/healthz')]);
+    const [many, probe] = await Promise.all([
+      claim(big, { max: 100, match: Object.fromEntries(range(1, 20).map((i) => [`data.k${i}`, i])) }),
+      api(base, 'GET', '/healthz'),
+    ]);
     assert.equal(probe.status, 200);
     assert.deepEqual(many.json.claims, [], 'nothing matches twenty absent paths');
     assert.equal((await claim(big, { max: 100 })).json.claims.length, 100);

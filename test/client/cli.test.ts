@@ -2,25 +2,43 @@
 // service, checking stdout JSON, stderr messages, exit codes and the saved file.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { freePort, sleep, startTestService, type TestService } from '../helpers.js';
 
-interface Run { code: number | null; stdout: string; stderr: string; json: any }
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  json: any;
+}
 
 function cli(args: string[], env: Record<string, string> = {}): Promise<Run> & { proc: ReturnType<typeof spawn> } {
-  const proc = spawn(process.execPath, ['bin/return-address.js', ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['bin/return-address.js', ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
-  proc.stdout!.on('data', (d: Buffer) => { stdout += d.toString(); });
-  proc.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
-  const p = new Promise<Run>((resolve) => proc.on('close', (code) => {
-    let json: unknown;
-    try { json = stdout ? JSON.parse(stdout) : undefined; } catch { json = undefined; }
-    resolve({ code, stdout, stderr, json });
-  }));
+  proc.stdout!.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  proc.stderr!.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const p = new Promise<Run>((resolve) =>
+    proc.on('close', (code) => {
+      let json: unknown;
+      try {
+        json = stdout ? JSON.parse(stdout) : undefined;
+      } catch {
+        json = undefined;
+      }
+      resolve({ code, stdout, stderr, json });
+    }),
+  );
   return Object.assign(p, { proc });
 }
 
@@ -32,7 +50,9 @@ describe('return-address CLI', () => {
     svc = await startTestService();
     env = { RETURN_ADDRESS_URL: svc.baseUrl };
   });
-  after(async () => { await svc.stop(); });
+  after(async () => {
+    await svc.stop();
+  });
 
   it('every command has --help on stdout with exit 0; an unknown command or option is exit 1 on stderr', async () => {
     for (const c of ['serve', 'create', 'wait', 'events', 'consume', 'get', 'ack', 'deliver', 'delete']) {
@@ -106,9 +126,15 @@ describe('return-address CLI', () => {
     // events moves the saved cursor only with --advance (once the page is handled).
     const page = await cli(['events', '--save', file], env);
     assert.equal(page.code, 0, page.stderr);
-    assert.deepEqual(page.json.events.map((e: { sequence: number }) => e.sequence), [2]);
+    assert.deepEqual(
+      page.json.events.map((e: { sequence: number }) => e.sequence),
+      [2],
+    );
     assert.equal(JSON.parse(readFileSync(file, 'utf8')).cursor, 1, 'events alone does not move the cursor');
-    assert.deepEqual((await cli(['events', '--save', file, '--advance'], env)).json.events.map((e: { sequence: number }) => e.sequence), [2]);
+    assert.deepEqual(
+      (await cli(['events', '--save', file, '--advance'], env)).json.events.map((e: { sequence: number }) => e.sequence),
+      [2],
+    );
     assert.equal(JSON.parse(readFileSync(file, 'utf8')).cursor, 2, 'events --advance does');
     assert.deepEqual((await cli(['events', '--save', file], env)).json.events, []);
     const filteredPage = await cli(['events', '--save', file, '--after', '0', '--type', 'pr', '--match', 'data.n=2'], env);
@@ -143,7 +169,11 @@ describe('return-address CLI', () => {
     assert.equal(readFileSync(victim, 'utf8'), 'untouched', 'the symlink target was not written');
     assert.equal(statSync(file).mode & 0o777, 0o600);
     assert.equal(JSON.parse(readFileSync(file, 'utf8')).address.id, created.json.address.id);
-    assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('planted.json.') && f !== `planted.json.${run.proc.pid}.tmp`), [], 'no temporary file is left behind');
+    assert.deepEqual(
+      readdirSync(dir).filter((f) => f.startsWith('planted.json.') && f !== `planted.json.${run.proc.pid}.tmp`),
+      [],
+      'no temporary file is left behind',
+    );
   });
 
   it('wait returns when an event arrives during the wait; a fresh shell needs only the saved file; --url beats it', async () => {
@@ -168,11 +198,20 @@ describe('return-address CLI', () => {
   it('serve runs the service like npm start and stops on SIGTERM', async () => {
     const port = await freePort();
     const smtpPort = await freePort();
-    const server = cli(['serve'], { PORT: String(port), SMTP_PORT: String(smtpPort), HOST: '127.0.0.1', DATA_DIR: mkdtempSync(join(tmpdir(), 'ra-serve-')), LOG_LEVEL: 'warn' });
+    const server = cli(['serve'], {
+      PORT: String(port),
+      SMTP_PORT: String(smtpPort),
+      HOST: '127.0.0.1',
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'ra-serve-')),
+      LOG_LEVEL: 'warn',
+    });
     const url = `http://127.0.0.1:${port}`;
     let ready = false;
     for (let i = 0; i < 200 && !ready; i++) {
-      ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+      ready = await fetch(`${url}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (!ready) await sleep(100);
     }
     assert.ok(ready, 'serve answers /readyz');

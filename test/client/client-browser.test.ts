@@ -38,20 +38,47 @@ describe('@return-address/client in a browser', { skip: noChromium }, () => {
       void req.respond({ status: 200, contentType: 'text/javascript', body: readFileSync(file, 'utf8') });
     });
     await page.goto(`${svc.baseUrl}/llms.txt`);
-    const result = await page.evaluate(async (moduleUrl: string, base: string) => {
-      const { ReturnAddress, ReturnAddressError } = await import(moduleUrl);
-      const ra = await ReturnAddress.create({ url: base, name: 'browser', ttl: 600 });
-      setTimeout(() => { void ReturnAddress.deliverTo(ra.inboxUrl, { type: 'from.browser', data: { n: 7 } }); }, 200);
-      const { event, cursor } = await ra.waitFor({ type: 'from.browser', match: { 'data.n': '7' }, timeout: 10 });
-      const acked = await ra.ack(event.id);
-      let error = '';
-      try { await ra.waitFor({ after: -1, timeout: 0 }); } catch (e) { const err = e as { status: number; code: string }; error = e instanceof ReturnAddressError ? `${err.status} ${err.code}` : String(e); }
-      // No argument and no process: the default URL.
-      const defaultUrl = new ReturnAddress({ id: 'x', token: 't' }).url;
-      await ra.delete();
-      return { type: event.type, data: event.data, cursor, acked: typeof acked.acknowledged_at, error, defaultUrl, hasProcess: typeof (globalThis as { process?: unknown }).process };
-    }, `${svc.baseUrl}${PREFIX}index.js`, svc.baseUrl);
+    const result = await page.evaluate(
+      async (moduleUrl: string, base: string) => {
+        const { ReturnAddress, ReturnAddressError } = await import(moduleUrl);
+        const ra = await ReturnAddress.create({ url: base, name: 'browser', ttl: 600 });
+        setTimeout(() => {
+          void ReturnAddress.deliverTo(ra.inboxUrl, { type: 'from.browser', data: { n: 7 } });
+        }, 200);
+        const { event, cursor } = await ra.waitFor({ type: 'from.browser', match: { 'data.n': '7' }, timeout: 10 });
+        const acked = await ra.ack(event.id);
+        let error = '';
+        try {
+          await ra.waitFor({ after: -1, timeout: 0 });
+        } catch (e) {
+          const err = e as { status: number; code: string };
+          error = e instanceof ReturnAddressError ? `${err.status} ${err.code}` : String(e);
+        }
+        // No argument and no process: the default URL.
+        const defaultUrl = new ReturnAddress({ id: 'x', token: 't' }).url;
+        await ra.delete();
+        return {
+          type: event.type,
+          data: event.data,
+          cursor,
+          acked: typeof acked.acknowledged_at,
+          error,
+          defaultUrl,
+          hasProcess: typeof (globalThis as { process?: unknown }).process,
+        };
+      },
+      `${svc.baseUrl}${PREFIX}index.js`,
+      svc.baseUrl,
+    );
     assert.deepEqual(errors, []);
-    assert.deepEqual(result, { type: 'from.browser', data: { n: 7 }, cursor: 1, acked: 'string', error: '400 invalid_request', defaultUrl: 'http://localhost:3000', hasProcess: 'undefined' });
+    assert.deepEqual(result, {
+      type: 'from.browser',
+      data: { n: 7 },
+      cursor: 1,
+      acked: 'string',
+      error: '400 invalid_request',
+      defaultUrl: 'http://localhost:3000',
+      hasProcess: 'undefined',
+    });
   });
 });

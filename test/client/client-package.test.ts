@@ -10,7 +10,8 @@ import * as schemas from '../../src/http/schemas.js';
 
 const pkgDir = 'packages/client';
 const dist = join(pkgDir, 'dist');
-const files = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? files(join(dir, d.name)) : [join(dir, d.name)]));
+const files = (dir: string): string[] =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? files(join(dir, d.name)) : [join(dir, d.name)]));
 
 describe('the @return-address/client package', () => {
   it('has no dependency of any kind and exports ESM with types', () => {
@@ -27,11 +28,14 @@ describe('the @return-address/client package', () => {
     assert.ok(emitted.some((f) => f.endsWith('index.d.ts')) && emitted.some((f) => f.endsWith('index.js')), `dist holds ${emitted}`);
     for (const f of emitted) {
       // Comments may name the sources; code may not.
-      const code = readFileSync(f, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+      const code = readFileSync(f, 'utf8')
+        .replace(/\/\*[\s\S]*?\*\//g, '')
+        .replace(/\/\/.*$/gm, '');
       const specifiers = [...code.matchAll(/(?:from|import)\s*\(?\s*['"]([^'"]+)['"]/g)].map((m) => m[1]);
       for (const s of specifiers) assert.match(s ?? '', /^\.\.?\//, `${f} imports ${s}: only relative imports may ship`);
       assert.doesNotMatch(code, /typebox|src\/http|\bStatic</, `${f} names typebox or the server`);
-      if (f.endsWith('.js')) assert.doesNotMatch(code, /(?<![.\w])(process|Buffer|require|__dirname)\b/, `${f} uses a Node-only global (reach it through globalThis, guarded)`);
+      if (f.endsWith('.js'))
+        assert.doesNotMatch(code, /(?<![.\w])(process|Buffer|require|__dirname)\b/, `${f} uses a Node-only global (reach it through globalThis, guarded)`);
     }
   });
 
@@ -40,7 +44,16 @@ describe('the @return-address/client package', () => {
     assert.equal(check.status, 0, check.stderr);
     const generated = readFileSync(join(pkgDir, 'src', 'generated', 'api-types.ts'), 'utf8');
     const typeNames = [...generated.matchAll(/^export type (\w+) =/gm)].map((m) => m[1]);
-    for (const name of ['Address', 'CreateAddressBody', 'CreateAddressResponse', 'CreateEventBody', 'Event', 'EventPage', 'EventDeliveryResponse', 'ErrorBody']) {
+    for (const name of [
+      'Address',
+      'CreateAddressBody',
+      'CreateAddressResponse',
+      'CreateEventBody',
+      'Event',
+      'EventPage',
+      'EventDeliveryResponse',
+      'ErrorBody',
+    ]) {
       assert.ok(name in schemas, `${name} is a route schema`);
       assert.ok(typeNames.includes(name), `${name} is generated`);
     }

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { ReturnAddress, ReturnAddressError, type Event } from '@return-address/client';
+import { type Event, ReturnAddress, ReturnAddressError } from '@return-address/client';
 import { freePort, sleep, startTestService, type TestService } from '../helpers.js';
 
 /** A TCP forwarder that can drop every open connection and refuse new ones for a while. */
@@ -11,41 +11,55 @@ async function startProxy(target: number) {
   const port = await freePort();
   const sockets = new Set<net.Socket>();
   let server: net.Server;
-  const listen = () => new Promise<void>((resolve) => {
-    server = net.createServer((client) => {
-      const upstream = net.connect(target, '127.0.0.1');
-      for (const s of [client, upstream]) {
-        sockets.add(s);
-        s.on('close', () => sockets.delete(s));
-        s.on('error', () => {});
-      }
-      client.pipe(upstream).pipe(client);
+  const listen = () =>
+    new Promise<void>((resolve) => {
+      server = net.createServer((client) => {
+        const upstream = net.connect(target, '127.0.0.1');
+        for (const s of [client, upstream]) {
+          sockets.add(s);
+          s.on('close', () => sockets.delete(s));
+          s.on('error', () => {});
+        }
+        client.pipe(upstream).pipe(client);
+      });
+      server.listen(port, '127.0.0.1', () => resolve());
     });
-    server.listen(port, '127.0.0.1', () => resolve());
-  });
   await listen();
   let drops = 0;
   return {
     url: `http://127.0.0.1:${port}`,
-    get drops() { return drops; },
+    get drops() {
+      return drops;
+    },
     cut() {
       for (const s of sockets) s.destroy();
       drops++;
     },
     /** Closes the port (connections are refused) for `ms`, cutting what is open. */
     async outage(ms: number) {
-      await new Promise<void>((resolve) => { server.close(() => resolve()); this.cut(); });
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        this.cut();
+      });
       await sleep(ms);
       await listen();
     },
-    close: () => new Promise<void>((resolve) => { server.close(() => resolve()); for (const s of sockets) s.destroy(); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      }),
   };
 }
 
 describe('TypeScript client', () => {
   let svc: TestService;
-  before(async () => { svc = await startTestService(); });
-  after(async () => { await svc.stop(); });
+  before(async () => {
+    svc = await startTestService();
+  });
+  after(async () => {
+    await svc.stop();
+  });
 
   it('create, get, deliver, events, waitFor, ack and delete round-trip with the route shapes', async () => {
     const ra = await ReturnAddress.create({ url: svc.baseUrl, name: 'client', taskId: 't-1', ttl: 3600 });
@@ -59,7 +73,13 @@ describe('TypeScript client', () => {
     await ra.deliver({ type: 'b', data: { n: 2 } });
     const seen: Event[] = [];
     for await (const e of ra.events({ limit: 1 })) seen.push(e);
-    assert.deepEqual(seen.map((e) => [e.sequence, e.type]), [[1, 'a'], [2, 'b']]);
+    assert.deepEqual(
+      seen.map((e) => [e.sequence, e.type]),
+      [
+        [1, 'a'],
+        [2, 'b'],
+      ],
+    );
     const w = await ra.waitFor({ type: 'b', timeout: 5 });
     assert.deepEqual([w.event?.sequence, w.cursor, ra.cursor], [2, 2, 2]);
     const acked = await ra.ack(w.event!.id);
@@ -88,13 +108,19 @@ describe('TypeScript client', () => {
     const wrong = new ReturnAddress({ url: svc.baseUrl, id: ra.id, token: `aa_read_${'x'.repeat(43)}` });
     await assert.rejects(wrong.get(), (e: unknown) => e instanceof ReturnAddressError && e.status === 401 && e.code === 'unauthorized' && e.message.length > 0);
     await assert.rejects(ra.ack('evt_nope'), (e: unknown) => e instanceof ReturnAddressError && e.status === 404 && e.code === 'not_found');
-    await assert.rejects(ReturnAddress.create({ url: svc.baseUrl, ttl: 1 }), (e: unknown) => e instanceof ReturnAddressError && e.status === 400 && e.code === 'invalid_request' && /expires_in_seconds/.test(e.message));
+    await assert.rejects(
+      ReturnAddress.create({ url: svc.baseUrl, ttl: 1 }),
+      (e: unknown) => e instanceof ReturnAddressError && e.status === 400 && e.code === 'invalid_request' && /expires_in_seconds/.test(e.message),
+    );
     await assert.rejects(ra.deliver({ data: 'x', bogus: 1 } as never), (e: unknown) => e instanceof ReturnAddressError && e.status === 400);
     const deadPort = await freePort();
     const nowhere = new ReturnAddress({ url: `http://127.0.0.1:${deadPort}`, id: ra.id, token: ra.token });
     await assert.rejects(nowhere.get(), (e: unknown) => e instanceof ReturnAddressError && e.status === 0 && e.code === 'network_error');
-    await assert.rejects(nowhere.waitFor({ timeout: 1 }), (e: unknown) => e instanceof ReturnAddressError && e.code === 'network_error',
-      'a failure that lasts to the deadline is reported, not taken for a timeout');
+    await assert.rejects(
+      nowhere.waitFor({ timeout: 1 }),
+      (e: unknown) => e instanceof ReturnAddressError && e.code === 'network_error',
+      'a failure that lasts to the deadline is reported, not taken for a timeout',
+    );
   });
 
   it('waitFor resumes after dropped connections and refused ports: every event exactly once, in order', async () => {
@@ -138,7 +164,10 @@ describe('TypeScript client', () => {
     const broken: typeof fetch = async (input, init) => {
       if (String(input).includes('/events') && (init?.method ?? 'GET') === 'GET') {
         pages++;
-        return new Response(JSON.stringify({ error: { code: 'internal', message: 'Internal error.' } }), { status: 500, headers: { 'content-type': 'application/json' } });
+        return new Response(JSON.stringify({ error: { code: 'internal', message: 'Internal error.' } }), {
+          status: 500,
+          headers: { 'content-type': 'application/json' },
+        });
       }
       return fetch(input, init);
     };
@@ -148,7 +177,14 @@ describe('TypeScript client', () => {
     assert.equal(pages, 3, 'three attempts in all');
     assert.ok(Date.now() - t0 < 10_000, `gave up in ${Date.now() - t0} ms, well before the 120 s timeout`);
     pages = 0;
-    await assert.rejects(async () => { for await (const _ of client.events()) { /* none */ } }, (err: unknown) => err instanceof ReturnAddressError && err.status === 500);
+    await assert.rejects(
+      async () => {
+        for await (const _ of client.events()) {
+          /* none */
+        }
+      },
+      (err: unknown) => err instanceof ReturnAddressError && err.status === 500,
+    );
     assert.equal(pages, 3);
     await ra.delete();
   });

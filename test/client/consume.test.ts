@@ -10,34 +10,42 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ReturnAddress } from '@return-address/client';
-import { range, sleep, STORE, startTestService, type TestService } from '../helpers.js';
+import { range, STORE, sleep, startTestService, type TestService } from '../helpers.js';
 
 function cli(args: string[]) {
   const proc = spawn(process.execPath, ['bin/return-address.js', ...args], { env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   let stdout = '';
-  proc.stdout!.on('data', (d: Buffer) => { stdout += d.toString(); });
-  proc.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
+  proc.stdout!.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  proc.stderr!.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
   const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string; stdout: string }>((resolve) =>
-    proc.on('close', (code, signal) => resolve({ code, signal, stderr, stdout })));
+    proc.on('close', (code, signal) => resolve({ code, signal, stderr, stdout })),
+  );
   return { proc, done };
 }
 
 /** A handler in sh: checks the event JSON on stdin carries RA_EVENT_ID, logs RA_SEQUENCE, and fails once on `failOn`. */
 function handlerCommand(dir: string, failOn: number): string {
   const script = join(dir, 'handler.sh');
-  writeFileSync(script, `read -r json
+  writeFileSync(
+    script,
+    `read -r json
 case "$json" in *"\\"id\\":\\"$RA_EVENT_ID\\""*) ;; *) echo "stdin is not event $RA_EVENT_ID" >&2; exit 3;; esac
 case "$RA_EVENT_TYPE" in job|other) ;; *) exit 4;; esac
 if [ "$RA_SEQUENCE" = "${failOn}" ] && [ ! -f "${dir}/failed-once" ]; then touch "${dir}/failed-once"; exit 1; fi
 sleep 0.01
 echo "$RA_SEQUENCE" >> "${dir}/handled.log"
-`);
+`,
+  );
   return `sh ${script}`;
 }
 
-const handledLog = (dir: string): number[] => existsSync(join(dir, 'handled.log'))
-  ? readFileSync(join(dir, 'handled.log'), 'utf8').split('\n').filter(Boolean).map(Number) : [];
+const handledLog = (dir: string): number[] =>
+  existsSync(join(dir, 'handled.log')) ? readFileSync(join(dir, 'handled.log'), 'utf8').split('\n').filter(Boolean).map(Number) : [];
 
 /** handled / repeated / skipped, and whether every first appearance is in ascending order. */
 function tally(log: number[], expected: number[]) {
@@ -74,7 +82,10 @@ describe(`consume: at-least-once delivery to a command (${STORE})`, () => {
     assert.deepEqual(handledLog(dir), range(1, 12), 'the failed event was retried before the next one');
     assert.equal(JSON.parse(readFileSync(file, 'utf8')).cursor, 12);
     const page = await ra.page({ after: 0, limit: 100 });
-    assert.ok(page.events.every((e) => e.acknowledged_at), 'exit 0 acknowledged each event');
+    assert.ok(
+      page.events.every((e) => e.acknowledged_at),
+      'exit 0 acknowledged each event',
+    );
   });
 
   it('SIGKILLed 4 times while events arrive: every event handled, in order, none skipped', async (t) => {
@@ -108,11 +119,15 @@ describe(`consume: at-least-once delivery to a command (${STORE})`, () => {
     const r = await last.done;
     assert.equal(r.code, 0, r.stderr);
     const counts = tally(handledLog(dir), expected);
-    t.diagnostic(`consume --exec, ${kills} SIGKILLs, ${expected.length} matching events of ${TOTAL}: ` +
-      `handled ${counts.handled}, repeated ${counts.repeated}, skipped ${counts.skipped}`);
+    t.diagnostic(
+      `consume --exec, ${kills} SIGKILLs, ${expected.length} matching events of ${TOTAL}: ` +
+        `handled ${counts.handled}, repeated ${counts.repeated}, skipped ${counts.skipped}`,
+    );
     writeFileSync(join(tmpdir(), `ra-consume-kill-counts-${STORE}.json`), JSON.stringify({ kills, events: expected.length, ...counts }));
-    assert.deepEqual({ handled: counts.handled, skipped: counts.skipped, unexpected: counts.unexpected, inOrder: counts.inOrder },
-      { handled: expected.length, skipped: 0, unexpected: 0, inOrder: true });
+    assert.deepEqual(
+      { handled: counts.handled, skipped: counts.skipped, unexpected: counts.unexpected, inOrder: counts.inOrder },
+      { handled: expected.length, skipped: 0, unexpected: 0, inOrder: true },
+    );
     assert.ok(counts.repeated <= kills, `at most the event in flight is repeated per kill (${counts.repeated} repeats)`);
     assert.equal(JSON.parse(readFileSync(file, 'utf8')).cursor, TOTAL, 'the cursor ends past the filtered-out events too');
   });
@@ -123,22 +138,37 @@ describe(`consume: at-least-once delivery to a command (${STORE})`, () => {
     const seen: number[] = [];
     let failed = false;
     const stop = new AbortController();
-    await ra.consume(async (e) => {
-      if (e.sequence === 4 && !failed) {
-        failed = true;
-        throw new Error('once');
-      }
-      seen.push(e.sequence);
-      if (e.sequence === 6) stop.abort();
-    }, { consumer: 'ts-worker', type: 'even', retryDelayMs: 50, signal: stop.signal, idleSeconds: 1 }).catch((err: unknown) => {
-      if (!stop.signal.aborted) throw err;
-    });
+    await ra
+      .consume(
+        async (e) => {
+          if (e.sequence === 4 && !failed) {
+            failed = true;
+            throw new Error('once');
+          }
+          seen.push(e.sequence);
+          if (e.sequence === 6) stop.abort();
+        },
+        { consumer: 'ts-worker', type: 'even', retryDelayMs: 50, signal: stop.signal, idleSeconds: 1 },
+      )
+      .catch((err: unknown) => {
+        if (!stop.signal.aborted) throw err;
+      });
     assert.deepEqual(seen, [2, 4, 6]);
     // Sequence 6 was handled but not confirmed (the run stopped before asking for the next page): it comes again.
     const again: number[] = [];
-    await ra.consume((e) => { again.push(e.sequence); }, { consumer: 'ts-worker', type: 'even', idleSeconds: 1 });
+    await ra.consume(
+      (e) => {
+        again.push(e.sequence);
+      },
+      { consumer: 'ts-worker', type: 'even', idleSeconds: 1 },
+    );
     assert.deepEqual(again, [6, 8]);
-    const list = await fetch(`${svc.baseUrl}/api/v1/addresses/${ra.id}/consumers`, { headers: { authorization: `Bearer ${ra.token}` } }).then((r) => r.json() as Promise<{ consumers: { name: string; cursor: number }[] }>);
-    assert.deepEqual(list.consumers.map((c: { name: string; cursor: number }) => [c.name, c.cursor]), [['ts-worker', 8]]);
+    const list = await fetch(`${svc.baseUrl}/api/v1/addresses/${ra.id}/consumers`, { headers: { authorization: `Bearer ${ra.token}` } }).then(
+      (r) => r.json() as Promise<{ consumers: { name: string; cursor: number }[] }>,
+    );
+    assert.deepEqual(
+      list.consumers.map((c: { name: string; cursor: number }) => [c.name, c.cursor]),
+      [['ts-worker', 8]],
+    );
   });
 });

@@ -24,7 +24,10 @@ function skipReason(): string | false {
 
 /** pip install ./clients/python; a missing build backend (no package index reachable) is a skip, any other failure an error. */
 function pipInstall(): { ok: true } | { ok: false; skip: string } {
-  const r = spawnSync(venvPython, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', './clients/python'], { encoding: 'utf8', timeout: 300_000 });
+  const r = spawnSync(venvPython, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', './clients/python'], {
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
   if (r.status === 0) return { ok: true };
   const out = `${r.stdout}\n${r.stderr}`;
   if (/No matching distribution found for (setuptools|wheel)|Could not find a version that satisfies the requirement (setuptools|wheel)/.test(out)) {
@@ -51,7 +54,11 @@ describe('Python client, pip-installed into a virtualenv', { skip: reason }, () 
 
   it('installs as a typed package: py.typed and the module under site-packages, a console script', (t) => {
     if (installSkip) return t.skip(installSkip); // skipped only when pip cannot build the package here (no venv, or no setuptools/wheel offline); the reason is reported
-    const r = spawnSync(venvPython, ['-c', 'import importlib.resources as r, return_address as m; print(m.__file__); print(r.files("return_address").joinpath("py.typed").is_file())'], { encoding: 'utf8', cwd: tmpdir() });
+    const r = spawnSync(
+      venvPython,
+      ['-c', 'import importlib.resources as r, return_address as m; print(m.__file__); print(r.files("return_address").joinpath("py.typed").is_file())'],
+      { encoding: 'utf8', cwd: tmpdir() },
+    );
     assert.equal(r.status, 0, r.stderr);
     const [file, typed] = r.stdout.trim().split('\n');
     assert.ok(file?.startsWith(join(venvDir, 'lib')) && file.includes('site-packages'), `imported from ${file}, not the venv`);
@@ -65,8 +72,12 @@ describe('Python client, pip-installed into a virtualenv', { skip: reason }, () 
     if (installSkip) return t.skip(installSkip); // skipped only when pip cannot build the package here (no venv, or no setuptools/wheel offline); the reason is reported
     const proc = spawn(venvPython, ['test/client/python_client_check.py', svc.baseUrl], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    proc.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    proc.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    proc.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    proc.stderr.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     const code = await new Promise<number | null>((resolve) => proc.on('close', resolve));
     t.diagnostic(`${python.stdout.trim()}: ${out.trim().split('\n').at(-1)}`);
     assert.equal(code, 0, out);
@@ -77,14 +88,19 @@ describe('Python client, pip-installed into a virtualenv', { skip: reason }, () 
     if (installSkip) return t.skip(installSkip); // skipped only when pip cannot build the package here (no venv, or no setuptools/wheel offline); the reason is reported
     const save = join(venvDir, 'addr.json');
     // Asynchronous: the service answers from this process, so a synchronous spawn would starve it.
-    const cli = (...args: string[]) => new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-      const proc = spawn(join(venvDir, 'bin', 'return-address-py'), args, { env: { ...process.env, RETURN_ADDRESS_URL: svc.baseUrl } });
-      let stdout = '';
-      let stderr = '';
-      proc.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-      proc.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-      proc.on('close', (status) => resolve({ status, stdout, stderr }));
-    });
+    const cli = (...args: string[]) =>
+      new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        const proc = spawn(join(venvDir, 'bin', 'return-address-py'), args, { env: { ...process.env, RETURN_ADDRESS_URL: svc.baseUrl } });
+        let stdout = '';
+        let stderr = '';
+        proc.stdout.on('data', (d: Buffer) => {
+          stdout += d.toString();
+        });
+        proc.stderr.on('data', (d: Buffer) => {
+          stderr += d.toString();
+        });
+        proc.on('close', (status) => resolve({ status, stdout, stderr }));
+      });
     const created = await cli('create', '--save', save);
     assert.equal(created.status, 0, created.stderr);
     assert.match(JSON.parse(created.stdout).address.id, /^addr_/);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runCli } from '../forward/cli-process.js';
-import { type Addr, type TestService, api, createAddress, listEvents, startTestService } from '../helpers.js';
+import { type Addr, api, createAddress, listEvents, startTestService, type TestService } from '../helpers.js';
 
 const hasPython = spawnSync('python3', ['--version']).status === 0;
 
@@ -21,24 +21,39 @@ function savedFile(a: Addr): string {
 async function signedGithub(a: Addr, secret: string): Promise<any> {
   const body = '{"action":"opened","number":7}';
   const r = await api('', 'POST', a.body.endpoints.hook_url, {
-    body, headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` },
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'x-github-event': 'issues',
+      'x-github-delivery': randomUUID(),
+      'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
+    },
   });
   assert.equal(r.status, 202, r.text);
   return r;
 }
 
 function python(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn('python3', args[0] === '-c' ? args : ['clients/python/return_address.py', ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn('python3', args[0] === '-c' ? args : ['clients/python/return_address.py', ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
-  proc.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-  proc.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+  proc.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  proc.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
   return new Promise((resolve) => proc.on('close', (code) => resolve({ code, stdout, stderr })));
 }
 
 describe('signing secrets from the CLI and Python', () => {
   let svc: TestService;
-  before(async () => { svc = await startTestService(); });
+  before(async () => {
+    svc = await startTestService();
+  });
   after(() => svc.stop());
 
   it('return-address signing-secrets --github-env: the next signed delivery is verified; a wrong secret is not', async () => {
@@ -52,7 +67,10 @@ describe('signing secrets from the CLI and Python', () => {
     await signedGithub(a, 'from-the-environment');
     await signedGithub(a, 'not-the-secret');
     const events = (await listEvents(svc.baseUrl, a)).json.events;
-    assert.deepEqual(events.map((e: any) => e.data.signature.verified), [true, false]);
+    assert.deepEqual(
+      events.map((e: any) => e.data.signature.verified),
+      [true, false],
+    );
     const cleared = await runCli(['signing-secrets', '--save', file, '--clear'], env);
     assert.deepEqual(JSON.parse(cleared.stdout), { configured: [] });
   });
@@ -86,17 +104,23 @@ describe('signing secrets from the CLI and Python', () => {
     assert.deepEqual(JSON.parse(r.stdout), { configured: ['github'] });
     await signedGithub(a, 'py-secret');
     // The service runs in this process: the child is awaited, never run synchronously.
-    const fn = await python(['-c', [
-      'import sys, json; sys.path.insert(0, "clients/python")',
-      'from return_address import ReturnAddress',
-      `ra = ReturnAddress.from_created(json.load(open(${JSON.stringify(file)})), ${JSON.stringify(svc.baseUrl)})`,
-      'print(json.dumps(ra.set_signing_secrets(github="py-fn", stripe="whsec_abc")))',
-    ].join('\n')]);
+    const fn = await python([
+      '-c',
+      [
+        'import sys, json; sys.path.insert(0, "clients/python")',
+        'from return_address import ReturnAddress',
+        `ra = ReturnAddress.from_created(json.load(open(${JSON.stringify(file)})), ${JSON.stringify(svc.baseUrl)})`,
+        'print(json.dumps(ra.set_signing_secrets(github="py-fn", stripe="whsec_abc")))',
+      ].join('\n'),
+    ]);
     assert.equal(fn.code, 0, fn.stderr);
     assert.deepEqual(JSON.parse(fn.stdout), { configured: ['github', 'stripe'] });
     await signedGithub(a, 'py-fn');
     const events = (await listEvents(svc.baseUrl, a)).json.events;
-    assert.deepEqual(events.map((e: any) => e.data.signature.verified), [true, true]);
+    assert.deepEqual(
+      events.map((e: any) => e.data.signature.verified),
+      [true, true],
+    );
     const none = await python(['signing-secrets', '--save', file, '--url', svc.baseUrl], {});
     assert.equal(none.code, 1);
     assert.match(none.stderr, /give at least one secret/);

@@ -11,7 +11,12 @@ import { openStream } from '../sse-client.js';
 const seqs = (r: { json: { events: { sequence: number }[] } }) => r.json.events.map((e) => e.sequence);
 
 function read(svc: TestService, a: Addr, query: Record<string, string | number>) {
-  return api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events?${new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)]))}`, { token: a.token });
+  return api(
+    svc.baseUrl,
+    'GET',
+    `/api/v1/addresses/${a.id}/events?${new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)]))}`,
+    { token: a.token },
+  );
 }
 const consumers = async (svc: TestService, a: Addr) => {
   const r = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/consumers`, { token: a.token });
@@ -48,7 +53,10 @@ describe(`named consumers (${STORE})`, () => {
     assert.deepEqual(seqs(await read(svc, a, { consumer: 'audit:all', after: 8 })), []);
     const ack = await api(svc.baseUrl, 'POST', `/api/v1/addresses/${a.id}/events/${next.json.events[0].id}/ack`, { token: a.token });
     assert.equal(ack.status, 200);
-    assert.deepEqual(await consumers(svc, a), [['audit:all', 8], ['worker-1', 1]]);
+    assert.deepEqual(await consumers(svc, a), [
+      ['audit:all', 8],
+      ['worker-1', 1],
+    ]);
     const listed = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/consumers`, { token: a.token });
     assert.ok(!Number.isNaN(Date.parse(listed.json.consumers[0].updated_at)));
     // Delete: forgotten, so the name starts at 0 again; deleting again is 404.
@@ -85,12 +93,18 @@ describe(`named consumers (${STORE})`, () => {
     const s1 = await openStream(url, auth);
     await s1.waitForMessages(3);
     s1.close();
-    assert.deepEqual(s1.events().map((e) => e.sequence), [3, 4, 5]);
+    assert.deepEqual(
+      s1.events().map((e) => e.sequence),
+      [3, 4, 5],
+    );
     assert.deepEqual(await consumers(svc, a), [['live', 2]], 'a stream does not move the position by itself');
     const s2 = await openStream(url, { ...auth, 'last-event-id': '4' });
     await s2.waitForMessages(1);
     s2.close();
-    assert.deepEqual(s2.events().map((e) => e.sequence), [5]);
+    assert.deepEqual(
+      s2.events().map((e) => e.sequence),
+      [5],
+    );
     assert.deepEqual(await consumers(svc, a), [['live', 4]], 'reconnecting with Last-Event-ID confirmed 4');
   });
 

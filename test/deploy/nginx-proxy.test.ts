@@ -10,9 +10,9 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
-import { createTestStorage, freePort, sleep, spawnService, STORE, type SpawnedService } from '../helpers.js';
+import { fileURLToPath } from 'node:url';
+import { createTestStorage, freePort, type SpawnedService, STORE, sleep, spawnService } from '../helpers.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const FIXTURES = join(ROOT, 'test/fixtures/tls');
@@ -26,7 +26,11 @@ function nginxMissing(): string | false {
   }
 }
 
-interface Answer { status: number; headers: Record<string, string | string[] | undefined>; text: string }
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
 
 function call(origin: string, method: string, path: string, opts: { token?: string; json?: unknown; onData?: (chunk: string) => void } = {}): Promise<Answer> {
   const url = new URL(/^https?:/.test(path) ? path : origin + path);
@@ -40,7 +44,10 @@ function call(origin: string, method: string, path: string, opts: { token?: stri
     const req = request(url, { method, headers, rejectUnauthorized: false }, (res) => {
       let text = '';
       res.setEncoding('utf8');
-      res.on('data', (c: string) => { text += c; opts.onData?.(c); });
+      res.on('data', (c: string) => {
+        text += c;
+        opts.onData?.(c);
+      });
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
       res.on('error', reject);
     });
@@ -59,7 +66,9 @@ async function runNginx(dir: string, site: string, port: number): Promise<{ stop
   for (const d of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(dir, d));
   chmodSync(dir, 0o755); // the workers (nobody, when the master runs as root) use the temp paths
   const conf = join(dir, 'nginx.conf');
-  writeFileSync(conf, `daemon off;
+  writeFileSync(
+    conf,
+    `daemon off;
 worker_processes 1;
 pid ${dir}/nginx.pid;
 error_log ${dir}/nginx-error.log warn;
@@ -69,22 +78,34 @@ http {
   uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
 ${site}
 }
-`);
+`,
+  );
   const test = spawnSync('nginx', ['-t', '-p', dir, '-c', conf], { encoding: 'utf8' });
   const checked = `${test.stdout}${test.stderr}`.trim(); // nginx -t reports on stderr
   assert.equal(test.status, 0, `nginx -t:\n${checked}`);
   console.log(`  nginx -t: ${checked.replaceAll(dir, '<tmp>').split('\n').join(' | ')}`);
   const proc = spawn('nginx', ['-p', dir, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
-  proc.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+  proc.stderr.on('data', (d: Buffer) => {
+    err += d.toString();
+  });
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
   for (let i = 0; ; i++) {
-    const up = await call(`http://127.0.0.1:${port}`, 'GET', '/healthz').then(() => true, () => false);
+    const up = await call(`http://127.0.0.1:${port}`, 'GET', '/healthz').then(
+      () => true,
+      () => false,
+    );
     if (up) break;
     assert.ok(i < 200 && proc.exitCode === null, `nginx did not start: ${err}`);
     await sleep(25);
   }
-  return { checked, stop: async () => { proc.kill('SIGQUIT'); await exited; } };
+  return {
+    checked,
+    stop: async () => {
+      proc.kill('SIGQUIT');
+      await exited;
+    },
+  };
 }
 
 async function exercise(origin: string, svc: SpawnedService, accessLog: string): Promise<void> {
@@ -112,7 +133,12 @@ async function exercise(origin: string, svc: SpawnedService, accessLog: string):
 
   // An event stream through the proxy: the event arrives while the response is still open.
   let streamed = '';
-  const stream = call(origin, 'GET', `/api/v1/addresses/${id}/events/stream?after=1`, { token, onData: (c) => { streamed += c; } });
+  const stream = call(origin, 'GET', `/api/v1/addresses/${id}/events/stream?after=1`, {
+    token,
+    onData: (c) => {
+      streamed += c;
+    },
+  });
   await sleep(300);
   const t1 = performance.now();
   assert.equal((await call(origin, 'POST', inboxUrl, { json: { type: 'second', data: { n: 2 } } })).status, 202);
@@ -137,7 +163,13 @@ async function exercise(origin: string, svc: SpawnedService, accessLog: string):
   await sleep(100);
 
   const log = readFileSync(accessLog, 'utf8');
-  for (const [what, value] of [['inbox secret', secret], ['second inbox secret', bSecret], ['read token', token], ['second read token', b.credentials.read_token], ['OAuth code', 'OAUTHCODE4711']]) {
+  for (const [what, value] of [
+    ['inbox secret', secret],
+    ['second inbox secret', bSecret],
+    ['read token', token],
+    ['second read token', b.credentials.read_token],
+    ['OAuth code', 'OAUTHCODE4711'],
+  ]) {
     assert.ok(!log.includes(value as string), `the access log holds the ${what}:\n${log}`);
   }
   assert.doesNotMatch(log, /\?/, 'no query in the access log');
@@ -145,7 +177,13 @@ async function exercise(origin: string, svc: SpawnedService, accessLog: string):
   assert.match(log, new RegExp(`"GET /api/v1/hooks/${b.address.id}/\\[REDACTED\\]/oauth HTTP/1\\.1"`));
   assert.match(log, new RegExp(`"GET /api/v1/addresses/${id}/events/stream HTTP/1\\.1" 200`));
   assert.match(log, /"GET \[REDACTED: credential in the path\] HTTP\/1\.1" 404/);
-  console.log(`  access log (${STORE}, ${origin}):\n${log.trim().split('\n').map((l) => `    ${l}`).join('\n')}`);
+  console.log(
+    `  access log (${STORE}, ${origin}):\n${log
+      .trim()
+      .split('\n')
+      .map((l) => `    ${l}`)
+      .join('\n')}`,
+  );
   assert.ok(svc.proc.exitCode === null, 'the service is still up');
 }
 

@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { api, createAddress, createTestStorage, freePort, sleep, STORE } from '../helpers.js';
+import { api, createAddress, createTestStorage, freePort, STORE, sleep } from '../helpers.js';
 
 /** Resolves true when the port can be listened on again, i.e. no process holds it. */
 function portIsFree(port: number): Promise<boolean> {
@@ -31,12 +31,21 @@ async function startAndSignal(command: string, args: string[], signal: NodeJS.Si
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  proc.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-  proc.stderr.on('data', (d: Buffer) => { out += d.toString(); });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, sig) => resolve({ code, signal: sig })));
+  proc.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  proc.stderr.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.once('exit', (code, sig) => resolve({ code, signal: sig })),
+  );
   try {
     for (;;) {
-      const ready = await fetch(`${baseUrl}/readyz`).then((r) => r.ok, () => false);
+      const ready = await fetch(`${baseUrl}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ready) break;
       assert.equal(proc.exitCode, null, `the service exited before it was ready:\n${out}`);
       assert.ok(performance.now() - t0 < 30_000, `not ready within 30 s:\n${out}`);
@@ -68,7 +77,9 @@ async function startAndSignal(command: string, args: string[], signal: NodeJS.Si
 describe(`start and signals (${STORE})`, () => {
   it('SIGTERM to `npm start` drains and exits 0, the ports free', { timeout: 60_000 }, () => startAndSignal('npm', ['start'], 'SIGTERM'));
   it('SIGINT to `npm start` drains and exits 0, the ports free', { timeout: 60_000 }, () => startAndSignal('npm', ['start'], 'SIGINT'));
-  it('SIGTERM to `return-address serve` (the bin) drains and exits 0, the ports free', { timeout: 60_000 }, () => startAndSignal(process.execPath, ['bin/return-address.js', 'serve'], 'SIGTERM'));
+  it('SIGTERM to `return-address serve` (the bin) drains and exits 0, the ports free', { timeout: 60_000 }, () =>
+    startAndSignal(process.execPath, ['bin/return-address.js', 'serve'], 'SIGTERM'),
+  );
 });
 
 describe('the stale-build check', () => {

@@ -5,20 +5,32 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { redactDatabaseUrl, settingsForLog } from '../../src/startup-settings.js';
-import { createTestStorage, spawnService, STORE } from '../helpers.js';
+import { createTestStorage, STORE, spawnService } from '../helpers.js';
 
-interface LogLine { level: number; msg: string; settings?: Record<string, unknown>; req?: { url: string } }
+interface LogLine {
+  level: number;
+  msg: string;
+  settings?: Record<string, unknown>;
+  req?: { url: string };
+}
 
 function lines(output: string): LogLine[] {
-  return output.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine);
+  return output
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as LogLine);
 }
 
 describe('the settings line', () => {
   it('redacts DATABASE_URL passwords and any token or secret list', () => {
-    assert.equal(redactDatabaseUrl('postgres://ra:hunter2@db.internal:5432/ra?sslmode=require&password=x'),
-      'postgres://ra:[REDACTED]@db.internal:5432/ra?sslmode=require&password=[REDACTED]');
+    assert.equal(
+      redactDatabaseUrl('postgres://ra:hunter2@db.internal:5432/ra?sslmode=require&password=x'),
+      'postgres://ra:[REDACTED]@db.internal:5432/ra?sslmode=require&password=[REDACTED]',
+    );
     assert.equal(redactDatabaseUrl('postgres://ra@db/ra'), 'postgres://ra@db/ra');
-    const config = { ...loadConfig({ DATABASE_URL: 'postgres://u:pw@h/d' }), createTokens: ['t1', 't2'], webhookSecret: 's' } as unknown as Parameters<typeof settingsForLog>[0];
+    const config = { ...loadConfig({ DATABASE_URL: 'postgres://u:pw@h/d' }), createTokens: ['t1', 't2'], webhookSecret: 's' } as unknown as Parameters<
+      typeof settingsForLog
+    >[0];
     const settings = settingsForLog(config);
     assert.equal(settings.databaseUrl, 'postgres://u:[REDACTED]@h/d');
     assert.equal(settings.createTokens, '[REDACTED: 2 set]');
@@ -55,7 +67,10 @@ describe('the settings line', () => {
       assert.match(warning[0]?.msg ?? '', /Set BASE_URL to the public origin/);
       const probes = log.filter((l) => /^\/(healthz|readyz)/.test(l.req?.url ?? ''));
       assert.deepEqual(probes, [], 'probes are not logged at info');
-      assert.ok(log.some((l) => l.req?.url === '/api/v1/nothing-here'), 'other requests are');
+      assert.ok(
+        log.some((l) => l.req?.url === '/api/v1/nothing-here'),
+        'other requests are',
+      );
     } finally {
       svc.proc.kill('SIGTERM');
       await svc.exited;
@@ -67,7 +82,10 @@ describe('the settings line', () => {
       await fetch(`${debug.baseUrl}/readyz`);
       await new Promise((r) => setTimeout(r, 200));
       const log = lines(debug.output());
-      assert.ok(log.some((l) => l.req?.url === '/readyz' && l.level === 20 && l.msg === 'health probe answered'), 'a probe logs at debug');
+      assert.ok(
+        log.some((l) => l.req?.url === '/readyz' && l.level === 20 && l.msg === 'health probe answered'),
+        'a probe logs at debug',
+      );
       assert.ok(!log.some((l) => l.req?.url === '/readyz' && l.level > 20), 'and only at debug');
       assert.equal(log.filter((l) => l.msg.startsWith('BASE_URL is unset')).length, 0);
     } finally {
@@ -79,7 +97,14 @@ describe('the settings line', () => {
 
   it('no warning on loopback without BASE_URL (a developer machine)', () => {
     const warnings: string[] = [];
-    const log = { debug() {}, info() {}, error() {}, warn: (_o: object, m: string) => { warnings.push(m); } };
+    const log = {
+      debug() {},
+      info() {},
+      error() {},
+      warn: (_o: object, m: string) => {
+        warnings.push(m);
+      },
+    };
     return import('../../src/startup-settings.js').then(({ logStartupSettings }) => {
       logStartupSettings(loadConfig({ HOST: '127.0.0.1' }), log);
       logStartupSettings(loadConfig({ HOST: '::1' }), log);

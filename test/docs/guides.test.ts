@@ -24,7 +24,10 @@ function settingNames(): string[] {
 }
 
 describe('guides (/llms.txt, /llms-full.txt)', () => {
-  for (const [name, config] of [['defaults', loadConfig({})], ['custom values', custom]] as const) {
+  for (const [name, config] of [
+    ['defaults', loadConfig({})],
+    ['custom values', custom],
+  ] as const) {
     it(`every placeholder resolves (${name})`, () => {
       for (const text of [llmsTxt(config), llmsFullTxt(config)]) {
         assert.ok(!text.includes('{{'), `a placeholder survived: ${text.slice(text.indexOf('{{'), text.indexOf('{{') + 60)}`);
@@ -46,7 +49,7 @@ describe('guides (/llms.txt, /llms-full.txt)', () => {
     for (const setting of settingNames()) assert.match(full, new RegExp(`\\b${setting}\\b`), `${setting} is documented`);
   });
 
-  it('shows the deployment\'s limits, and never a private setting', () => {
+  it("shows the deployment's limits, and never a private setting", () => {
     const full = llmsFullTxt(custom);
     assert.match(full, /any\s+body up to 4096 bytes \(MAX_CAPTURE_BYTES/);
     assert.match(full, /after every 1\.5 s without an event/);

@@ -7,16 +7,19 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import type { ApiError } from '../../src/domain/errors.js';
+import type { Store } from '../../src/domain/ports.js';
 import { ReturnAddressService } from '../../src/domain/return-address-service.js';
 import { openStore } from '../../src/storage/open-store.js';
-import type { Store } from '../../src/domain/ports.js';
 import { InProcessWakeupHub } from '../../src/wakeup/wakeup-hub.js';
 import { createTestStorage, STORE, type TestStorage } from '../helpers.js';
 
 type Outcome = string; // the address id, or the error code
 
 async function viaStore(service: ReturnAddressService, id: string, authorization: string | undefined): Promise<Outcome> {
-  return service.authenticate(id, authorization).then((a) => a.id, (e: unknown) => (e as ApiError).code);
+  return service.authenticate(id, authorization).then(
+    (a) => a.id,
+    (e: unknown) => (e as ApiError).code,
+  );
 }
 
 /** undefined when the fast path defers to the store. */
@@ -64,7 +67,7 @@ describe(`authentication, from the store and from memory (${STORE})`, () => {
       ['no Authorization header', id, undefined, 'unauthorized'],
       ['another scheme', id, `Basic ${a.readToken}`, 'unauthorized'],
       ['not a read token (the inbox secret)', id, `Bearer ${a.inboxSecret}`, 'unauthorized'],
-      ['another address\'s token', id, `Bearer ${b.readToken}`, 'unauthorized'],
+      ["another address's token", id, `Bearer ${b.readToken}`, 'unauthorized'],
       ['a malformed bearer before an unknown address', `addr_${'0'.repeat(26)}`, 'Bearer nope', 'unauthorized'],
       ['an unknown address', `addr_${'0'.repeat(26)}`, bearer, 'not_found'],
       ['a malformed address id', 'not-an-id', bearer, 'not_found'],

@@ -1,14 +1,28 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  ADDRESS_ID_RE, EVENT_ID_RE, INBOX_SECRET_RE, READ_TOKEN_RE, SLUG_RE, hashSecret, newAddressId, newEventId, newInboxSecret,
-  newReadToken, newSlug, secretMatches,
+  ADDRESS_ID_RE,
+  EVENT_ID_RE,
+  hashSecret,
+  INBOX_SECRET_RE,
+  newAddressId,
+  newEventId,
+  newInboxSecret,
+  newReadToken,
+  newSlug,
+  READ_TOKEN_RE,
+  SLUG_RE,
+  secretMatches,
 } from '../../src/domain/credentials.js';
 
 describe('credentials', () => {
   it('have the documented shapes and do not repeat', () => {
     const gens: [() => string, RegExp][] = [
-      [newAddressId, ADDRESS_ID_RE], [newEventId, EVENT_ID_RE], [newSlug, SLUG_RE], [newReadToken, READ_TOKEN_RE], [newInboxSecret, INBOX_SECRET_RE],
+      [newAddressId, ADDRESS_ID_RE],
+      [newEventId, EVENT_ID_RE],
+      [newSlug, SLUG_RE],
+      [newReadToken, READ_TOKEN_RE],
+      [newInboxSecret, INBOX_SECRET_RE],
     ];
     for (const [gen, re] of gens) {
       const seen = new Set<string>();

@@ -3,7 +3,9 @@ import { describe, it } from 'node:test';
 import { eventMatches, parseMatch, valueAt } from '../../src/domain/event-match.js';
 
 const event = {
-  id: 'evt_1', type: 'email.received', sequence: 3,
+  id: 'evt_1',
+  type: 'email.received',
+  sequence: 3,
   data: { from: { address: 'noreply@github.com' }, to: ['a@x.io', 'b@x.io'], n: 7, ok: true, none: null, links: [{ url: 'https://u' }], nested: { k: 'v' } },
 };
 

@@ -11,7 +11,7 @@ import type { Store } from '../../src/domain/ports.js';
 import { ReturnAddressService } from '../../src/domain/return-address-service.js';
 import { openStore } from '../../src/storage/open-store.js';
 import { InProcessWakeupHub } from '../../src/wakeup/wakeup-hub.js';
-import { createTestStorage, range, sleep, STORE, type TestStorage } from '../helpers.js';
+import { createTestStorage, range, STORE, sleep, type TestStorage } from '../helpers.js';
 
 interface Collected {
   sink: StreamSink;
@@ -30,14 +30,18 @@ function collect(full?: (events: EventRecord[], resume: () => void) => boolean):
   const c: Collected = {
     events,
     heartbeats: 0,
-    ended: new Promise((ok) => { endWith = ok; }),
+    ended: new Promise((ok) => {
+      endWith = ok;
+    }),
     isEnded: () => ended,
     sink: {
       send(page, resume) {
         events.push(...page);
         return full ? full(page, resume) : true;
       },
-      heartbeat() { c.heartbeats++; },
+      heartbeat() {
+        c.heartbeats++;
+      },
       end(err) {
         ended = true;
         endWith(err ?? 'shutdown');
@@ -73,7 +77,9 @@ describe(`an event stream and deliveries racing it (${STORE})`, () => {
   function interleaved(injectAt: number, inject: () => Promise<unknown>): { store: Store; reads: () => number; injected: Promise<void> } {
     let reads = 0;
     let done: () => void = () => {};
-    const injected = new Promise<void>((ok) => { done = ok; });
+    const injected = new Promise<void>((ok) => {
+      done = ok;
+    });
     const proxy = new Proxy(store, {
       get(target, prop) {
         if (prop === 'listEvents') {
@@ -119,7 +125,11 @@ describe(`an event stream and deliveries racing it (${STORE})`, () => {
       await racing.injected;
       const total = (await store.listEvents(address.id, 0, 100, 1e9))!.events.length;
       await c.until(total);
-      assert.deepEqual(c.events.map((e) => e.sequence), range(1, total), 'every event once, in order');
+      assert.deepEqual(
+        c.events.map((e) => e.sequence),
+        range(1, total),
+        'every event once, in order',
+      );
       assert.ok(c.events.some((e) => e.type === 'raced'));
       assert.equal(stream.position, total);
       stream.cancel();
@@ -134,7 +144,11 @@ describe(`an event stream and deliveries racing it (${STORE})`, () => {
     let reads = 0;
     const counting = new Proxy(store, {
       get(target, prop) {
-        if (prop === 'listEvents') return (...args: Parameters<Store['listEvents']>) => { reads++; return target.listEvents(...args); };
+        if (prop === 'listEvents')
+          return (...args: Parameters<Store['listEvents']>) => {
+            reads++;
+            return target.listEvents(...args);
+          };
         const value: unknown = Reflect.get(target, prop, target);
         return typeof value === 'function' ? value.bind(target) : value;
       },
@@ -150,7 +164,10 @@ describe(`an event stream and deliveries racing it (${STORE})`, () => {
     for (const { c, stream } of streams) {
       await c.until(100);
       await sleep(10);
-      assert.deepEqual(c.events.map((e) => e.sequence), range(1, 100));
+      assert.deepEqual(
+        c.events.map((e) => e.sequence),
+        range(1, 100),
+      );
       stream.cancel();
     }
     assert.ok(reads < 50, `reads are shared: ${reads} reads for 50 streams (each reading alone: at least 100)`);
@@ -188,7 +205,10 @@ describe(`an event stream and deliveries racing it (${STORE})`, () => {
     assert.equal(hub.size(), 0, 'a blocked stream holds no waiter');
     resumeLater?.();
     await c.until(6);
-    assert.deepEqual(c.events.map((e) => e.sequence), range(1, 6));
+    assert.deepEqual(
+      c.events.map((e) => e.sequence),
+      range(1, 6),
+    );
     stream.cancel();
   });
 

@@ -7,11 +7,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
+import type { Store } from '../../src/domain/ports.js';
 import { ReturnAddressService } from '../../src/domain/return-address-service.js';
 import { openStore } from '../../src/storage/open-store.js';
-import type { Store } from '../../src/domain/ports.js';
 import { InProcessWakeupHub } from '../../src/wakeup/wakeup-hub.js';
-import { createTestStorage, sleep, STORE, type TestStorage } from '../helpers.js';
+import { createTestStorage, STORE, sleep, type TestStorage } from '../helpers.js';
 
 describe(`a long-poll and a delivery racing it (${STORE})`, () => {
   let storage: TestStorage;
@@ -65,7 +65,10 @@ describe(`a long-poll and a delivery racing it (${STORE})`, () => {
     hub.notifyAll(); // releases a reader that slept through the event, so the test ends either way
     if (outcome === 'still waiting 5 s later') assert.fail('the reader slept through an event committed before its wait began');
     assert.ok(racing.reads() >= 3, `the reader re-read after being woken (${racing.reads()} reads)`);
-    assert.deepEqual(outcome.events.map((e) => [e.sequence, e.type]), [[1, 'raced']]);
+    assert.deepEqual(
+      outcome.events.map((e) => [e.sequence, e.type]),
+      [[1, 'raced']],
+    );
     assert.equal(outcome.nextCursor, 1);
     assert.equal(hub.size(), 0, 'no waiter is left behind');
   });

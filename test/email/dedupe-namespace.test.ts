@@ -4,8 +4,8 @@
 // the same mail still creates nothing.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { api, createAddress, deliver, listEvents, STORE, startTestService, type TestService } from '../helpers.js';
 import { sendRaw, simpleMessage } from './smtp-client.js';
-import { api, createAddress, deliver, listEvents, startTestService, STORE, type TestService } from '../helpers.js';
 
 describe(`email and HTTP idempotency keys are apart (${STORE})`, () => {
   let svc: TestService;
@@ -28,12 +28,16 @@ describe(`email and HTTP idempotency keys are apart (${STORE})`, () => {
     assert.equal((await mail(`<${key}>`)).final?.code, 250, 'an MTA retry is accepted');
 
     const events = (await listEvents(svc.baseUrl, a)).json.events as { type: string; dedupe_key: string }[];
-    assert.deepEqual(events.map((e) => [e.type, e.dedupe_key]), [
-      ['email.received', 'pay-981@attacker.example'],
-      ['payment.succeeded', 'pay-981@attacker.example'],
-      ['order', key],
-      ['email.received', key],
-    ], 'one event each; email events show their Message-ID');
+    assert.deepEqual(
+      events.map((e) => [e.type, e.dedupe_key]),
+      [
+        ['email.received', 'pay-981@attacker.example'],
+        ['payment.succeeded', 'pay-981@attacker.example'],
+        ['order', key],
+        ['email.received', key],
+      ],
+      'one event each; email events show their Message-ID',
+    );
   });
 
   it('an HTTP key with a control character is refused, so it can never imitate an email key', async () => {

@@ -34,7 +34,13 @@ export interface CorpusScore {
 }
 
 function pr(tp: number, fp: number, fn: number): PrecisionRecall {
-  return { truePositives: tp, falsePositives: fp, falseNegatives: fn, precision: tp + fp === 0 ? 1 : tp / (tp + fp), recall: tp + fn === 0 ? 1 : tp / (tp + fn) };
+  return {
+    truePositives: tp,
+    falsePositives: fp,
+    falseNegatives: fn,
+    precision: tp + fp === 0 ? 1 : tp / (tp + fp),
+    recall: tp + fn === 0 ? 1 : tp / (tp + fn),
+  };
 }
 
 export async function scoreCorpus(dir = CORPUS_DIR): Promise<CorpusScore> {

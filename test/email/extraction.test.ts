@@ -115,14 +115,17 @@ describe('reply text', () => {
   });
 
   it('html-only replies lose the Gmail quote', async () => {
-    const raw = 'Subject: Re: x\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<div dir="ltr">Sure, go ahead.</div><div class="gmail_quote">On Mon, A wrote:<blockquote>old</blockquote></div>\r\n';
+    const raw =
+      'Subject: Re: x\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<div dir="ltr">Sure, go ahead.</div><div class="gmail_quote">On Mon, A wrote:<blockquote>old</blockquote></div>\r\n';
     assert.equal((await parseEmailMessage(Buffer.from(raw))).extracted.reply_text, 'Sure, go ahead.');
   });
 });
 
 describe('html to text', () => {
   it('drops scripts, styles and comments; decodes entities; blocks make lines', () => {
-    const { text } = htmlToText('<html><head><style>p{x}</style><title>T</title></head><body><script>var code = 123456;</script><!-- 999999 --><p>A&amp;B&nbsp;&#x263A;&#39;</p><div>line 2<br>line 3</div></body></html>');
+    const { text } = htmlToText(
+      '<html><head><style>p{x}</style><title>T</title></head><body><script>var code = 123456;</script><!-- 999999 --><p>A&amp;B&nbsp;&#x263A;&#39;</p><div>line 2<br>line 3</div></body></html>',
+    );
     assert.equal(text, "A&B \u263A'\n\nline 2\nline 3", 'a paragraph after a paragraph: one blank line');
   });
 });
@@ -141,7 +144,7 @@ describe('bounded work on hostile input', () => {
     'quote-like lines': 'On a wrote On b wrote On c\n'.repeat(MB / 27),
     'one long line of "On"': `On ${'x '.repeat(MB / 2)}`,
     'Japanese dates': '2024年10月1日 '.repeat(MB / 11),
-    'entities': '&#x263A;&amp;&unknown;'.repeat(MB / 22),
+    entities: '&#x263A;&amp;&unknown;'.repeat(MB / 22),
     'outlook headers': 'From: a\n'.repeat(MB / 8),
     'keywords only': 'verification '.repeat(MB / 13),
   };
@@ -162,7 +165,7 @@ describe('bounded work on hostile input', () => {
   });
 
   it('a 2 MiB hostile message goes through parseEmailMessage quickly', async () => {
-    const html = '<a href="https://x.example/verify?t=1">'.repeat(2 * MB / 40);
+    const html = '<a href="https://x.example/verify?t=1">'.repeat((2 * MB) / 40);
     const raw = Buffer.from(`Subject: code\r\nContent-Type: text/html\r\n\r\n${html}\r\n`);
     const started = performance.now();
     const data = await parseEmailMessage(raw);

@@ -51,7 +51,7 @@ describe('link kinds from the words before them', () => {
   });
 
   it('1 MiB of the new words and URLs (as text and as HTML) is done within 2 s', () => {
-    const body = 'Abmelden Cancelar inscrição 配信の停止 Or sign in: https://x.example/m?token=abcdefgh1 '.repeat(1024 * 1024 / 90);
+    const body = 'Abmelden Cancelar inscrição 配信の停止 Or sign in: https://x.example/m?token=abcdefgh1 '.repeat((1024 * 1024) / 90);
     const started = performance.now();
     const out = extractContent({ subject: null, text: body, html: body, headers: {} });
     const elapsed = performance.now() - started;

@@ -32,17 +32,31 @@ describe('MailParsePool', () => {
 
   it("answers the workers' DNS questions with the main thread's resolver", async () => {
     const asked: string[] = [];
-    const pool = new MailParsePool({
-      workers: 1,
-      dnsResolver: async (name, rrtype) => {
-        asked.push(`${rrtype} ${name}`);
-        throw Object.assign(new Error(`ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+    const pool = new MailParsePool(
+      {
+        workers: 1,
+        dnsResolver: async (name, rrtype) => {
+          asked.push(`${rrtype} ${name}`);
+          throw Object.assign(new Error(`ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+        },
       },
-    }, log);
+      log,
+    );
     try {
-      const result = await pool.run({ kind: 'authenticate', facts: { ip: '192.0.2.1', helo: 'mx.x.example', sender: 'a@x.example', mta: 'mx.test' }, lookupTimeoutMs: 1000, budgetMs: 3000 }, quickMail);
+      const result = await pool.run(
+        {
+          kind: 'authenticate',
+          facts: { ip: '192.0.2.1', helo: 'mx.x.example', sender: 'a@x.example', mta: 'mx.test' },
+          lookupTimeoutMs: 1000,
+          budgetMs: 3000,
+        },
+        quickMail,
+      );
       assert.equal(result.kind, 'authenticate');
-      assert.ok(asked.some((q) => q.endsWith('x.example')), `the resolver was asked: ${asked.join(', ')}`);
+      assert.ok(
+        asked.some((q) => q.endsWith('x.example')),
+        `the resolver was asked: ${asked.join(', ')}`,
+      );
       assert.equal(result.kind === 'authenticate' && result.authentication.spf, 'none');
     } finally {
       await pool.close();

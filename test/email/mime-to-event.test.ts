@@ -4,8 +4,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { dedupeKeyFor, mimeToEvent, parseEmailMessage, type SmtpEnvelope } from '../../src/email/mime-to-event.js';
 import { emailDedupeKey } from '../../src/domain/dedupe-key.js';
+import { dedupeKeyFor, mimeToEvent, parseEmailMessage, type SmtpEnvelope } from '../../src/email/mime-to-event.js';
 
 // Fixtures live in the source tree: dist/test/email/*.js -> test/fixtures/email/.
 const FIXTURES = fileURLToPath(new URL('../../../test/fixtures/email/', import.meta.url));
@@ -30,9 +30,15 @@ describe('mimeToEvent', () => {
     const { attachments, headers, ...rest } = ev.data;
     assert.deepEqual(rest, {
       from: { name: 'Alice Example', address: 'alice@example.org' },
-      to: [{ name: 'Agent', address: 'abcdefghijkl@mail.example.net' }, { name: null, address: 'bob@example.org' }],
+      to: [
+        { name: 'Agent', address: 'abcdefghijkl@mail.example.net' },
+        { name: null, address: 'bob@example.org' },
+      ],
       // the group "Reviewers:" is flattened into its members
-      cc: [{ name: null, address: 'carol@example.org' }, { name: 'Dave, D.', address: 'dave@example.org' }],
+      cc: [
+        { name: null, address: 'carol@example.org' },
+        { name: 'Dave, D.', address: 'dave@example.org' },
+      ],
       subject: 'Build 42 finished ✓',
       text: 'Build 42 passed. Grüße\n',
       html: '<p>Build <b>42</b> passed.</p>\n',
@@ -49,12 +55,18 @@ describe('mimeToEvent', () => {
     assert.equal(headers['x-ci-job'], '42');
     assert.equal(headers.references, '<root.0000@ci.example.org> <build-41.1111@ci.example.org>', 'folded header is unfolded');
     assert.equal(headers.subject, '=?UTF-8?B?QnVpbGQgNDIgZmluaXNoZWQg4pyT?=', 'headers keep the undecoded value');
-    assert.deepEqual(headers.received?.split('\n').map((v) => v.slice(0, 20)), ['from mx.example.org ', 'from laptop (laptop '],
-      'repeated headers are joined with \\n in message order');
+    assert.deepEqual(
+      headers.received?.split('\n').map((v) => v.slice(0, 20)),
+      ['from mx.example.org ', 'from laptop (laptop '],
+      'repeated headers are joined with \\n in message order',
+    );
 
     assert.equal(attachments.length, 2);
     const [bin, csv] = attachments;
-    assert.deepEqual({ ...bin, content_base64: undefined }, { filename: 'report.bin', content_type: 'application/octet-stream', size: 512, content_base64: undefined });
+    assert.deepEqual(
+      { ...bin, content_base64: undefined },
+      { filename: 'report.bin', content_type: 'application/octet-stream', size: 512, content_base64: undefined },
+    );
     const expected = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from(Array.from({ length: 256 }, (_, i) => i))]);
     assert.ok(Buffer.from(bin!.content_base64!, 'base64').equals(expected), 'binary attachment bytes survive exactly');
     assert.equal(csv!.filename, 'résumé.csv', 'RFC 2231 file name is decoded');
@@ -106,20 +118,51 @@ describe('mimeToEvent', () => {
   it('without a Message-ID there is no dedupe key; absent fields are null or []', async () => {
     const ev = await mimeToEvent(fixture('no-message-id.eml'), envelope);
     assert.equal('dedupe_key' in ev, false);
-    assert.deepEqual({ ...ev.data, headers: undefined, raw_size: undefined }, {
-      from: null, to: [], cc: [], subject: '', text: null, html: '<p>only html</p>\n', message_id: null, in_reply_to: null,
-      references: [], date: null, headers: undefined, attachments: [], raw_size: undefined, parse_error: null, raw: null,
-      extracted: { otp_codes: [], links: [], reply_text: 'only html' }, authentication: null,
-    });
+    assert.deepEqual(
+      { ...ev.data, headers: undefined, raw_size: undefined },
+      {
+        from: null,
+        to: [],
+        cc: [],
+        subject: '',
+        text: null,
+        html: '<p>only html</p>\n',
+        message_id: null,
+        in_reply_to: null,
+        references: [],
+        date: null,
+        headers: undefined,
+        attachments: [],
+        raw_size: undefined,
+        parse_error: null,
+        raw: null,
+        extracted: { otp_codes: [], links: [], reply_text: 'only html' },
+        authentication: null,
+      },
+    );
     assert.equal(ev.metadata.tag, undefined);
   });
 
   it('an empty message still gives a complete, all-empty data object', async () => {
     const ev = await mimeToEvent(new Uint8Array(0), { mailFrom: '', rcptTo: 'x@y', remoteIp: '::1' });
     assert.deepEqual(ev.data, {
-      from: null, to: [], cc: [], subject: null, text: null, html: null, message_id: null, in_reply_to: null,
-      references: [], date: null, headers: {}, attachments: [], raw_size: 0, parse_error: null, raw: null,
-      extracted: { otp_codes: [], links: [], reply_text: null }, authentication: null,
+      from: null,
+      to: [],
+      cc: [],
+      subject: null,
+      text: null,
+      html: null,
+      message_id: null,
+      in_reply_to: null,
+      references: [],
+      date: null,
+      headers: {},
+      attachments: [],
+      raw_size: 0,
+      parse_error: null,
+      raw: null,
+      extracted: { otp_codes: [], links: [], reply_text: null },
+      authentication: null,
     });
     assert.equal(ev.metadata.smtp_mail_from, '', 'the null sender <> is the empty string');
   });

@@ -5,7 +5,7 @@ import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { dkimSign } from 'mailauth';
 import { boundedResolver, type DnsResolver, summarize } from '../../src/email/sender-authentication.js';
-import { createAddress, listEvents, startTestService, type Addr, type TestService } from '../helpers.js';
+import { type Addr, createAddress, listEvents, startTestService, type TestService } from '../helpers.js';
 import { sendRaw } from './smtp-client.js';
 
 const DOMAIN = 'mail.example.test';
@@ -33,8 +33,18 @@ const zoneResolver: DnsResolver = async (name, rrtype) => {
 };
 
 function message(to: string, body: string): string {
-  return [`From: Sender <alerts@${SENDER_DOMAIN}>`, `To: ${to}`, 'Subject: Your verification code', 'Date: Tue, 01 Oct 2024 10:00:00 +0000',
-    `Message-ID: <${randomUUID()}@${SENDER_DOMAIN}>`, 'MIME-Version: 1.0', 'Content-Type: text/plain; charset=utf-8', '', body, ''].join('\r\n');
+  return [
+    `From: Sender <alerts@${SENDER_DOMAIN}>`,
+    `To: ${to}`,
+    'Subject: Your verification code',
+    'Date: Tue, 01 Oct 2024 10:00:00 +0000',
+    `Message-ID: <${randomUUID()}@${SENDER_DOMAIN}>`,
+    'MIME-Version: 1.0',
+    'Content-Type: text/plain; charset=utf-8',
+    '',
+    body,
+    '',
+  ].join('\r\n');
 }
 
 async function signed(raw: string): Promise<string> {
@@ -107,9 +117,19 @@ describe('sender authentication over SMTP', () => {
 
 describe('sender authentication when DNS fails', () => {
   for (const [name, resolver] of [
-    ['throws', (async () => { throw new Error('resolver exploded'); }) as DnsResolver],
+    [
+      'throws',
+      (async () => {
+        throw new Error('resolver exploded');
+      }) as DnsResolver,
+    ],
     ['never answers', (() => new Promise(() => {})) as DnsResolver],
-    ['answers SERVFAIL', (async () => { throw Object.assign(new Error('queryTxt ESERVFAIL'), { code: 'ESERVFAIL' }); }) as DnsResolver],
+    [
+      'answers SERVFAIL',
+      (async () => {
+        throw Object.assign(new Error('queryTxt ESERVFAIL'), { code: 'ESERVFAIL' });
+      }) as DnsResolver,
+    ],
   ] as const) {
     it(`a resolver that ${name}: temperror, and the 250 still comes within the bound`, async () => {
       const svc = await startTestService({ EMAIL_DOMAIN: DOMAIN }, undefined, { dnsResolver: resolver, dnsLookupTimeoutMs: 200, authenticationBudgetMs: 600 });
@@ -137,9 +157,21 @@ describe('boundedResolver and summarize', () => {
     const r = boundedResolver(zoneResolver, 1000, Date.now() + 5000);
     assert.deepEqual(await r(SENDER_DOMAIN, 'TXT'), [['v=spf1 ip4:127.0.0.1 -all']]);
     await assert.rejects(r('missing.example', 'TXT'), { code: 'ENOTFOUND' });
-    const failing = boundedResolver(async () => { throw new Error('boom'); }, 1000, Date.now() + 5000);
+    const failing = boundedResolver(
+      async () => {
+        throw new Error('boom');
+      },
+      1000,
+      Date.now() + 5000,
+    );
     await assert.rejects(failing('x.example', 'TXT'), { code: 'ETIMEOUT' });
-    const sync = boundedResolver(() => { throw new Error('sync boom'); }, 1000, Date.now() + 5000);
+    const sync = boundedResolver(
+      () => {
+        throw new Error('sync boom');
+      },
+      1000,
+      Date.now() + 5000,
+    );
     await assert.rejects(sync('x.example', 'TXT'), { code: 'ETIMEOUT' });
   });
 

@@ -16,13 +16,18 @@ export class RawSmtp {
   private readonly waiters: Array<{ resolve: (r: Reply) => void; reject: (e: Error) => void }> = [];
   closed = false;
 
-  private constructor(readonly socket: Socket, private readonly timeoutMs: number) {
+  private constructor(
+    readonly socket: Socket,
+    private readonly timeoutMs: number,
+  ) {
     socket.setNoDelay(true);
     socket.on('data', (d: Buffer) => {
       this.buf += d.toString('latin1');
       this.parse();
     });
-    socket.on('error', () => { /* surfaced as `closed` */ });
+    socket.on('error', () => {
+      /* surfaced as `closed` */
+    });
     socket.on('close', () => {
       this.closed = true;
       this.flush();
@@ -83,8 +88,14 @@ export class RawSmtp {
         reject(new Error(`no SMTP reply within ${this.timeoutMs} ms`));
       }, this.timeoutMs);
       const w = {
-        resolve: (r: Reply) => { clearTimeout(timer); resolve(r); },
-        reject: (e: Error) => { clearTimeout(timer); reject(e); },
+        resolve: (r: Reply) => {
+          clearTimeout(timer);
+          resolve(r);
+        },
+        reject: (e: Error) => {
+          clearTimeout(timer);
+          reject(e);
+        },
       };
       this.waiters.push(w);
       this.flush();
@@ -111,7 +122,9 @@ export class RawSmtp {
   async quit(): Promise<void> {
     try {
       if (!this.closed) await this.cmd('QUIT');
-    } catch { /* already gone */ }
+    } catch {
+      /* already gone */
+    }
     this.socket.destroy();
   }
 
@@ -129,8 +142,10 @@ export function dotStuff(message: string | Buffer): Buffer {
 }
 
 /** One whole transaction on a fresh connection. */
-export async function sendRaw(port: number, opts: { from: string; rcpts: string[]; message: string | Buffer }):
-  Promise<{ mail: Reply; rcpt: Reply[]; data: Reply | null; final: Reply | null }> {
+export async function sendRaw(
+  port: number,
+  opts: { from: string; rcpts: string[]; message: string | Buffer },
+): Promise<{ mail: Reply; rcpt: Reply[]; data: Reply | null; final: Reply | null }> {
   const s = await RawSmtp.ready(port);
   try {
     const mail = await s.cmd(`MAIL FROM:<${opts.from}>`);

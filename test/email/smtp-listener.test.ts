@@ -2,11 +2,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import nodemailer from 'nodemailer';
 import { parseRecipient } from '../../src/email/smtp-listener.js';
-import { api, createAddress, deliver, listEvents, sleep, startTestService, type Addr, type TestService } from '../helpers.js';
+import { type Addr, api, createAddress, deliver, listEvents, sleep, startTestService, type TestService } from '../helpers.js';
 import { RawSmtp, sendRaw, simpleMessage } from './smtp-client.js';
 
 const DOMAIN = 'mail.example.test';
@@ -25,8 +25,15 @@ describe('parseRecipient', () => {
   });
 
   it('refuses other domains, non-slugs and junk', () => {
-    for (const rcpt of ['abcdefghijkl@other.test', 'abcdefghijkl@sub.mail.example.test', 'short@mail.example.test',
-      '1bcdefghijkl@mail.example.test', '@mail.example.test', 'abcdefghijkl', 'abc"defghijkl@mail.example.test']) {
+    for (const rcpt of [
+      'abcdefghijkl@other.test',
+      'abcdefghijkl@sub.mail.example.test',
+      'short@mail.example.test',
+      '1bcdefghijkl@mail.example.test',
+      '@mail.example.test',
+      'abcdefghijkl',
+      'abc"defghijkl@mail.example.test',
+    ]) {
       assert.equal(parseRecipient(rcpt, DOMAIN), null, rcpt);
     }
   });
@@ -99,8 +106,14 @@ describe('SMTP listener', () => {
     const s = await RawSmtp.ready(svc.smtpPort);
     try {
       assert.equal((await s.cmd('MAIL FROM:<sender@example.org>')).code, 250);
-      for (const rcpt of [`zzzzzzzzzzzz@${DOMAIN}`, `zzzzzzzzzzzz+tag@${DOMAIN}`, `${a.slug}@other.example`, gone.email,
-        `postmaster@${DOMAIN}`, `${a.slug}@127.0.0.1`]) {
+      for (const rcpt of [
+        `zzzzzzzzzzzz@${DOMAIN}`,
+        `zzzzzzzzzzzz+tag@${DOMAIN}`,
+        `${a.slug}@other.example`,
+        gone.email,
+        `postmaster@${DOMAIN}`,
+        `${a.slug}@127.0.0.1`,
+      ]) {
         const r = await s.cmd(`RCPT TO:<${rcpt}>`);
         assert.equal(r.code, 550, `${rcpt}: ${r.text}`);
       }
@@ -113,7 +126,10 @@ describe('SMTP listener', () => {
       await s.quit();
     }
     const evs = await events(svc, a);
-    assert.deepEqual(evs.map((e) => e.data.subject), ['after refusals']);
+    assert.deepEqual(
+      evs.map((e) => e.data.subject),
+      ['after refusals'],
+    );
     assert.equal(evs[0].metadata.smtp_rcpt_to, `${a.slug.toUpperCase()}@${DOMAIN.toUpperCase()}`, 'the recipient as the client sent it');
   });
 
@@ -150,8 +166,15 @@ describe('SMTP listener', () => {
     const [a, b, stranger] = [await createAddress(svc.baseUrl), await createAddress(svc.baseUrl), `nobodyhere12@${DOMAIN}`];
     const rcpts = [a.email, b.email, `${a.slug}+again@${DOMAIN}`, stranger];
     // No Message-ID: nothing to deduplicate on, so one event per address must come from the listener itself.
-    const r = await sendRaw(svc.smtpPort, { from: 'sender@example.org', rcpts, message: simpleMessage({ to: [a.email, b.email], subject: 'fan-out', messageId: null }) });
-    assert.deepEqual(r.rcpt.map((x) => x.code), [250, 250, 250, 550]);
+    const r = await sendRaw(svc.smtpPort, {
+      from: 'sender@example.org',
+      rcpts,
+      message: simpleMessage({ to: [a.email, b.email], subject: 'fan-out', messageId: null }),
+    });
+    assert.deepEqual(
+      r.rcpt.map((x) => x.code),
+      [250, 250, 250, 550],
+    );
     assert.equal(r.final?.code, 250);
     assert.match(r.final?.text ?? '', /2 events/);
     const [ea, eb] = [await events(svc, a), await events(svc, b)];
@@ -166,8 +189,17 @@ describe('SMTP listener', () => {
   it('malformed MIME becomes an event with a parse_error, and the listener keeps serving', async () => {
     const a = await createAddress(svc.baseUrl);
     const message = [
-      'From: broken <<<@@>', `To: ${a.email}`, 'Subject: =?UTF-8?B?!!!?=', 'Content-Type: multipart/mixed; boundary="nope"',
-      '', '--other', 'Content-Type: text/plain; charset=x-unknown', 'Content-Transfer-Encoding: base64', '', '@@@ not base64', '',
+      'From: broken <<<@@>',
+      `To: ${a.email}`,
+      'Subject: =?UTF-8?B?!!!?=',
+      'Content-Type: multipart/mixed; boundary="nope"',
+      '',
+      '--other',
+      'Content-Type: text/plain; charset=x-unknown',
+      'Content-Transfer-Encoding: base64',
+      '',
+      '@@@ not base64',
+      '',
     ].join('\r\n');
     const r = await sendRaw(svc.smtpPort, { from: 'sender@example.org', rcpts: [a.email], message });
     assert.equal(r.final?.code, 250, r.final?.text);
@@ -183,7 +215,8 @@ describe('SMTP listener', () => {
   it('raw 8-bit headers (SMTPUTF8 style) are decoded', async () => {
     const a = await createAddress(svc.baseUrl);
     const message = Buffer.concat([
-      Buffer.from(`From: Jürgen <j@example.de>\r\nTo: ${a.email}\r\nSubject: Grüße ✓\r\nX-Old: caf`, 'utf8'), Buffer.from([0xe9]),
+      Buffer.from(`From: Jürgen <j@example.de>\r\nTo: ${a.email}\r\nSubject: Grüße ✓\r\nX-Old: caf`, 'utf8'),
+      Buffer.from([0xe9]),
       Buffer.from('\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHallo\r\n', 'utf8'),
     ]);
     const r = await sendRaw(svc.smtpPort, { from: 'j@example.de', rcpts: [a.email], message });
@@ -204,7 +237,10 @@ describe('SMTP listener', () => {
     const res = await poll;
     const elapsed = Date.now() - t0;
     assert.equal(res.status, 200);
-    assert.deepEqual(res.json.events.map((e: { data: { subject: string } }) => e.data.subject), ['wake up']);
+    assert.deepEqual(
+      res.json.events.map((e: { data: { subject: string } }) => e.data.subject),
+      ['wake up'],
+    );
     assert.ok(elapsed < 5000, `woken after ${elapsed} ms, not at the end of the wait`);
   });
 
@@ -221,7 +257,11 @@ describe('SMTP listener', () => {
     const r = await sendRaw(svc.smtpPort, { from: 'sender@example.org', rcpts: [a.email], message: simpleMessage({ to: a.email, subject: 'whole' }) });
     assert.equal(r.final?.code, 250);
     const evs = await events(svc, a);
-    assert.deepEqual(evs.map((e) => e.data.subject), ['whole'], 'only the complete message became an event');
+    assert.deepEqual(
+      evs.map((e) => e.data.subject),
+      ['whole'],
+      'only the complete message became an event',
+    );
   });
 
   it('pipelined commands (PIPELINING) are answered in order', async () => {
@@ -296,7 +336,10 @@ describe('SMTP listener limits', () => {
       } finally {
         await s.quit();
       }
-      assert.deepEqual((await events(svc, a)).map((e) => e.data.subject), ['small']);
+      assert.deepEqual(
+        (await events(svc, a)).map((e) => e.data.subject),
+        ['small'],
+      );
     } finally {
       await svc.stop();
     }
@@ -332,13 +375,16 @@ describe('SMTP listener limits', () => {
       const retry = await s2.data(body('second'));
       assert.equal(retry.final?.code, 250, retry.final?.text);
       await s2.quit();
-      assert.deepEqual((await events(svc, a)).map((e) => e.data.subject), ['first', 'second']);
+      assert.deepEqual(
+        (await events(svc, a)).map((e) => e.data.subject),
+        ['first', 'second'],
+      );
     } finally {
       await svc.stop();
     }
   });
 
-  it('a mail\'s event JSON counts against SMTP_MAX_BUFFERED_BYTES once, however many recipients (issue 21.7)', { timeout: 60_000 }, async () => {
+  it("a mail's event JSON counts against SMTP_MAX_BUFFERED_BYTES once, however many recipients (issue 21.7)", { timeout: 60_000 }, async () => {
     const svc = await startTestService({ EMAIL_DOMAIN: DOMAIN, MAX_EMAIL_BYTES: String(2 * 1024 * 1024), SMTP_MAX_BUFFERED_BYTES: String(3 * 1024 * 1024) });
     // 300 KB of control characters: each is six characters once JSON-escaped (\u0001), ~1.8 MB of event JSON.
     const controls = `${'\u0001'.repeat(75)}\n`.repeat(4000);
@@ -376,7 +422,11 @@ describe('SMTP listener limits', () => {
     const svc = await startTestService({ EMAIL_DOMAIN: DOMAIN, MAX_BYTES_PER_ADDRESS: '20000' });
     try {
       const a = await createAddress(svc.baseUrl);
-      const big = await sendRaw(svc.smtpPort, { from: 'sender@example.org', rcpts: [a.email], message: simpleMessage({ to: a.email, subject: 'big', text: `${'b'.repeat(76)}\n`.repeat(400) }) });
+      const big = await sendRaw(svc.smtpPort, {
+        from: 'sender@example.org',
+        rcpts: [a.email],
+        message: simpleMessage({ to: a.email, subject: 'big', text: `${'b'.repeat(76)}\n`.repeat(400) }),
+      });
       assert.equal(big.final?.code, 552, big.final?.text);
       assert.deepEqual(await events(svc, a), []);
     } finally {
@@ -448,7 +498,13 @@ describe('SMTP listener limits', () => {
       assert.match(ehlo.text, /STARTTLS/);
       assert.doesNotMatch(ehlo.text, /AUTH/);
       const a = await createAddress(svc.baseUrl);
-      const transport = nodemailer.createTransport({ host: '127.0.0.1', port: svc.smtpPort, secure: false, requireTLS: true, tls: { rejectUnauthorized: false } });
+      const transport = nodemailer.createTransport({
+        host: '127.0.0.1',
+        port: svc.smtpPort,
+        secure: false,
+        requireTLS: true,
+        tls: { rejectUnauthorized: false },
+      });
       const info = await transport.sendMail({ from: 'tls@example.org', to: a.email, subject: 'over tls', text: 'secret', messageId: `<${randomUUID()}@x>` });
       transport.close();
       assert.match(info.response, /^250 /);

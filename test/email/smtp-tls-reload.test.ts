@@ -8,11 +8,11 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect as netConnect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect as tlsConnect, type TLSSocket } from 'node:tls';
-import { fileURLToPath } from 'node:url';
 import { it } from 'node:test';
+import { type TLSSocket, connect as tlsConnect } from 'node:tls';
+import { fileURLToPath } from 'node:url';
 import nodemailer from 'nodemailer';
-import { api, createAddress, createTestStorage, sleep, spawnService, STORE } from '../helpers.js';
+import { api, createAddress, createTestStorage, STORE, sleep, spawnService } from '../helpers.js';
 
 const FIXTURES = fileURLToPath(new URL('../../../test/fixtures/tls/', import.meta.url));
 
@@ -29,7 +29,9 @@ function opensslMissing(): string | false {
 class Session {
   private buf = '';
   private waiting: ((reply: string) => void) | undefined;
-  constructor(private sock: Socket | TLSSocket) { this.listen(); }
+  constructor(private sock: Socket | TLSSocket) {
+    this.listen();
+  }
 
   private listen(): void {
     this.sock.on('data', (d: Buffer) => {
@@ -48,7 +50,10 @@ class Session {
   reply(): Promise<string> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no SMTP reply; buffered: ${this.buf}`)), 10_000);
-      this.waiting = (r) => { clearTimeout(timer); resolve(r); };
+      this.waiting = (r) => {
+        clearTimeout(timer);
+        resolve(r);
+      };
       this.sock.emit('data', Buffer.alloc(0)); // a reply already buffered
     });
   }
@@ -64,7 +69,10 @@ class Session {
     assert.match(await this.cmd('STARTTLS'), /^220 /);
     this.sock.removeAllListeners('data');
     const tls = tlsConnect({ socket: this.sock as Socket, rejectUnauthorized: false });
-    await new Promise<void>((resolve, reject) => { tls.once('secureConnect', resolve); tls.once('error', reject); });
+    await new Promise<void>((resolve, reject) => {
+      tls.once('secureConnect', resolve);
+      tls.once('error', reject);
+    });
     this.sock = tls;
     this.listen();
     return this.peerCn();
@@ -76,14 +84,19 @@ class Session {
 
   static async open(port: number): Promise<Session> {
     const sock = netConnect({ port, host: '127.0.0.1' });
-    await new Promise<void>((resolve, reject) => { sock.once('connect', resolve); sock.once('error', reject); });
+    await new Promise<void>((resolve, reject) => {
+      sock.once('connect', resolve);
+      sock.once('error', reject);
+    });
     const s = new Session(sock);
     assert.match(await s.reply(), /^220 /);
     assert.match(await s.cmd('EHLO reload.test'), /STARTTLS/);
     return s;
   }
 
-  close(): void { this.sock.destroy(); }
+  close(): void {
+    this.sock.destroy();
+  }
 }
 
 async function newHandshakeCn(port: number): Promise<string> {
@@ -95,19 +108,47 @@ async function newHandshakeCn(port: number): Promise<string> {
   }
 }
 
-it(`SIGHUP reloads the STARTTLS certificate without dropping the listener or open sessions (${STORE})`, { skip: opensslMissing(), timeout: 90_000 }, async () => {
+it(`SIGHUP reloads the STARTTLS certificate without dropping the listener or open sessions (${STORE})`, {
+  skip: opensslMissing(),
+  timeout: 90_000,
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ra-tls-'));
   const certFile = join(dir, 'cert.pem');
   const keyFile = join(dir, 'key.pem');
   copyFileSync(join(FIXTURES, 'cert.pem'), certFile);
   copyFileSync(join(FIXTURES, 'key.pem'), keyFile);
   // The renewed certificate: another key and another name, so the two cannot be mistaken.
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=renewed.example.test',
-    '-keyout', join(dir, 'key2.pem'), '-out', join(dir, 'cert2.pem')], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=renewed.example.test',
+      '-keyout',
+      join(dir, 'key2.pem'),
+      '-out',
+      join(dir, 'cert2.pem'),
+    ],
+    { stdio: 'ignore' },
+  );
   const storage = await createTestStorage();
   const svc = await spawnService({ EMAIL_DOMAIN: 'mail.example.test', SMTP_TLS_CERT: certFile, SMTP_TLS_KEY: keyFile }, storage);
-  const reloads = () => svc.output().split('\n').filter((l) => l.includes('"msg":"SMTP TLS certificate reloaded"')).length;
-  const refusals = () => svc.output().split('\n').filter((l) => l.includes('"msg":"SMTP TLS certificate not reloaded; the one in use stays"')).length;
+  const reloads = () =>
+    svc
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('"msg":"SMTP TLS certificate reloaded"')).length;
+  const refusals = () =>
+    svc
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('"msg":"SMTP TLS certificate not reloaded; the one in use stays"')).length;
   const until = async (what: () => boolean, label: string) => {
     for (let i = 0; i < 200 && !what(); i++) await sleep(25);
     assert.ok(what(), `${label}; log:\n${svc.output().slice(-2000)}`);
@@ -132,7 +173,13 @@ it(`SIGHUP reloads the STARTTLS certificate without dropping the listener or ope
 
     // Mail goes through over the new certificate.
     const a = await createAddress(svc.baseUrl);
-    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: svc.smtpPort, secure: false, requireTLS: true, tls: { rejectUnauthorized: false } });
+    const transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: svc.smtpPort,
+      secure: false,
+      requireTLS: true,
+      tls: { rejectUnauthorized: false },
+    });
     const info = await transport.sendMail({ from: 'renewal@example.org', to: a.email, subject: 'after the renewal', text: 'x' });
     transport.close();
     assert.match(info.response, /^250 /);
@@ -162,7 +209,13 @@ it(`without SMTP_TLS_* a SIGHUP keeps its default and ends the process (a closed
   try {
     svc.proc.kill('SIGHUP');
     assert.deepEqual(await svc.exited, { code: null, signal: 'SIGHUP' });
-    assert.equal(await fetch(`${svc.baseUrl}/healthz`).then(() => 'answered', () => 'gone'), 'gone');
+    assert.equal(
+      await fetch(`${svc.baseUrl}/healthz`).then(
+        () => 'answered',
+        () => 'gone',
+      ),
+      'gone',
+    );
   } finally {
     if (svc.proc.exitCode === null && svc.proc.signalCode === null) svc.proc.kill('SIGKILL');
     await storage.drop();

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MAX_DKIM_SIGNATURES, MAX_MIME_PARTS, messageShape, withBoundedDkimSignatures } from '../../src/email/message-limits.js';
 import { replyText } from '../../src/email/reply-text.js';
-import { createAddress, listEvents, type Addr, startTestService, type TestService } from '../helpers.js';
+import { type Addr, createAddress, listEvents, startTestService, type TestService } from '../helpers.js';
 import { startLivenessProbe } from '../liveness-probe.js';
 import { RawSmtp, type Reply } from './smtp-client.js';
 
@@ -53,7 +53,8 @@ async function withProbe<T>(svc: TestService, attack: () => Promise<T>): Promise
   return result;
 }
 
-const headers = (extra = '') => `From: Mallory <m@attacker.example>\r\nTo: victim@${DOMAIN}\r\nSubject: attack\r\nMessage-ID: <${Math.random()}@attacker.example>\r\n${extra}`;
+const headers = (extra = '') =>
+  `From: Mallory <m@attacker.example>\r\nTo: victim@${DOMAIN}\r\nSubject: attack\r\nMessage-ID: <${Math.random()}@attacker.example>\r\n${extra}`;
 
 describe('message structure counted before any library reads it', () => {
   it('counts DKIM-Signature headers, parts, containers and addresses in one pass', () => {
@@ -110,7 +111,10 @@ describe('untrusted mail over real SMTP, with a liveness probe', () => {
   it('200 DKIM-Signature headers over a 2 MB body: stored, authenticated on the first few, no library output in the log', async () => {
     const a = await createAddress(svc.baseUrl);
     // Each signature a distinct body-length tag, so mailauth would hash the body once per signature.
-    const sigs = Array.from({ length: 200 }, (_, i) => `DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=attacker.example; s=s${i}; l=${1_000_000 + i}; h=from; bh=AAAA; b=AAAA\r\n`).join('');
+    const sigs = Array.from(
+      { length: 200 },
+      (_, i) => `DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=attacker.example; s=s${i}; l=${1_000_000 + i}; h=from; bh=AAAA; b=AAAA\r\n`,
+    ).join('');
     const raw = Buffer.from(`${sigs}${headers()}\r\n${'x'.repeat(998)}\r\n`.padEnd(2_000_000, `${'y'.repeat(998)}\r\n`));
     const written: string[] = [];
     const write = process.stdout.write.bind(process.stdout);
@@ -125,7 +129,11 @@ describe('untrusted mail over real SMTP, with a liveness probe', () => {
       process.stdout.write = write;
     }
     assert.equal(reply.code, 250, reply.text);
-    assert.deepEqual(written.filter((w) => /TOTAL|EXPECTING/.test(w)), [], 'mailauth printed nothing into the service log');
+    assert.deepEqual(
+      written.filter((w) => /TOTAL|EXPECTING/.test(w)),
+      [],
+      'mailauth printed nothing into the service log',
+    );
     const ev = await onlyEvent(svc, a);
     assert.equal(ev.data.authentication.dkim === 'pass', false);
     assert.equal(ev.data.headers['dkim-signature'].split('\n').length, 200, 'every signature header is kept in the event');

@@ -9,8 +9,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { type Addr, api, createAddress, deliver, startTestService, type TestService } from '../helpers.js';
 import { type LocalHandler, type Received, startLocalHandler } from './local-handler.js';
-import { type Addr, type TestService, api, createAddress, deliver, startTestService } from '../helpers.js';
 
 const hasPython = spawnSync('python3', ['--version']).status === 0;
 const hmacHex = (secret: string, body: Buffer | string) => createHmac('sha256', secret).update(body).digest('hex');
@@ -27,25 +27,37 @@ function python(args: string[], env: Record<string, string>) {
   let stderr = '';
   let stdout = '';
   const waiters = new Set<() => void>();
-  proc.stderr.on('data', (d: Buffer) => { stderr += d.toString(); for (const w of waiters) w(); });
-  proc.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.on('close', (code, signal) => resolve({ code, signal })));
-  const lines = (re: RegExp, n: number) => new Promise<string[]>((resolve, reject) => {
-    const check = () => {
-      const found = stderr.split('\n').filter((l) => re.test(l));
-      if (found.length >= n) { waiters.delete(check); clearTimeout(timer); resolve(found); }
-    };
-    const timer = setTimeout(() => reject(new Error(`timed out; stderr:\n${stderr}\nstdout:\n${stdout}`)), 60_000);
-    waiters.add(check);
-    check();
+  proc.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+    for (const w of waiters) w();
   });
+  proc.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.on('close', (code, signal) => resolve({ code, signal })));
+  const lines = (re: RegExp, n: number) =>
+    new Promise<string[]>((resolve, reject) => {
+      const check = () => {
+        const found = stderr.split('\n').filter((l) => re.test(l));
+        if (found.length >= n) {
+          waiters.delete(check);
+          clearTimeout(timer);
+          resolve(found);
+        }
+      };
+      const timer = setTimeout(() => reject(new Error(`timed out; stderr:\n${stderr}\nstdout:\n${stdout}`)), 60_000);
+      waiters.add(check);
+      check();
+    });
   return { proc, done, lines, stderr: () => stderr, stdout: () => stdout };
 }
 
 describe('Python forward', { skip: hasPython ? false : 'python3 is not installed' }, () => {
   let svc: TestService;
   const handlers: LocalHandler[] = [];
-  before(async () => { svc = await startTestService(); });
+  before(async () => {
+    svc = await startTestService();
+  });
   after(async () => {
     for (const h of handlers) await h.close();
     await svc.stop();
@@ -56,9 +68,19 @@ describe('Python forward', { skip: hasPython ? false : 'python3 is not installed
     const file = savedFile(a);
     const secret = 'py-original';
     const body = `{"action":"closed","id":12345678901234567890,"delivery":"${randomUUID()}"}`;
-    await api(svc.baseUrl, 'POST', `${a.body.endpoints.hook_url}/gh?x=1`, { body, headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': `sha256=${hmacHex(secret, body)}` } });
+    await api(svc.baseUrl, 'POST', `${a.body.endpoints.hook_url}/gh?x=1`, {
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'issues',
+        'x-github-delivery': randomUUID(),
+        'x-hub-signature-256': `sha256=${hmacHex(secret, body)}`,
+      },
+    });
     await deliver(svc.baseUrl, a, { type: 'job', data: { n: 2 } });
-    const h = await startLocalHandler((r, i) => (i === 1 ? 500 : r.headers['x-github-event'] === undefined || r.headers['x-hub-signature-256'] === `sha256=${hmacHex(secret, r.body)}` ? 200 : 401));
+    const h = await startLocalHandler((r, i) =>
+      i === 1 ? 500 : r.headers['x-github-event'] === undefined || r.headers['x-hub-signature-256'] === `sha256=${hmacHex(secret, r.body)}` ? 200 : 401,
+    );
     handlers.push(h);
     const env = { RETURN_ADDRESS_URL: svc.baseUrl };
     const first = python(['clients/python/return_address.py', 'forward', '--save', file, '--to', `${h.url}/in`], env);
@@ -82,7 +104,23 @@ describe('Python forward', { skip: hasPython ? false : 'python3 is not installed
 
     const r = await startLocalHandler((req) => (req.headers['x-hub-signature-256'] === `sha256=${hmacHex('py-local', req.body)}` ? 200 : 401));
     handlers.push(r);
-    const resigned = python(['clients/python/return_address.py', 'forward', '--save', file, '--to', r.url, '--from-sequence', '1', '--resign', 'github:py-local', '--type', 'github.*'], env);
+    const resigned = python(
+      [
+        'clients/python/return_address.py',
+        'forward',
+        '--save',
+        file,
+        '--to',
+        r.url,
+        '--from-sequence',
+        '1',
+        '--resign',
+        'github:py-local',
+        '--type',
+        'github.*',
+      ],
+      env,
+    );
     await resigned.lines(/^forward 200 .* seq=1 /, 1);
     resigned.proc.kill('SIGINT');
     assert.equal((await resigned.done).code, 0);
@@ -94,7 +132,10 @@ describe('Python forward', { skip: hasPython ? false : 'python3 is not installed
     const a = await createAddress(svc.baseUrl);
     const file = savedFile(a);
     const swBody = '{"type":"user.created","data":{"id":"u_1"}}';
-    await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, { body: swBody, headers: { 'content-type': 'application/json', 'webhook-id': 'msg_py', 'webhook-timestamp': '1000', 'webhook-signature': 'v1,AAAA' } });
+    await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, {
+      body: swBody,
+      headers: { 'content-type': 'application/json', 'webhook-id': 'msg_py', 'webhook-timestamp': '1000', 'webhook-signature': 'v1,AAAA' },
+    });
     const h = await startLocalHandler();
     handlers.push(h);
     const key = `whsec_${Buffer.from('python standard webhooks key').toString('base64')}`;
@@ -115,7 +156,11 @@ describe('Python forward', { skip: hasPython ? false : 'python3 is not installed
     assert.equal(JSON.parse(p.stdout())[0].status, 200);
     const got = h.received[0]!;
     const { Webhook } = await import('standardwebhooks');
-    new Webhook(key).verify(got.body.toString(), { 'webhook-id': String(got.headers['webhook-id']), 'webhook-timestamp': String(got.headers['webhook-timestamp']), 'webhook-signature': String(got.headers['webhook-signature']) });
+    new Webhook(key).verify(got.body.toString(), {
+      'webhook-id': String(got.headers['webhook-id']),
+      'webhook-timestamp': String(got.headers['webhook-timestamp']),
+      'webhook-signature': String(got.headers['webhook-signature']),
+    });
     assert.equal(got.headers['webhook-id'], 'msg_py');
   });
 });

@@ -14,9 +14,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { type Addr, api, createAddress, deliver, listEvents, sleep, startTestService, type TestService } from '../helpers.js';
 import { type CliProcess, runCli } from './cli-process.js';
 import { type LocalHandler, type Received, startLocalHandler } from './local-handler.js';
-import { type Addr, type TestService, api, createAddress, deliver, listEvents, sleep, startTestService } from '../helpers.js';
 
 const hmacHex = (secret: string, ...parts: (string | Buffer)[]) => {
   const h = createHmac('sha256', secret);
@@ -39,7 +39,10 @@ function githubDelivery(secret: string, action: string) {
   return {
     body,
     headers: {
-      'content-type': 'application/json', 'user-agent': 'GitHub-Hookshot/a1b2c3d', 'x-github-event': 'pull_request', 'x-github-delivery': randomUUID(),
+      'content-type': 'application/json',
+      'user-agent': 'GitHub-Hookshot/a1b2c3d',
+      'x-github-event': 'pull_request',
+      'x-github-delivery': randomUUID(),
       'x-hub-signature-256': `sha256=${hmacHex(secret, body)}`,
     },
   };
@@ -84,7 +87,15 @@ describe('return-address forward', () => {
     const secret = 'original-github-secret';
     const gh = githubDelivery(secret, 'closed');
     assert.equal((await api(svc.baseUrl, 'POST', `${a.body.endpoints.hook_url}/github/pr-42?b=2&a=1&a=3`, { body: gh.body, headers: gh.headers })).status, 202);
-    assert.equal((await api(svc.baseUrl, 'POST', a.body.endpoints.inbox_url, { body: '{"type":"note","data":{"big":12345678901234567890}}', headers: { 'content-type': 'application/json' } })).status, 202);
+    assert.equal(
+      (
+        await api(svc.baseUrl, 'POST', a.body.endpoints.inbox_url, {
+          body: '{"type":"note","data":{"big":12345678901234567890}}',
+          headers: { 'content-type': 'application/json' },
+        })
+      ).status,
+      202,
+    );
     const h = await handler((r) => (r.headers['x-github-event'] === undefined || githubVerifies(secret, r) ? 200 : 401));
     const p = forward(['--save', savedFile(a), '--to', `${h.url}/webhooks`]);
     const lines = await p.waitForLines(/^forward 200 /, 2);
@@ -94,14 +105,18 @@ describe('return-address forward', () => {
     const consumerName = `forward:${new URL(h.url).host}-webhooks`;
     assert.match(p.stderr(), new RegExp(`position kept by the service as consumer ${consumerName}`));
     const consumers = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/consumers`, { token: a.token });
-    assert.deepEqual(consumers.json.consumers.map((c: any) => [c.name, c.cursor]), [[consumerName, 2]]);
+    assert.deepEqual(
+      consumers.json.consumers.map((c: any) => [c.name, c.cursor]),
+      [[consumerName, 2]],
+    );
     const [replay, note] = h.received;
     assert.equal(replay!.method, 'POST');
     assert.equal(replay!.url, '/webhooks/github/pr-42?b=2&a=1&a=3');
     assert.equal(replay!.body.toString('utf8'), gh.body, 'byte-identical body');
     assert.ok(githubVerifies(secret, replay!), 'the original signature holds');
-    for (const name of ['x-github-event', 'x-github-delivery', 'user-agent', 'content-type']) assert.equal(replay!.headers[name], (gh.headers as Record<string, string>)[name], name);
-    assert.equal(replay!.headers.host, new URL(h.url).host, 'Host is the handler\'s');
+    for (const name of ['x-github-event', 'x-github-delivery', 'user-agent', 'content-type'])
+      assert.equal(replay!.headers[name], (gh.headers as Record<string, string>)[name], name);
+    assert.equal(replay!.headers.host, new URL(h.url).host, "Host is the handler's");
     assert.equal(note!.headers['content-type'], 'application/json');
     assert.equal(note!.headers['x-return-address-event-type'], 'note');
     const stored = (await listEvents(svc.baseUrl, a)).json.events[1];
@@ -114,7 +129,9 @@ describe('return-address forward', () => {
     // A raw request, so the capture sees exactly these headers.
     await new Promise<void>((resolve, reject) => {
       const s = net.connect(Number(hook.port), hook.hostname, () => {
-        s.write(`PUT ${hook.pathname}/bin HTTP/1.1\r\nHost: tunnel.example\r\nConnection: close, X-Drop-Me\r\nX-Drop-Me: 1\r\nKeep-Alive: timeout=5\r\nTE: trailers\r\nX-Keep: yes\r\nX-Utf8: caf\u00e9\r\nContent-Type: application/octet-stream\r\nContent-Length: 4\r\n\r\n`);
+        s.write(
+          `PUT ${hook.pathname}/bin HTTP/1.1\r\nHost: tunnel.example\r\nConnection: close, X-Drop-Me\r\nX-Drop-Me: 1\r\nKeep-Alive: timeout=5\r\nTE: trailers\r\nX-Keep: yes\r\nX-Utf8: caf\u00e9\r\nContent-Type: application/octet-stream\r\nContent-Length: 4\r\n\r\n`,
+        );
         // Not end(): a half-closed socket may be dropped before the answer comes.
         s.write(Buffer.from([0xff, 0x00, 0xfe, 0x80]));
       });
@@ -129,7 +146,10 @@ describe('return-address forward', () => {
       s.on('close', () => resolve());
       s.on('error', reject);
     });
-    assert.equal((await api(svc.baseUrl, 'GET', `${a.body.endpoints.hook_url}/oauth/callback?code=abc&state=xyz`, { headers: { accept: 'text/html' } })).status, 200);
+    assert.equal(
+      (await api(svc.baseUrl, 'GET', `${a.body.endpoints.hook_url}/oauth/callback?code=abc&state=xyz`, { headers: { accept: 'text/html' } })).status,
+      200,
+    );
     const h = await handler();
     const p = forward(['--save', savedFile(a), '--to', h.url]);
     await p.waitForLines(/^forward 200 /, 2);
@@ -148,18 +168,32 @@ describe('return-address forward', () => {
     assert.equal(get!.headers['content-length'], undefined, 'a bodiless GET stays without Content-Length');
   });
 
-  it('--resign: each scheme\'s signature verifies with the local secret, by its documented scheme or its own library', async () => {
+  it("--resign: each scheme's signature verifies with the local secret, by its documented scheme or its own library", async () => {
     const a = await createAddress(svc.baseUrl);
     const gh = githubDelivery('provider-secret-unknown-locally', 'opened');
     await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, { body: gh.body, headers: gh.headers });
     const stripeBody = '{"id":"evt_1","object":"event","type":"invoice.paid","data":{"object":{"amount_paid":12345678901234567890}}}';
-    await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, { body: stripeBody, headers: { 'content-type': 'application/json', 'stripe-signature': 't=1000,v1=00' } });
+    await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, {
+      body: stripeBody,
+      headers: { 'content-type': 'application/json', 'stripe-signature': 't=1000,v1=00' },
+    });
     const slackBody = 'token=x&command=%2Fdeploy&text=prod';
-    await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, { body: slackBody, headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': '1000', 'x-slack-signature': 'v0=00' } });
+    await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, {
+      body: slackBody,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': '1000', 'x-slack-signature': 'v0=00' },
+    });
     const swBody = '{"type":"user.created","data":{"id":"u_1"}}';
-    await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, { body: swBody, headers: { 'content-type': 'application/json', 'svix-id': 'msg_2Lx', 'svix-timestamp': '1000', 'svix-signature': 'v1,AAAA' } });
+    await api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, {
+      body: swBody,
+      headers: { 'content-type': 'application/json', 'svix-id': 'msg_2Lx', 'svix-timestamp': '1000', 'svix-signature': 'v1,AAAA' },
+    });
     const file = savedFile(a);
-    const local = { github: 'local-gh', stripe: 'whsec_localstripe', slack: 'local-slack', standard_webhooks: `whsec_${Buffer.from('a local standard webhooks key!').toString('base64')}` };
+    const local = {
+      github: 'local-gh',
+      stripe: 'whsec_localstripe',
+      slack: 'local-slack',
+      standard_webhooks: `whsec_${Buffer.from('a local standard webhooks key!').toString('base64')}`,
+    };
     const verified: Record<string, boolean> = {};
     const runWith = async (scheme: keyof typeof local, check: (r: Received) => boolean, seq: number) => {
       const h = await handler((r) => (check(r) ? 200 : 401));
@@ -173,24 +207,40 @@ describe('return-address forward', () => {
     const now = () => Math.floor(Date.now() / 1000);
     const gr = await runWith('github', (r) => githubVerifies(local.github, r), 1);
     assert.equal(gr.body.toString(), gh.body);
-    await runWith('stripe', (r) => {
-      // Stripe's documented scheme: t=<unix>,v1=HMAC(secret, "<t>.<body>"), within 300 s.
-      const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(r.headers['stripe-signature']));
-      return m !== null && Math.abs(now() - Number(m[1])) <= 300 && safeEqual(m[2]!, hmacHex(local.stripe, `${m[1]}.`, r.body));
-    }, 2);
-    await runWith('slack', (r) => {
-      const ts = String(r.headers['x-slack-request-timestamp']);
-      return Math.abs(now() - Number(ts)) <= 300 && safeEqual(String(r.headers['x-slack-signature']), `v0=${hmacHex(local.slack, `v0:${ts}:`, r.body)}`);
-    }, 3);
-    const sw = await runWith('standard_webhooks', (r) => {
-      try {
-        new Webhook(local.standard_webhooks).verify(r.body.toString('utf8'), { 'webhook-id': String(r.headers['webhook-id']), 'webhook-timestamp': String(r.headers['webhook-timestamp']), 'webhook-signature': String(r.headers['webhook-signature']) });
-        // Svix's own headers were signed too (Svix libraries read those).
-        return r.headers['svix-signature'] === r.headers['webhook-signature'];
-      } catch {
-        return false;
-      }
-    }, 4);
+    await runWith(
+      'stripe',
+      (r) => {
+        // Stripe's documented scheme: t=<unix>,v1=HMAC(secret, "<t>.<body>"), within 300 s.
+        const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(r.headers['stripe-signature']));
+        return m !== null && Math.abs(now() - Number(m[1])) <= 300 && safeEqual(m[2]!, hmacHex(local.stripe, `${m[1]}.`, r.body));
+      },
+      2,
+    );
+    await runWith(
+      'slack',
+      (r) => {
+        const ts = String(r.headers['x-slack-request-timestamp']);
+        return Math.abs(now() - Number(ts)) <= 300 && safeEqual(String(r.headers['x-slack-signature']), `v0=${hmacHex(local.slack, `v0:${ts}:`, r.body)}`);
+      },
+      3,
+    );
+    const sw = await runWith(
+      'standard_webhooks',
+      (r) => {
+        try {
+          new Webhook(local.standard_webhooks).verify(r.body.toString('utf8'), {
+            'webhook-id': String(r.headers['webhook-id']),
+            'webhook-timestamp': String(r.headers['webhook-timestamp']),
+            'webhook-signature': String(r.headers['webhook-signature']),
+          });
+          // Svix's own headers were signed too (Svix libraries read those).
+          return r.headers['svix-signature'] === r.headers['webhook-signature'];
+        } catch {
+          return false;
+        }
+      },
+      4,
+    );
     assert.equal(sw.headers['webhook-id'], 'msg_2Lx', 'the message id is kept');
     assert.deepEqual(verified, { github: true, stripe: true, slack: true, standard_webhooks: true });
   });
@@ -243,13 +293,33 @@ describe('return-address forward', () => {
     const gh = await handler();
     const st = await handler();
     const down = await handler(() => 503);
-    const p = forward(['--save', savedFile(a), '--to', gh.url, '--type', 'github.*', '--to', st.url, '--type', 'stripe.invoice.paid', '--match', 'data.live=true', '--to', `${down.url}/down`, '--type', 'other']);
+    const p = forward([
+      '--save',
+      savedFile(a),
+      '--to',
+      gh.url,
+      '--type',
+      'github.*',
+      '--to',
+      st.url,
+      '--type',
+      'stripe.invoice.paid',
+      '--match',
+      'data.live=true',
+      '--to',
+      `${down.url}/down`,
+      '--type',
+      'other',
+    ]);
     await p.waitForLines(/^forward 200 /, 3);
     await p.waitForLines(/^forward 503 /, 1);
     await stopCleanly(p);
     assert.deepEqual(gh.received.map(seqOf), [1, 4]);
     assert.deepEqual(st.received.map(seqOf), [2]);
-    assert.ok(down.received.every((r) => seqOf(r) === 5), 'a target that is down holds back no other');
+    assert.ok(
+      down.received.every((r) => seqOf(r) === 5),
+      'a target that is down holds back no other',
+    );
   });
 
   it('--from-sequence replays, --ack acknowledges after a 2xx, usage errors name the fix', async () => {
@@ -289,12 +359,18 @@ describe('return-address forward', () => {
     // A real HTTP front that refuses consumer= as a service before named consumers did, and passes the rest on.
     const front = http.createServer(async (req, res) => {
       if (/[?&]consumer=/.test(req.url ?? '')) {
-        res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"code":"invalid_request","message":"Unknown query parameter \'consumer\': the allowed ones are after, limit, wait."}}');
+        res
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end('{"error":{"code":"invalid_request","message":"Unknown query parameter \'consumer\': the allowed ones are after, limit, wait."}}');
         return;
       }
       const chunks: Buffer[] = [];
       for await (const c of req) chunks.push(c as Buffer);
-      const r = await fetch(`${svc.baseUrl}${req.url}`, { method: req.method, headers: { authorization: req.headers.authorization ?? '', 'content-type': 'application/json' }, body: chunks.length ? Buffer.concat(chunks) : undefined });
+      const r = await fetch(`${svc.baseUrl}${req.url}`, {
+        method: req.method,
+        headers: { authorization: req.headers.authorization ?? '', 'content-type': 'application/json' },
+        body: chunks.length ? Buffer.concat(chunks) : undefined,
+      });
       res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' }).end(Buffer.from(await r.arrayBuffer()));
     });
     await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
@@ -333,7 +409,9 @@ describe('return-address forward', () => {
     const stop = new AbortController();
     const attempts: number[] = [];
     const done = forwardFn(ra, {
-      targets: [{ url: h.url }], signal: stop.signal, backoff: { initialMs: 50, maxMs: 100 },
+      targets: [{ url: h.url }],
+      signal: stop.signal,
+      backoff: { initialMs: 50, maxMs: 100 },
       onAttempt: (x) => {
         attempts.push(x.status ?? 0);
         if (attempts.length === 3) stop.abort();

@@ -11,10 +11,14 @@ import { parseResign, resignHeaders } from '../../src/forward/resign.js';
 
 const bytes = Buffer.from([0, 1, 2, 250, 251, 252]);
 const sha256 = createHash('sha256').update(bytes).digest('hex');
-const captured = (raw: Record<string, unknown>) => ({
-  id: 'evt_1', sequence: 9, type: 'http.request', source: 'https',
-  data: { method: 'POST', path: '/x', query: { a: ['1', '2'] }, headers: { 'content-type': 'application/octet-stream', host: 'ra.example' }, raw },
-}) as any;
+const captured = (raw: Record<string, unknown>) =>
+  ({
+    id: 'evt_1',
+    sequence: 9,
+    type: 'http.request',
+    source: 'https',
+    data: { method: 'POST', path: '/x', query: { a: ['1', '2'] }, headers: { 'content-type': 'application/octet-stream', host: 'ra.example' }, raw },
+  }) as any;
 
 describe('replay request', () => {
   it('fetches raw.url when raw.content is absent, and refuses bytes that do not match raw.sha256', async () => {
@@ -46,8 +50,14 @@ describe('replay request', () => {
     assert.notEqual(long1, long2);
   });
 
-  it('--resign keeps every other header and replaces only the scheme\'s own', () => {
-    const h = resignHeaders(parseResign('github:s:with:colons'), { 'x-hub-signature-256': 'sha256=old', 'x-github-event': 'push' }, Buffer.from('{}'), 0, 'msg');
+  it("--resign keeps every other header and replaces only the scheme's own", () => {
+    const h = resignHeaders(
+      parseResign('github:s:with:colons'),
+      { 'x-hub-signature-256': 'sha256=old', 'x-github-event': 'push' },
+      Buffer.from('{}'),
+      0,
+      'msg',
+    );
     assert.equal(h['x-github-event'], 'push');
     assert.notEqual(h['x-hub-signature-256'], 'sha256=old');
     assert.throws(() => parseResign('standard_webhooks:not base64!'), /whsec_ followed by base64/);

@@ -2,7 +2,7 @@
 // shape with its code, validation that names the field, limits, order of auth checks, ack.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { api, createAddress, deliver, listEvents, range, type Res, startTestService } from '../helpers.js';
+import { api, createAddress, deliver, listEvents, type Res, range, startTestService } from '../helpers.js';
 import { type InjectedService, startInjectedService } from '../inject.js';
 
 function assertError(r: Res, status: number, code: string): string {
@@ -50,15 +50,25 @@ describe('HTTP contract', () => {
 
   it('validation messages name the field, and nothing is coerced', async () => {
     const cases: [unknown, string][] = [
-      [{ name: 5 }, 'name'], [{ task_id: 'x'.repeat(201) }, 'task_id'], [{ expires_in_seconds: '3600' }, 'expires_in_seconds'],
-      [{ expires_in_seconds: 59 }, 'expires_in_seconds'], [{ bogus: 1 }, 'bogus'],
+      [{ name: 5 }, 'name'],
+      [{ task_id: 'x'.repeat(201) }, 'task_id'],
+      [{ expires_in_seconds: '3600' }, 'expires_in_seconds'],
+      [{ expires_in_seconds: 59 }, 'expires_in_seconds'],
+      [{ bogus: 1 }, 'bogus'],
     ];
     for (const [json, field] of cases) {
       const msg = assertError(await api(base, 'POST', '/api/v1/addresses', { json }), 400, 'invalid_request');
       assert.ok(msg.includes(field), `${msg} names ${field}`);
     }
     const a = await createAddress(base);
-    for (const [q, v] of [['after', '0x10'], ['after', '1e2'], ['limit', ' 5'], ['wait', '2.0'], ['limit', '101'], ['after', '-1']]) {
+    for (const [q, v] of [
+      ['after', '0x10'],
+      ['after', '1e2'],
+      ['limit', ' 5'],
+      ['wait', '2.0'],
+      ['limit', '101'],
+      ['after', '-1'],
+    ]) {
       const msg = assertError(await listEvents(base, a, { [q!]: v! }), 400, 'invalid_request');
       assert.ok(msg.includes(q!), `${msg} names ${q}`);
     }
@@ -76,14 +86,28 @@ describe('HTTP contract', () => {
       { type: 'message.received', source: 'https', data: null, sequence: 1 },
     );
     assert.ok(!('metadata' in d.json.event) && !('dedupe_key' in d.json.event) && !('acknowledged_at' in d.json.event));
-    const weird = { data: { s: 'nul\u0000 \ud83d\ude00 "q" \\', n: [1.5, -0, 1e300, null, true], e: {} }, metadata: { k: 'v\u0000', '\u0000': '' }, type: '', source: 'x' };
+    const weird = {
+      data: { s: 'nul\u0000 \ud83d\ude00 "q" \\', n: [1.5, -0, 1e300, null, true], e: {} },
+      metadata: { k: 'v\u0000', '\u0000': '' },
+      type: '',
+      source: 'x',
+    };
     const w = await deliver(base, a, weird);
     assert.equal(w.status, 202);
     const page = await listEvents(base, a);
     assert.deepEqual(page.json.events[1].data, JSON.parse(JSON.stringify(weird.data)));
     assert.deepEqual(page.json.events[1].metadata, weird.metadata);
-    for (const bad of [{ metadata: { k: 1 } }, { metadata: 'x' }, { type: 5 }, { dedupe_key: '' }, { dedupe_key: 'x'.repeat(256) }, { extra: 1 },
-      { type: 'a\u0000b' }, { source: '\u0000' }, { dedupe_key: 'k\u0000' }]) {
+    for (const bad of [
+      { metadata: { k: 1 } },
+      { metadata: 'x' },
+      { type: 5 },
+      { dedupe_key: '' },
+      { dedupe_key: 'x'.repeat(256) },
+      { extra: 1 },
+      { type: 'a\u0000b' },
+      { source: '\u0000' },
+      { dedupe_key: 'k\u0000' },
+    ]) {
       assertError(await deliver(base, a, bad), 400, 'invalid_request');
     }
     assertError(await deliver(base, a, {}, 'k'.repeat(256)), 400, 'invalid_request');
@@ -99,7 +123,10 @@ describe('HTTP contract', () => {
     assertError(await deliver(base, a, { dedupe_key: 'body-k' }, 'header-k'), 409, 'idempotency_key_mismatch');
     assert.equal((await deliver(base, a, {}, 'header-k')).status, 202, 'the header key was not consumed');
     assert.equal((await deliver(base, a, { dedupe_key: 'body-k' })).status, 202, 'the body key was not consumed');
-    assert.deepEqual((await listEvents(base, a)).json.events.map((e: { sequence: number }) => e.sequence), [1, 2, 3]);
+    assert.deepEqual(
+      (await listEvents(base, a)).json.events.map((e: { sequence: number }) => e.sequence),
+      [1, 2, 3],
+    );
   });
 
   it('deep JSON: 64 levels of data are stored, 65 are refused, 10,000 levels cost nothing', async () => {
@@ -107,10 +134,21 @@ describe('HTTP contract', () => {
     const nest = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
     const ok = await api(base, 'POST', a.inboxUrl, { body: `{"data":${nest(64)}}`, headers: { 'content-type': 'application/json' } });
     assert.equal(ok.status, 202, ok.text);
-    const msg = assertError(await api(base, 'POST', a.inboxUrl, { body: `{"data":${nest(65)}}`, headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
+    const msg = assertError(
+      await api(base, 'POST', a.inboxUrl, { body: `{"data":${nest(65)}}`, headers: { 'content-type': 'application/json' } }),
+      400,
+      'invalid_request',
+    );
     assert.match(msg, /64/);
-    assertError(await api(base, 'POST', a.inboxUrl, { body: `{"metadata":{"a":${nest(65)}}}`, headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
-    const huge = await api(base, 'POST', a.inboxUrl, { body: `{"data":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}`, headers: { 'content-type': 'application/json' } });
+    assertError(
+      await api(base, 'POST', a.inboxUrl, { body: `{"metadata":{"a":${nest(65)}}}`, headers: { 'content-type': 'application/json' } }),
+      400,
+      'invalid_request',
+    );
+    const huge = await api(base, 'POST', a.inboxUrl, {
+      body: `{"data":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}`,
+      headers: { 'content-type': 'application/json' },
+    });
     assertError(huge, 400, 'invalid_request');
     // Brackets inside strings are not nesting.
     const inString = await deliver(base, a, { data: '['.repeat(1000) });
@@ -120,7 +158,11 @@ describe('HTTP contract', () => {
 
   it('413 over MAX_PAYLOAD_BYTES, 415 for other media types, invalid_json for broken JSON', async () => {
     const a = await createAddress(base);
-    assertError(await api(base, 'POST', a.inboxUrl, { body: `{"data":"${'x'.repeat(70_000)}"}`, headers: { 'content-type': 'application/json' } }), 413, 'payload_too_large');
+    assertError(
+      await api(base, 'POST', a.inboxUrl, { body: `{"data":"${'x'.repeat(70_000)}"}`, headers: { 'content-type': 'application/json' } }),
+      413,
+      'payload_too_large',
+    );
     assertError(await api(base, 'POST', a.inboxUrl, { body: '{}', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
     assertError(await api(base, 'POST', a.inboxUrl, { body: '{}', headers: { 'content-type': 'application/vnd.api+json' } }), 415, 'unsupported_media_type');
     assertError(await api(base, 'POST', a.inboxUrl, { body: '{"a":', headers: { 'content-type': 'application/json' } }), 400, 'invalid_json');
@@ -144,8 +186,10 @@ describe('HTTP contract', () => {
     const b = await createAddress(base);
     const ev = (await deliver(base, a, {})).json.event;
     const paths: [string, string][] = [
-      ['GET', `/api/v1/addresses/${a.id}`], ['DELETE', `/api/v1/addresses/${a.id}`],
-      ['GET', `/api/v1/addresses/${a.id}/events`], ['POST', `/api/v1/addresses/${a.id}/events/${ev.id}/ack`],
+      ['GET', `/api/v1/addresses/${a.id}`],
+      ['DELETE', `/api/v1/addresses/${a.id}`],
+      ['GET', `/api/v1/addresses/${a.id}/events`],
+      ['POST', `/api/v1/addresses/${a.id}/events/${ev.id}/ack`],
     ];
     for (const [m, p] of paths) {
       assertError(await api(base, m, p), 401, 'unauthorized');
@@ -202,8 +246,13 @@ describe('HTTP contract', () => {
       walk.push([after, p.events.map((e: { sequence: number }) => e.sequence), p.next_cursor, p.has_more]);
     }
     assert.deepEqual(walk, [
-      [0, [1, 2], 2, true], [1, [2, 3], 3, true], [2, [3, 4], 4, true], [3, [4, 5], 5, false],
-      [4, [5], 5, false], [5, [], 5, false], [6, [], 6, false],
+      [0, [1, 2], 2, true],
+      [1, [2, 3], 3, true],
+      [2, [3, 4], 4, true],
+      [3, [4, 5], 5, false],
+      [4, [5], 5, false],
+      [5, [], 5, false],
+      [6, [], 6, false],
     ]);
   });
 });

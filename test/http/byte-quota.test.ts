@@ -4,7 +4,7 @@
 // quota is 413. Checked over HTTP on both stores, with a small quota.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { type TestService, api, createAddress, deliver, listEvents, range, startTestService } from '../helpers.js';
+import { api, createAddress, deliver, listEvents, range, startTestService, type TestService } from '../helpers.js';
 
 const QUOTA = 10_000;
 /** An event whose data is a string of `n` ASCII characters stores n + 2 bytes (its JSON quotes). */
@@ -32,7 +32,10 @@ describe('per-address byte quota', () => {
     const next = await deliver(base, a, blob(4_000));
     assert.equal(next.status, 202, next.text);
     const left = (await listEvents(base, a)).json.events;
-    assert.deepEqual(left.map((e: { sequence: number }) => e.sequence), [3, 4, 5]);
+    assert.deepEqual(
+      left.map((e: { sequence: number }) => e.sequence),
+      [3, 4, 5],
+    );
     // Sequences never restart: the next one is 6.
     assert.equal((await deliver(base, a, blob(10))).json.event.sequence, 6);
   });
@@ -55,6 +58,10 @@ describe('per-address byte quota', () => {
     // 10 of 1,000 bytes fit in each address; the other 5 per address are refused, none is lost.
     assert.equal(answers.filter((r) => r.status === 202).length, 20);
     assert.equal(answers.filter((r) => r.status === 429).length, 10);
-    for (const x of [a, b]) assert.deepEqual((await listEvents(base, x)).json.events.map((e: { sequence: number }) => e.sequence), range(1, 10));
+    for (const x of [a, b])
+      assert.deepEqual(
+        (await listEvents(base, x)).json.events.map((e: { sequence: number }) => e.sequence),
+        range(1, 10),
+      );
   });
 });

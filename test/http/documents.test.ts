@@ -1,8 +1,9 @@
 // /openapi.json is generated from the route schemas; it must be a valid OpenAPI 3.1 document that
 // lists every route the app serves. The llms guides carry this deployment's real values.
-import SwaggerParser from '@apidevtools/swagger-parser';
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import SwaggerParser from '@apidevtools/swagger-parser';
 import { api } from '../helpers.js';
 import { type InjectedService, startInjectedService } from '../inject.js';
 import { OpenApiValidator } from '../openapi-validator.js';
@@ -92,7 +93,10 @@ describe('published documents', () => {
     assert.equal(doc.components.schemas.EventPage.properties.events.items.$ref, '#/components/schemas/Event');
     assert.equal(doc.info.license.identifier, 'MIT');
     assert.ok(doc.info.contact.url);
-    assert.deepEqual(doc.tags.map((t: any) => t.name).sort(), [...new Set(Object.values<any>(doc.paths).flatMap((i) => Object.values<any>(i).map((o) => o.tags[0])))].sort());
+    assert.deepEqual(
+      doc.tags.map((t: any) => t.name).sort(),
+      [...new Set(Object.values<any>(doc.paths).flatMap((i) => Object.values<any>(i).map((o) => o.tags[0])))].sort(),
+    );
     for (const t of doc.tags) assert.ok(t.description, `tag ${t.name} has a description`);
     const getAddress = doc.paths['/api/v1/addresses/{addressId}'].get.responses;
     assert.ok(getAddress['401'].headers['WWW-Authenticate'], '401 documents its challenge');
@@ -133,7 +137,10 @@ describe('published documents', () => {
     }
     assert.ok(full.text.includes('@mail.example.test'));
     assert.ok(full.text.includes('1234'), 'the configured MAX_EVENTS_PER_ADDRESS is stated');
-    assert.ok(full.text.includes('/events/stream') && full.text.includes('Last-Event-ID') && full.text.includes('/inspect'), 'the event stream and the inspector are documented');
+    assert.ok(
+      full.text.includes('/events/stream') && full.text.includes('Last-Event-ID') && full.text.includes('/inspect'),
+      'the event stream and the inspector are documented',
+    );
   });
 
   it('documents the event stream as text/event-stream with its query and Last-Event-ID header', async () => {
@@ -143,13 +150,22 @@ describe('published documents', () => {
     assert.deepEqual(op.security, [{ bearerAuth: [] }]);
     const params = op.parameters.map((p: { in: string; name: string }) => `${p.in}:${p.name}`);
     for (const p of ['path:addressId', 'query:after', 'header:last-event-id']) assert.ok(params.includes(p), `${p} declared`);
-    assert.ok(['401', '404', '400'].every((s) => op.responses[s]), 'its errors');
+    assert.ok(
+      ['401', '404', '400'].every((s) => op.responses[s]),
+      'its errors',
+    );
     assert.ok(doc.paths['/inspect'].get.responses['200'].content['text/html']);
   });
 
   it('email events document data.extracted and data.authentication in llms-full.txt and the OpenAPI', async () => {
     const full = (await api(svc.baseUrl, 'GET', '/llms-full.txt')).text;
-    for (const term of ['extracted = { otp_codes, links, reply_text }', 'magic_link', 'unsubscribe', 'authentication = { spf, dkim, dmarc, summary }', 'temperror']) {
+    for (const term of [
+      'extracted = { otp_codes, links, reply_text }',
+      'magic_link',
+      'unsubscribe',
+      'authentication = { spf, dkim, dmarc, summary }',
+      'temperror',
+    ]) {
       assert.ok(full.includes(term), `llms-full.txt mentions ${term}`);
     }
     const doc = (await api(svc.baseUrl, 'GET', '/openapi.json')).json;

@@ -19,7 +19,7 @@ const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 async function capture(svc: TestService, a: Addr, body: Buffer | string, contentType: string, path = '') {
   const r = await fetch(`${svc.baseUrl}/api/v1/hooks/${a.id}/${a.secret}${path}`, { method: 'POST', headers: { 'content-type': contentType }, body });
-  return { status: r.status, json: await r.json() as any };
+  return { status: r.status, json: (await r.json()) as any };
 }
 
 async function blobRows(svc: TestService): Promise<number> {
@@ -113,7 +113,11 @@ describe(`bounded events: bytes beside the event (${STORE})`, () => {
     assert.equal(got.status, 200);
     assert.equal(got.headers.get('content-type'), 'application/zip');
     assert.ok(Buffer.from(await got.arrayBuffer()).equals(file));
-    assert.equal((await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events/${e.id}/attachments/0`, { token: a.token })).status, 404, 'inline: no stored bytes');
+    assert.equal(
+      (await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events/${e.id}/attachments/0`, { token: a.token })).status,
+      404,
+      'inline: no stored bytes',
+    );
   });
 
   it('JSON with a number beyond a 64-bit float (1e999) is stored as broken JSON: body null, bytes in raw', async () => {
@@ -150,13 +154,17 @@ describe(`bounded events: bytes beside the event (${STORE})`, () => {
     const results = await Promise.all(bodies.map((b, i) => capture(svc, a, b, i % 2 === 0 ? 'application/octet-stream' : 'application/json')));
     for (const r of results) assert.equal(r.status, 202, JSON.stringify(r.json));
     const events: any[] = [];
-    for (let after = 0; ;) {
+    for (let after = 0; ; ) {
       const page = await listEvents(svc.baseUrl, a, { after, limit: 100 });
       events.push(...page.json.events);
       after = page.json.next_cursor;
       if (!page.json.has_more) break;
     }
-    assert.deepEqual(events.map((e) => e.sequence), Array.from({ length: 40 }, (_, i) => i + 1), 'gapless, in order');
+    assert.deepEqual(
+      events.map((e) => e.sequence),
+      Array.from({ length: 40 }, (_, i) => i + 1),
+      'gapless, in order',
+    );
     const withBlob = events.filter((e) => e.data.raw.url !== undefined);
     assert.equal(withBlob.length, 20);
     for (const e of withBlob) {
@@ -170,10 +178,14 @@ describe(`bounded events: bytes beside the event (${STORE})`, () => {
     const payload = Buffer.alloc(200 * 1024);
     for (let i = 0; i < payload.length; i++) payload[i] = (i * 13) & 0xff;
     const b64 = payload.toString('base64').replace(/.{76}/g, '$&\r\n');
-    const message = 'From: ci@example.org\r\nTo: ' + a.email + '\r\nSubject: artifact\r\nMessage-ID: <artifact-1@example.org>\r\nMIME-Version: 1.0\r\n' +
+    const message =
+      'From: ci@example.org\r\nTo: ' +
+      a.email +
+      '\r\nSubject: artifact\r\nMessage-ID: <artifact-1@example.org>\r\nMIME-Version: 1.0\r\n' +
       'Content-Type: multipart/mixed; boundary="b1"\r\n\r\n--b1\r\nContent-Type: text/plain\r\n\r\nsee attached\r\n' +
       '--b1\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename="a.bin"\r\nContent-Transfer-Encoding: base64\r\n\r\n' +
-      b64 + '\r\n--b1--\r\n';
+      b64 +
+      '\r\n--b1--\r\n';
     const sent = await sendRaw(svc.smtpPort, { from: 'ci@example.org', rcpts: [a.email], message });
     assert.equal(sent.final?.code ?? sent.data?.code, 250, JSON.stringify(sent));
     const e = (await listEvents(svc.baseUrl, a)).json.events[0];
@@ -217,7 +229,7 @@ describe(`an event that cannot be bounded is refused (${STORE})`, () => {
     const probe = startLivenessProbe(svc.baseUrl);
     const r = await fetch(`${svc.baseUrl}/api/v1/hooks/${a.id}/${a.secret}?${query}`, { method: 'POST', body: 'x' });
     const live = await probe.stop();
-    const j = await r.json() as any;
+    const j = (await r.json()) as any;
     assert.equal(r.status, 413);
     assert.equal(j.error.code, 'payload_too_large');
     assert.match(j.error.message, /MAX_EVENT_BYTES = 4096/);

@@ -5,7 +5,17 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import {
-  api, createAddress, createTestStorage, deliver, onlyPostgres, range, sleep, spawnService, startTestService, type TestService, type TestStorage,
+  api,
+  createAddress,
+  createTestStorage,
+  deliver,
+  onlyPostgres,
+  range,
+  sleep,
+  spawnService,
+  startTestService,
+  type TestService,
+  type TestStorage,
 } from '../helpers.js';
 import { openStream } from '../sse-client.js';
 
@@ -55,8 +65,15 @@ describe('event stream', () => {
     await sleep(100);
     assert.equal(s.messages.length, 200, 'no message twice');
     const events = s.events();
-    assert.deepEqual(events.map((e) => e.sequence), range(1, 200));
-    assert.deepEqual(s.messages.map((m) => m.id), range(1, 200).map(String), 'id: is the sequence');
+    assert.deepEqual(
+      events.map((e) => e.sequence),
+      range(1, 200),
+    );
+    assert.deepEqual(
+      s.messages.map((m) => m.id),
+      range(1, 200).map(String),
+      'id: is the sequence',
+    );
     assert.ok(s.messages.every((m) => m.event === 'event'));
     const bySeq = new Map(results.map((r) => [r.json.event.sequence, r.json.event]));
     for (const e of events) assert.deepEqual(e, bySeq.get(e.sequence), 'data is the Event as the API returns it');
@@ -130,7 +147,9 @@ describe('event stream', () => {
     // The client has not read for longer than SSE_DRAIN_TIMEOUT_MS (300 ms): the server drops it.
     await sleep(1500);
     let received = 0;
-    socket.on('data', (d: Buffer) => { received += d.length; });
+    socket.on('data', (d: Buffer) => {
+      received += d.length;
+    });
     socket.resume();
     await Promise.race([closed, sleep(5000).then(() => assert.fail('the server did not close the connection'))]);
     assert.ok(received < 60 * 200_000 * 0.8, `the server stopped writing: ${received} bytes reached the client`);
@@ -214,7 +233,10 @@ describe('event stream across two instances', { skip: onlyPostgres }, () => {
     for (const r of results) assert.equal(r.status, 202, r.text);
     for (const s of [onA, onB]) {
       await s.waitForMessages(100);
-      assert.deepEqual(s.events().map((e) => e.sequence), range(1, 100));
+      assert.deepEqual(
+        s.events().map((e) => e.sequence),
+        range(1, 100),
+      );
     }
     // A deletion through B ends the stream on A.
     assert.equal((await api(b.baseUrl, 'DELETE', `/api/v1/addresses/${addr.id}`, { token: addr.token })).status, 204);

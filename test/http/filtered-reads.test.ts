@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { SCAN_EVENTS } from '../../src/domain/event-filter.js';
-import { type Addr, api, createAddress, deliver, range, sleep, STORE, startTestService, type TestService } from '../helpers.js';
+import { type Addr, api, createAddress, deliver, range, STORE, sleep, startTestService, type TestService } from '../helpers.js';
 import { openStream } from '../sse-client.js';
 
 /** GET …/events with repeated parameters kept as given. */
@@ -39,16 +39,23 @@ describe(`filtered reads over HTTP and SSE (${STORE})`, () => {
   it('a filtered walk over 1,500 events with 7 sparse matches returns exactly them, in order, and never re-scans', async () => {
     const a = await createAddress(svc.baseUrl);
     const hits = new Set([3, 200, 201, 777, 1000, 1499, 1500]);
-    const bodies = range(1, 1500).map((i) => hits.has(i)
-      ? { type: i % 2 === 0 ? 'stripe.invoice.paid' : 'stripe.charge.succeeded', data: { livemode: true, n: i } }
-      : { type: i % 3 === 0 ? 'stripe.invoice.paid' : 'github.push', data: { livemode: false, n: i } });
+    const bodies = range(1, 1500).map((i) =>
+      hits.has(i)
+        ? { type: i % 2 === 0 ? 'stripe.invoice.paid' : 'stripe.charge.succeeded', data: { livemode: true, n: i } }
+        : { type: i % 3 === 0 ? 'stripe.invoice.paid' : 'github.push', data: { livemode: false, n: i } },
+    );
     const seqs = await deliverMany(svc, a, bodies);
     const expected = seqs.filter((_, i) => hits.has(i + 1)).sort((x, y) => x - y);
     const found: number[] = [];
     let cursor = 0;
     let pages = 0;
     for (;;) {
-      const r = await read(svc, a, [['after', cursor], ['limit', 2], ['type', 'stripe.*'], ['match', 'data.livemode=true']]);
+      const r = await read(svc, a, [
+        ['after', cursor],
+        ['limit', 2],
+        ['type', 'stripe.*'],
+        ['match', 'data.livemode=true'],
+      ]);
       assert.equal(r.status, 200, r.text);
       pages++;
       for (const e of r.json.events) {
@@ -66,15 +73,27 @@ describe(`filtered reads over HTTP and SSE (${STORE})`, () => {
     assert.deepEqual(found, expected);
     assert.ok(pages <= 5, `${pages} pages of 2 for 7 matches`);
     // type is repeatable (any of them), match too (all of them); a digit-only type stays text.
-    const r = await read(svc, a, [['type', 'github.push'], ['type', 'stripe.charge.succeeded'], ['match', 'data.n=3'], ['match', 'data.livemode=true']]);
-    assert.deepEqual(r.json.events.map((e: { data: { n: number } }) => e.data.n), [3]);
+    const r = await read(svc, a, [
+      ['type', 'github.push'],
+      ['type', 'stripe.charge.succeeded'],
+      ['match', 'data.n=3'],
+      ['match', 'data.livemode=true'],
+    ]);
+    assert.deepEqual(
+      r.json.events.map((e: { data: { n: number } }) => e.data.n),
+      [3],
+    );
     assert.equal((await read(svc, a, [['type', '404']])).json.events.length, 0);
   });
 
   it('a filtered long-poll is not woken by a non-matching event, and is by a matching one', async () => {
     const a = await createAddress(svc.baseUrl);
     const t0 = performance.now();
-    const polling = read(svc, a, [['wait', 10], ['type', 'wanted'], ['match', 'data.ok=true']]);
+    const polling = read(svc, a, [
+      ['wait', 10],
+      ['type', 'wanted'],
+      ['match', 'data.ok=true'],
+    ]);
     await sleep(200);
     // Non-matching: another type, and the wanted type with ok false.
     await deliver(svc.baseUrl, a, { type: 'other', data: { ok: true } });
@@ -84,14 +103,25 @@ describe(`filtered reads over HTTP and SSE (${STORE})`, () => {
     const hit = await deliver(svc.baseUrl, a, { type: 'wanted', data: { ok: true } });
     const r = await polling;
     assert.equal(r.status, 200);
-    assert.deepEqual(r.json.events.map((e: { id: string }) => e.id), [hit.json.event.id]);
+    assert.deepEqual(
+      r.json.events.map((e: { id: string }) => e.id),
+      [hit.json.event.id],
+    );
     assert.equal(r.json.next_cursor, 3);
     assert.ok(performance.now() - t0 < 9000, 'woken by the match, not by the 10 s timeout');
     // Timing out, the empty page's next_cursor is the last event examined.
-    const empty = await read(svc, a, [['after', 3], ['wait', 1], ['type', 'wanted']]);
+    const empty = await read(svc, a, [
+      ['after', 3],
+      ['wait', 1],
+      ['type', 'wanted'],
+    ]);
     assert.deepEqual(empty.json, { events: [], next_cursor: 3, has_more: false });
     await deliver(svc.baseUrl, a, { type: 'other' });
-    const past = await read(svc, a, [['after', 3], ['wait', 1], ['type', 'wanted']]);
+    const past = await read(svc, a, [
+      ['after', 3],
+      ['wait', 1],
+      ['type', 'wanted'],
+    ]);
     assert.deepEqual(past.json, { events: [], next_cursor: 4, has_more: false }, 'the examined non-match is passed over');
   });
 
@@ -121,7 +151,11 @@ describe(`filtered reads over HTTP and SSE (${STORE})`, () => {
     await sleep(100);
     second.close();
     assert.deepEqual([...got, ...second.events().map((e) => e.sequence)], wanted.filter((s) => s <= Number(lastId)).concat(rest));
-    assert.deepEqual(second.events().map((e) => e.sequence), rest, 'every match after Last-Event-ID once, in order');
+    assert.deepEqual(
+      second.events().map((e) => e.sequence),
+      rest,
+      'every match after Last-Event-ID once, in order',
+    );
     for (const e of [...first.events(), ...second.events()]) assert.equal((e as unknown as { data: { paid: unknown } }).data.paid, true);
   });
 
@@ -129,7 +163,13 @@ describe(`filtered reads over HTTP and SSE (${STORE})`, () => {
     const a = await createAddress(svc.baseUrl);
     const cases: [[string, string][], RegExp][] = [
       [[['state', 'done']], /'state'.*unacked, acked, dead, all/],
-      [[['state', 'all'], ['state', 'acked']], /'state'.*more than once/],
+      [
+        [
+          ['state', 'all'],
+          ['state', 'acked'],
+        ],
+        /'state'.*more than once/,
+      ],
       [[['match', 'nopair']], /'match'.*no '='.*path=value/],
       [[['match', '=v']], /'match'.*empty/],
       [[['match', 'data..x=v']], /'match'.*empty segment/],
@@ -154,7 +194,11 @@ describe(`filtered reads over HTTP and SSE (${STORE})`, () => {
 
   it(`the largest filter allowed, 40 at once over ${SCAN_EVENTS / 10} events, is bounded work: each answers, and a plain read beside them stays fast`, async () => {
     const a = await createAddress(svc.baseUrl);
-    await deliverMany(svc, a, range(1, SCAN_EVENTS / 10).map((i) => ({ type: 'x', data: { links: [{ url: `u${i}` }], deep: { a: { b: { c: i } } } } })));
+    await deliverMany(
+      svc,
+      a,
+      range(1, SCAN_EVENTS / 10).map((i) => ({ type: 'x', data: { links: [{ url: `u${i}` }], deep: { a: { b: { c: i } } } } })),
+    );
     // As many types and conditions as allowed, as long as fits in the 16 KiB a request's head may take.
     const params: [string, string][] = [
       ...range(1, 19).map((i): [string, string] => ['type', `${'t'.repeat(100)}${i}.*`]),

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { api, createAddress, deliver, startTestService, type TestService } from '../helpers.js';
 import { checkAnswer, closeAgent, requestArb, type Target } from '../fuzz-requests.js';
+import { api, createAddress, deliver, startTestService, type TestService } from '../helpers.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
 
@@ -24,7 +24,10 @@ describe('fuzzing every endpoint', () => {
   });
 
   it(`${RUNS} random hostile requests all get documented answers`, { timeout: 300_000 }, async () => {
-    await fc.assert(fc.asyncProperty(requestArb(target), (r) => checkAnswer(target.port, r)), { numRuns: RUNS, seed: Number(process.env.FUZZ_SEED ?? Date.now() % 100000), verbose: 1 });
+    await fc.assert(
+      fc.asyncProperty(requestArb(target), (r) => checkAnswer(target.port, r)),
+      { numRuns: RUNS, seed: Number(process.env.FUZZ_SEED ?? Date.now() % 100000), verbose: 1 },
+    );
     // The service is still whole afterwards.
     assert.equal((await api(svc.baseUrl, 'GET', '/readyz')).status, 200);
   });

@@ -4,7 +4,7 @@
 // PostgreSQL reached through a TCP proxy the test cuts and restores.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, openSync, rmSync, writeSync, closeSync, unlinkSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,7 +51,9 @@ describe('honest status: SQLite on a full disk', { skip: onlySqlite || (canMount
   after(() => {
     try {
       execFileSync('umount', [mnt], { stdio: 'ignore' });
-    } catch { /* not mounted */ }
+    } catch {
+      /* not mounted */
+    }
     rmSync(mnt, { recursive: true, force: true });
   });
 
@@ -118,10 +120,11 @@ function pgProxy(target: { host: string; port: number }) {
     restore() {
       cut = false;
     },
-    close: () => new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -144,7 +147,12 @@ describe('honest status: PostgreSQL unreachable', { skip: onlyPostgres }, () => 
       const created = await api(svc.baseUrl, 'POST', '/api/v1/addresses', { json: {} });
       const ready = await api(svc.baseUrl, 'GET', '/readyz');
       const live = await probe.stop();
-      for (const [what, r] of [['delivery', delivery], ['read', read], ['create', created], ['readyz', ready]] as const) {
+      for (const [what, r] of [
+        ['delivery', delivery],
+        ['read', read],
+        ['create', created],
+        ['readyz', ready],
+      ] as const) {
         assert.equal(r.status, 503, `${what}: ${r.status} ${r.text}`);
         assert.equal(r.json.error.code, 'unavailable', what);
         assert.equal(r.headers.get('retry-after'), '5', what);

@@ -32,7 +32,13 @@ describe('log redaction', () => {
     assert.equal(redactUrl('/api/v1/addresses/addr_x/events?after=3'), '/api/v1/addresses/addr_x/events?after=3');
     // An approval page's secret (design.md, "Approvals"), however spelt, and one that lost its prefix.
     const APPROVE = 'aa_approve_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-abcdefg';
-    for (const u of [`/approve/apr_x/${APPROVE}`, `/APPROVE/apr_x/${APPROVE.slice(11)}`, `//approve//apr_x/${APPROVE.slice(11)}?a=1`, `/%61pprove/apr_x/${APPROVE.slice(11)}`, `/x?s=${APPROVE}`]) {
+    for (const u of [
+      `/approve/apr_x/${APPROVE}`,
+      `/APPROVE/apr_x/${APPROVE.slice(11)}`,
+      `//approve//apr_x/${APPROVE.slice(11)}?a=1`,
+      `/%61pprove/apr_x/${APPROVE.slice(11)}`,
+      `/x?s=${APPROVE}`,
+    ]) {
       const out = redactUrl(u);
       assert.ok(!out.includes(APPROVE.slice(11)), `${u} -> ${out}`);
     }
@@ -40,7 +46,10 @@ describe('log redaction', () => {
     // The capture URL's query holds other services' credentials (an OAuth code): dropped whole.
     assert.equal(redactUrl(`/api/v1/hooks/addr_x/${SECRET}/oauth?code=4%2F0Aea&state=s`), '/api/v1/hooks/addr_x/[REDACTED]/oauth?[REDACTED]');
     // Absolute-form targets (what a forward proxy sends, issue 27): the OAuth code was logged in clear.
-    assert.equal(redactUrl(`http://ra.example:3000/api/v1/hooks/addr_x/${SECRET}/oauth?code=4%2F0Aea&state=s`), 'http://ra.example:3000/api/v1/hooks/addr_x/[REDACTED]/oauth?[REDACTED]');
+    assert.equal(
+      redactUrl(`http://ra.example:3000/api/v1/hooks/addr_x/${SECRET}/oauth?code=4%2F0Aea&state=s`),
+      'http://ra.example:3000/api/v1/hooks/addr_x/[REDACTED]/oauth?[REDACTED]',
+    );
     assert.equal(redactUrl(`HTTP://h//api/v1/HOOKS/addr_x/${SECRET}?code=c`), 'HTTP://h/api/v1/HOOKS/addr_x/[REDACTED]?[REDACTED]');
   });
 
@@ -50,8 +59,13 @@ describe('log redaction', () => {
     try {
       const a = await createAddress(svc.baseUrl);
       const secretPart = a.secret.slice('aa_ingress_'.length);
-      for (const path of [`/api/v1/%69nbox/${a.id}/${a.secret}`, `//api/v1/inbox/${a.id}/${a.secret}`, `/API/V1/INBOX/${a.id}/${a.secret}`,
-        `/api/v1/addresses/${a.id}/events?t=${a.token}`, `/x/${a.secret}`]) {
+      for (const path of [
+        `/api/v1/%69nbox/${a.id}/${a.secret}`,
+        `//api/v1/inbox/${a.id}/${a.secret}`,
+        `/API/V1/INBOX/${a.id}/${a.secret}`,
+        `/api/v1/addresses/${a.id}/events?t=${a.token}`,
+        `/x/${a.secret}`,
+      ]) {
         await fetch(svc.baseUrl + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
       }
       // The capture URL, an OAuth code in its query, and a signing secret in a body.
@@ -59,7 +73,9 @@ describe('log redaction', () => {
       const signingSecret = 'signing-secret-9a8b7c6d5e4f';
       await fetch(`${a.body.endpoints.hook_url}/oauth?code=${oauthCode}&state=s`, { headers: { accept: 'text/html' } });
       await fetch(`${svc.baseUrl}/api/v1/addresses/${a.id}/signing-secrets`, {
-        method: 'PUT', headers: { 'content-type': 'application/json', authorization: `Bearer ${a.token}` }, body: JSON.stringify({ github: signingSecret }),
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${a.token}` },
+        body: JSON.stringify({ github: signingSecret }),
       });
       await new Promise((r) => setTimeout(r, 300));
       const log = svc.output();

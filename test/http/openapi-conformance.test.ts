@@ -3,7 +3,7 @@
 // headers (test/openapi-validator.ts). A generated client trusts exactly these declarations.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { type Addr, type Res, api, sleep } from '../helpers.js';
+import { type Addr, api, type Res, sleep } from '../helpers.js';
 import { type InjectedService, startInjectedService } from '../inject.js';
 import { OpenApiValidator } from '../openapi-validator.js';
 
@@ -54,7 +54,10 @@ describe('live responses conform to /openapi.json', () => {
     // A long-poll woken by a delivery, both answers checked.
     const waiting = call(200, 'GET', `/api/v1/addresses/${a.id}/events?after=0&wait=5&limit=10`, { token: a.token });
     await sleep(100);
-    const first = await call(202, 'POST', a.inboxUrl, { json: { type: 'build.finished', data: { ok: true }, metadata: { build: '1' } }, headers: { 'idempotency-key': 'k1' } });
+    const first = await call(202, 'POST', a.inboxUrl, {
+      json: { type: 'build.finished', data: { ok: true }, metadata: { build: '1' } },
+      headers: { 'idempotency-key': 'k1' },
+    });
     assert.equal(first.json.duplicate, false);
     assert.equal((await waiting).json.events[0].id, first.json.event.id);
     const again = await call(200, 'POST', a.inboxUrl, { json: {}, headers: { 'idempotency-key': 'k1' } });
@@ -144,9 +147,18 @@ describe('live responses conform to /openapi.json', () => {
 
   it('MCP: a call, a notification, and the JSON-RPC and API errors of its 400', async () => {
     const a = toAddr((await call(201, 'POST', '/api/v1/addresses')).json);
-    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'c', version: '0' } } };
+    const init = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'c', version: '0' } },
+    };
     await call(200, 'POST', a.mcpUrl, { token: a.token, json: init, headers: MCP_HEADERS });
-    await call(200, 'POST', a.mcpUrl, { token: a.token, json: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'list_events', arguments: {} } }, headers: MCP_HEADERS });
+    await call(200, 'POST', a.mcpUrl, {
+      token: a.token,
+      json: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'list_events', arguments: {} } },
+      headers: MCP_HEADERS,
+    });
     await call(202, 'POST', a.mcpUrl, { token: a.token, json: { jsonrpc: '2.0', method: 'notifications/initialized' }, headers: MCP_HEADERS });
     const empty = await call(400, 'POST', a.mcpUrl, { token: a.token, json: [], headers: MCP_HEADERS });
     assert.deepEqual([empty.json.id, empty.json.error.code], [null, -32600]);
@@ -155,7 +167,11 @@ describe('live responses conform to /openapi.json', () => {
     assert.equal(accept.json.error.code, 'invalid_request');
     const query = await call(400, 'POST', `${a.mcpUrl}?session=1`, { token: a.token, json: init, headers: MCP_HEADERS });
     assert.match(query.json.error.message, /Unknown query parameter 'session'/);
-    const params = await call(200, 'POST', a.mcpUrl, { token: a.token, json: { jsonrpc: '2.0', id: 3, method: 'tools/call', params: {} }, headers: MCP_HEADERS });
+    const params = await call(200, 'POST', a.mcpUrl, {
+      token: a.token,
+      json: { jsonrpc: '2.0', id: 3, method: 'tools/call', params: {} },
+      headers: MCP_HEADERS,
+    });
     assert.equal(params.json.error.code, -32602);
   });
 });
@@ -163,8 +179,14 @@ describe('live responses conform to /openapi.json', () => {
 function toAddr(b: any): Addr {
   const inboxUrl: string = b.endpoints.inbox_url;
   return {
-    id: b.address.id, token: b.credentials.read_token, inboxUrl, secret: inboxUrl.slice(inboxUrl.lastIndexOf('/') + 1),
-    eventsUrl: b.endpoints.events_url, mcpUrl: b.endpoints.mcp_url, email: b.address.email, slug: b.address.slug, body: b,
+    id: b.address.id,
+    token: b.credentials.read_token,
+    inboxUrl,
+    secret: inboxUrl.slice(inboxUrl.lastIndexOf('/') + 1),
+    eventsUrl: b.endpoints.events_url,
+    mcpUrl: b.endpoints.mcp_url,
+    email: b.address.email,
+    slug: b.address.slug,
+    body: b,
   };
 }
-

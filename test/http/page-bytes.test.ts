@@ -5,7 +5,7 @@
 // MCP's list_events, which reads through the same service.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createAddress, deliver, listEvents, startTestService, STORE, type TestService } from '../helpers.js';
+import { createAddress, deliver, listEvents, STORE, startTestService, type TestService } from '../helpers.js';
 
 const BUDGET = 4096;
 
@@ -28,7 +28,11 @@ describe(`pages bounded by bytes (${STORE})`, () => {
     assert.match(tooLarge.json.error.message, /MAX_EVENT_BYTES/);
     const first = await listEvents(svc.baseUrl, a, { after: 0, limit: 50 });
     assert.equal(first.status, 200);
-    assert.deepEqual(first.json.events.map((e: { sequence: number }) => e.sequence), [1, 2], 'two 1.5 KB events fit 4 KB, a third does not');
+    assert.deepEqual(
+      first.json.events.map((e: { sequence: number }) => e.sequence),
+      [1, 2],
+      'two 1.5 KB events fit 4 KB, a third does not',
+    );
     assert.equal(first.json.has_more, true);
     assert.equal(first.json.next_cursor, 2);
 
@@ -43,8 +47,15 @@ describe(`pages bounded by bytes (${STORE})`, () => {
       cursor = r.json.next_cursor;
       if (!r.json.has_more) break;
     }
-    assert.deepEqual(pages.flat(), sizes.map((_, i) => i + 1), 'every event once, in order');
-    assert.ok(pages.some((p) => p.length === 1 && p[0] === 6), 'the 4 KB event, nearly the whole budget, comes alone');
+    assert.deepEqual(
+      pages.flat(),
+      sizes.map((_, i) => i + 1),
+      'every event once, in order',
+    );
+    assert.ok(
+      pages.some((p) => p.length === 1 && p[0] === 6),
+      'the 4 KB event, nearly the whole budget, comes alone',
+    );
     for (const p of pages) assert.ok(p.length <= 3, `no page past the budget: ${JSON.stringify(pages)}`);
     for (let cursor = 0; cursor < sizes.length; cursor++) {
       const r = await listEvents(svc.baseUrl, a, { after: cursor, limit: 50 });
@@ -56,10 +67,16 @@ describe(`pages bounded by bytes (${STORE})`, () => {
     const a = await createAddress(svc.baseUrl);
     for (let i = 0; i < 5; i++) assert.equal((await deliver(svc.baseUrl, a, { data: i })).status, 202);
     const r = await listEvents(svc.baseUrl, a, { after: 0, limit: 3 });
-    assert.deepEqual(r.json.events.map((e: { sequence: number }) => e.sequence), [1, 2, 3]);
+    assert.deepEqual(
+      r.json.events.map((e: { sequence: number }) => e.sequence),
+      [1, 2, 3],
+    );
     assert.equal(r.json.has_more, true);
     const rest = await listEvents(svc.baseUrl, a, { after: 3, limit: 50 });
-    assert.deepEqual(rest.json.events.map((e: { sequence: number }) => e.sequence), [4, 5]);
+    assert.deepEqual(
+      rest.json.events.map((e: { sequence: number }) => e.sequence),
+      [4, 5],
+    );
     assert.equal(rest.json.has_more, false);
   });
 });

@@ -2,7 +2,7 @@
 // idempotency key, readers that never skip, long-polls that wake, end on delete and on shutdown.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { api, createAddress, deliver, listEvents, range, sleep, startTestService, type Addr, type TestService } from '../helpers.js';
+import { type Addr, api, createAddress, deliver, listEvents, range, sleep, startTestService, type TestService } from '../helpers.js';
 
 describe('queue under concurrency', () => {
   let svc: TestService;
@@ -21,7 +21,10 @@ describe('queue under concurrency', () => {
     assert.deepEqual(seqs, range(1, 100));
     assert.equal(new Set(res.map((r) => r.json.event.id)).size, 100, 'every event has its own id');
     const page = await listEvents(base, a, { limit: 100 });
-    assert.deepEqual(page.json.events.map((e: { sequence: number }) => e.sequence), range(1, 100));
+    assert.deepEqual(
+      page.json.events.map((e: { sequence: number }) => e.sequence),
+      range(1, 100),
+    );
     // The payload each delivery got back is the one stored at its sequence.
     const bySeq = new Map(page.json.events.map((e: { sequence: number; data: number }) => [e.sequence, e.data]));
     for (const r of res) assert.equal(bySeq.get(r.json.event.sequence), r.json.event.data);
@@ -32,7 +35,10 @@ describe('queue under concurrency', () => {
     await Promise.all(addrs.flatMap((a) => range(1, 10).map(() => deliver(base, a, {}))));
     for (const a of addrs) {
       const page = await listEvents(base, a, { limit: 100 });
-      assert.deepEqual(page.json.events.map((e: { sequence: number }) => e.sequence), range(1, 10));
+      assert.deepEqual(
+        page.json.events.map((e: { sequence: number }) => e.sequence),
+        range(1, 10),
+      );
     }
   });
 
@@ -52,9 +58,7 @@ describe('queue under concurrency', () => {
 
   it('parallel retries mixing header and body keys still dedupe as one key', async () => {
     const a = await createAddress(base);
-    const res = await Promise.all(range(1, 20).map((i) => (i % 2
-      ? deliver(base, a, { data: i }, 'k1')
-      : deliver(base, a, { data: i, dedupe_key: 'k1' }))));
+    const res = await Promise.all(range(1, 20).map((i) => (i % 2 ? deliver(base, a, { data: i }, 'k1') : deliver(base, a, { data: i, dedupe_key: 'k1' }))));
     assert.equal(res.filter((r) => r.status === 202).length, 1);
     assert.equal(new Set(res.map((r) => r.json.event.id)).size, 1);
   });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { api, createAddress, listEvents, type Res, type TestService, startTestService } from '../helpers.js';
+import { api, createAddress, listEvents, type Res, startTestService, type TestService } from '../helpers.js';
 
 function assertError(r: Res, status: number, code: string): string {
   assert.equal(r.status, status, r.text);
@@ -26,17 +26,34 @@ function postWholeBody(url: string, body: Buffer, contentType: string): Promise<
     const u = new URL(url);
     let answer: { status?: number; connection?: string; text?: string } | undefined;
     let written = false;
-    const finish = () => { if (answer && written) resolve(answer); };
-    const req = http.request({
-      host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent: false,
-      headers: { 'content-type': contentType, 'content-length': body.length },
-    }, (res) => {
-      let text = '';
-      res.on('data', (d: Buffer) => { text += d.toString(); });
-      res.on('end', () => { answer = { status: res.statusCode, connection: res.headers.connection, text }; finish(); });
-    });
+    const finish = () => {
+      if (answer && written) resolve(answer);
+    };
+    const req = http.request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': contentType, 'content-length': body.length },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => {
+          text += d.toString();
+        });
+        res.on('end', () => {
+          answer = { status: res.statusCode, connection: res.headers.connection, text };
+          finish();
+        });
+      },
+    );
     req.on('error', (e: NodeJS.ErrnoException) => resolve({ ...answer, error: e.code ?? e.message }));
-    req.end(body, () => { written = true; finish(); });
+    req.end(body, () => {
+      written = true;
+      finish();
+    });
   });
 }
 
@@ -49,8 +66,12 @@ function rawUpload(port: number, head: string, size: number): Promise<{ answer: 
     const s = net.connect(port, '127.0.0.1');
     let answer = '';
     let error: string | undefined;
-    s.on('data', (d: Buffer) => { answer += d.toString('latin1'); });
-    s.on('error', (e: NodeJS.ErrnoException) => { error ??= e.code; });
+    s.on('data', (d: Buffer) => {
+      answer += d.toString('latin1');
+    });
+    s.on('error', (e: NodeJS.ErrnoException) => {
+      error ??= e.code;
+    });
     s.on('close', () => resolve({ answer, error }));
     s.write(head);
     const chunk = Buffer.alloc(64 * 1024, 0x61);
@@ -71,7 +92,9 @@ function rawRequest(port: number, request: string): Promise<{ statusLine: string
   return new Promise((resolve, reject) => {
     const s = net.connect(port, '127.0.0.1', () => s.end(Buffer.from(request, 'latin1')));
     let out = '';
-    s.on('data', (d: Buffer) => { out += d.toString('latin1'); });
+    s.on('data', (d: Buffer) => {
+      out += d.toString('latin1');
+    });
     s.on('error', reject);
     s.on('close', () => resolve({ statusLine: out.split('\r\n')[0] ?? '', body: out.slice(out.indexOf('\r\n\r\n') + 4) }));
   });
@@ -173,8 +196,14 @@ describe('order of checks, error codes and messages (issues 15 and 19)', () => {
     const ack = `/api/v1/addresses/${a.id}/events/evt_${'0'.repeat(26)}/ack`;
     const raw: [string, RegExp][] = [
       [`POST ${ack} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \x01${a.token}\r\n\r\n`, /Authorization header holds a character/],
-      [`POST ${a.inboxUrl.slice(base.length)} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}`, /Content-Length/],
-      [`POST ${a.inboxUrl.slice(base.length)} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, /Transfer-Encoding/],
+      [
+        `POST ${a.inboxUrl.slice(base.length)} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}`,
+        /Content-Length/,
+      ],
+      [
+        `POST ${a.inboxUrl.slice(base.length)} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+        /Transfer-Encoding/,
+      ],
       [`POST ${a.inboxUrl.slice(base.length)} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 3\r\n\r\n{}`, /Content-Length/],
       [`GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n`, /Host header is missing/],
     ];
@@ -198,7 +227,12 @@ describe('order of checks, error codes and messages (issues 15 and 19)', () => {
       ['GET', `/api/v1/addresses/${a.id}`, auth],
       ['POST', `/api/v1/addresses/${a.id}/events/${ev.id}/ack`, auth],
       ['POST', a.inboxUrl.slice(base.length), JSON_HEADERS, '{}'],
-      ['POST', `/api/v1/addresses/${a.id}/mcp`, { ...auth, ...JSON_HEADERS, accept: 'application/json, text/event-stream' }, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'],
+      [
+        'POST',
+        `/api/v1/addresses/${a.id}/mcp`,
+        { ...auth, ...JSON_HEADERS, accept: 'application/json, text/event-stream' },
+        '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+      ],
       ['GET', '/healthz', {}],
       ['GET', '/openapi.json', {}],
       ['DELETE', `/api/v1/addresses/${a.id}`, auth],

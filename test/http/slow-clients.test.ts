@@ -16,7 +16,9 @@ function openSocket(port: number): Promise<Socket> {
 /** Resolves with what the server sent before closing, and when. */
 function untilClosed(s: Socket): Promise<{ data: string; at: number }> {
   let data = '';
-  s.on('data', (d) => { data += d.toString(); });
+  s.on('data', (d) => {
+    data += d.toString();
+  });
   return new Promise((resolve) => s.once('close', () => resolve({ data, at: performance.now() })));
 }
 
@@ -34,7 +36,9 @@ describe('slow clients', () => {
     const t0 = performance.now();
     const closed = untilClosed(s);
     s.write('GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ');
-    const timer = setInterval(() => { if (!s.destroyed) s.write('a'); }, 100);
+    const timer = setInterval(() => {
+      if (!s.destroyed) s.write('a');
+    }, 100);
     const { data, at } = await closed;
     clearInterval(timer);
     assert.ok(at - t0 < 4500, `closed after ${(at - t0).toFixed(0)} ms`);
@@ -50,7 +54,9 @@ describe('slow clients', () => {
     const closed = untilClosed(s);
     s.write(`POST ${new URL(a.inboxUrl).pathname} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
     let i = 0;
-    const timer = setInterval(() => { if (!s.destroyed && i < body.length) s.write(body[i++]!); }, 50);
+    const timer = setInterval(() => {
+      if (!s.destroyed && i < body.length) s.write(body[i++]!);
+    }, 50);
     // Meanwhile the service answers others promptly.
     for (let k = 0; k < 5; k++) assert.equal((await deliver(svc.baseUrl, a, { data: k })).status, 202);
     const { at, data } = await closed;

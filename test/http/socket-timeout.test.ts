@@ -36,7 +36,11 @@ describe('socket timeout and requests in flight', () => {
       socket.on('close', () => {
         if (answered === 0) reject(new Error(`the socket was closed before the answer (got ${JSON.stringify(text.slice(0, 200))})`));
       });
-      socket.write(`GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`);
+      socket.write(
+        `GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\n${Object.entries(headers)
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('')}\r\n`,
+      );
     });
   }
 

@@ -46,7 +46,10 @@ describe(`event stream caps (${STORE})`, () => {
     const addrs = await Promise.all([1, 2, 3].map(() => createAddress(svc.baseUrl)));
     const open: SseStream[] = [];
     for (const a of addrs) for (let i = 0; i < 2 && open.length < 5; i++) open.push(await openStream(streamUrl(svc, a), auth(a)));
-    assert.deepEqual(open.map((s) => s.status), [200, 200, 200, 200, 200]);
+    assert.deepEqual(
+      open.map((s) => s.status),
+      [200, 200, 200, 200, 200],
+    );
     const refused = await api(svc.baseUrl, 'GET', streamUrl(svc, addrs[2]!), { token: addrs[2]!.token });
     assert.equal(refused.status, 429);
     assert.match(refused.json.error.message, /MAX_STREAMS_PER_CLIENT/);

@@ -26,7 +26,10 @@ describe('text and number edges', () => {
       assert.equal(r.status, 400, body);
       assert.match(r.json.error.message, /lone surrogate/);
     }
-    assert.equal((await api(svc.baseUrl, 'POST', '/api/v1/addresses', { body: '{"name":"\\ud83d"}', headers: { 'content-type': 'application/json' } })).status, 400);
+    assert.equal(
+      (await api(svc.baseUrl, 'POST', '/api/v1/addresses', { body: '{"name":"\\ud83d"}', headers: { 'content-type': 'application/json' } })).status,
+      400,
+    );
     const ok = await post(a.inboxUrl, '{"type":"rocket.\\ud83d\\ude80","dedupe_key":"k-\\ud83d\\ude80","data":"\\ud800","metadata":{"m":"\\udc00"}}');
     assert.equal(ok.status, 202, ok.text);
     const [e] = (await listEvents(svc.baseUrl, a)).json.events;

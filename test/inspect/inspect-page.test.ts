@@ -10,11 +10,21 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'puppeteer-core';
 import { launchBrowser, noChromium } from '../browser.js';
 import {
-  api, createAddress, createTestStorage, deliver, range, sleep, spawnService, startTestService, type Addr, type SpawnedService, type TestService,
+  type Addr,
+  api,
+  createAddress,
+  createTestStorage,
+  deliver,
+  range,
+  type SpawnedService,
+  sleep,
+  spawnService,
+  startTestService,
+  type TestService,
 } from '../helpers.js';
 
-
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** A page that fails the test on any dialog, page error or console error. */
 async function openInspector(browser: Browser, baseUrl: string, a: Addr, problems: string[]): Promise<Page> {
@@ -25,13 +35,16 @@ async function openInspector(browser: Browser, baseUrl: string, a: Addr, problem
     void d.dismiss();
   });
   page.on('pageerror', (e) => problems.push(`page error: ${String(e)}`));
-  page.on('console', (m) => { if (m.type() === 'error' && !/Failed to load resource|ERR_CONNECTION_REFUSED|network error/i.test(m.text())) problems.push(`console: ${m.text()}`); });
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/Failed to load resource|ERR_CONNECTION_REFUSED|network error/i.test(m.text())) problems.push(`console: ${m.text()}`);
+  });
   await page.goto(`${baseUrl}/inspect#${a.id}:${a.token}`);
   await page.waitForSelector('#status[data-state="live"]', { timeout: 10_000 });
   return page;
 }
 
-const shownSequences = (page: Page) => page.$$eval('#events article', (els) => els.map((e) => Number((e as unknown as { dataset: Record<string, string> }).dataset.sequence)));
+const shownSequences = (page: Page) =>
+  page.$$eval('#events article', (els) => els.map((e) => Number((e as unknown as { dataset: Record<string, string> }).dataset.sequence)));
 
 describe('the /inspect page in a browser', { skip: noChromium }, () => {
   let svc: TestService;
@@ -66,7 +79,11 @@ describe('the /inspect page in a browser', { skip: noChromium }, () => {
     const p = await openInspector(browser, svc.baseUrl, a, problems);
     p.on('request', (r) => urls.push(r.url()));
     assert.equal(await p.$eval('#address dd.mono', (e) => e.textContent), a.id);
-    assert.equal(await p.evaluate(() => (globalThis as unknown as { location: { hash: string } }).location.hash), '', 'the token is taken out of the address bar');
+    assert.equal(
+      await p.evaluate(() => (globalThis as unknown as { location: { hash: string } }).location.hash),
+      '',
+      'the token is taken out of the address bar',
+    );
     for (const i of range(1, 3)) {
       const t0 = performance.now();
       const r = await deliver(svc.baseUrl, a, { type: `build.step${i}`, data: { step: i } });
@@ -95,8 +112,16 @@ describe('the /inspect page in a browser', { skip: noChromium }, () => {
     const svg = '<svg onload=alert(3)>';
     await deliver(svc.baseUrl, a, { type: img, source: script, data: { html: img, s: script }, metadata: { m: svg } });
     await deliver(svc.baseUrl, a, {
-      type: 'email.received', source: 'email',
-      data: { from: { name: '<b>Eve</b>', address: 'eve@example.test' }, to: [], subject: script, text: img, html: img, attachments: [{ filename: `${svg}.txt`, content_type: 'text/plain', size: 3 }] },
+      type: 'email.received',
+      source: 'email',
+      data: {
+        from: { name: '<b>Eve</b>', address: 'eve@example.test' },
+        to: [],
+        subject: script,
+        text: img,
+        html: img,
+        attachments: [{ filename: `${svg}.txt`, content_type: 'text/plain', size: 3 }],
+      },
     });
     await deliver(svc.baseUrl, a, { type: 'http.request', data: { method: 'POST', path: svg, headers: { 'x-evil': script }, body: img } });
     await p.waitForSelector('#events article[data-sequence="3"]', { timeout: 3000 });
@@ -114,16 +139,27 @@ describe('the /inspect page in a browser', { skip: noChromium }, () => {
     const a = await createAddress(svc.baseUrl, { name: 'wait for the payment webhook', task_id: 'order-981' });
     const problems: string[] = [];
     const p = await openInspector(browser, svc.baseUrl, a, problems);
-    await deliver(svc.baseUrl, a, { type: 'build.finished', data: { status: 'green', build: 981, url: 'https://ci.example.test/981' }, metadata: { repo: 'acme/api' } });
     await deliver(svc.baseUrl, a, {
-      type: 'email.received', source: 'email',
+      type: 'build.finished',
+      data: { status: 'green', build: 981, url: 'https://ci.example.test/981' },
+      metadata: { repo: 'acme/api' },
+    });
+    await deliver(svc.baseUrl, a, {
+      type: 'email.received',
+      source: 'email',
       data: {
-        from: { name: 'GitHub', address: 'noreply@github.com' }, to: [{ name: null, address: `${a.slug}@example.test` }],
-        subject: 'Your verification code', text: 'Your code is 481 516.\n\nIt expires in 10 minutes.', html: null,
+        from: { name: 'GitHub', address: 'noreply@github.com' },
+        to: [{ name: null, address: `${a.slug}@example.test` }],
+        subject: 'Your verification code',
+        text: 'Your code is 481 516.\n\nIt expires in 10 minutes.',
+        html: null,
         attachments: [{ filename: 'receipt.pdf', content_type: 'application/pdf', size: 48213, content_base64: '…' }],
       },
     });
-    await deliver(svc.baseUrl, a, { type: 'payment.succeeded', data: { method: 'POST', path: 'stripe', content_type: 'application/json', headers: { 'stripe-signature': 't=…,v1=…' }, body: null } });
+    await deliver(svc.baseUrl, a, {
+      type: 'payment.succeeded',
+      data: { method: 'POST', path: 'stripe', content_type: 'application/json', headers: { 'stripe-signature': 't=…,v1=…' }, body: null },
+    });
     await p.waitForSelector('#events article[data-sequence="3"]', { timeout: 3000 });
     await p.click('#events article[data-sequence="1"] button[data-ack]');
     await p.waitForSelector('#events article.acked[data-sequence="1"]', { timeout: 3000 });

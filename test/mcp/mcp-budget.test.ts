@@ -7,7 +7,8 @@ import { type Addr, api, createAddress, listEvents, STORE, startTestService, typ
 import { startLivenessProbe } from '../liveness-probe.js';
 
 const MCP_HEADERS = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
-const rpc = (svc: TestService, a: Addr, body: unknown) => api(svc.baseUrl, 'POST', a.mcpUrl, { body: JSON.stringify(body), headers: MCP_HEADERS, token: a.token });
+const rpc = (svc: TestService, a: Addr, body: unknown) =>
+  api(svc.baseUrl, 'POST', a.mcpUrl, { body: JSON.stringify(body), headers: MCP_HEADERS, token: a.token });
 
 describe(`MCP result budget (${STORE})`, () => {
   let svc: TestService;
@@ -23,7 +24,16 @@ describe(`MCP result budget (${STORE})`, () => {
       assert.equal(r.status, 202, r.text);
     }
     const probe = startLivenessProbe(svc.baseUrl);
-    const batch = await rpc(svc, a, Array.from({ length: 10 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'list_events', arguments: { after: 0, limit: 100 } } })));
+    const batch = await rpc(
+      svc,
+      a,
+      Array.from({ length: 10 }, (_, i) => ({
+        jsonrpc: '2.0',
+        id: i,
+        method: 'tools/call',
+        params: { name: 'list_events', arguments: { after: 0, limit: 100 } },
+      })),
+    );
     const live = await probe.stop();
     assert.equal(batch.status, 200);
     let events = 0;
@@ -45,7 +55,10 @@ describe(`MCP result budget (${STORE})`, () => {
   it('the list_events text carries the event exactly as GET does (big integers keep their digits)', async () => {
     const a = await createAddress(svc.baseUrl);
     const body = '{"id": 123456789012345678901234567890, "f": 1.10}';
-    assert.equal((await fetch(`${svc.baseUrl}/api/v1/hooks/${a.id}/${a.secret}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).status, 202);
+    assert.equal(
+      (await fetch(`${svc.baseUrl}/api/v1/hooks/${a.id}/${a.secret}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).status,
+      202,
+    );
     const page = await listEvents(svc.baseUrl, a);
     const r = await rpc(svc, a, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_events', arguments: {} } });
     assert.equal(r.json.result.content[0].text, page.text, 'the MCP text is the GET page byte for byte');

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Progress } from '@modelcontextprotocol/sdk/types.js';
-import { api, createAddress, deliver, sleep, STORE, startTestService, type TestService } from '../helpers.js';
+import { api, createAddress, deliver, STORE, sleep, startTestService, type TestService } from '../helpers.js';
 
 describe(`MCP wait_for_event progress (${STORE})`, () => {
   let svc: TestService;
@@ -44,7 +44,10 @@ describe(`MCP wait_for_event progress (${STORE})`, () => {
         assert.ok(p.progress > 0);
         previous = at;
       }
-      assert.ok(seen.every((s, i) => i === 0 || s.p.progress > seen[i - 1]!.p.progress), 'progress increases');
+      assert.ok(
+        seen.every((s, i) => i === 0 || s.p.progress > seen[i - 1]!.p.progress),
+        'progress increases',
+      );
     } finally {
       await client.close();
     }

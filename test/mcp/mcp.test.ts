@@ -6,9 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import {
-  type Addr, type Res, type TestService, api, createAddress, deliver, listEvents, sleep, startTestService,
-} from '../helpers.js';
+import { type Addr, api, createAddress, deliver, listEvents, type Res, sleep, startTestService, type TestService } from '../helpers.js';
 
 const MCP_HEADERS = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
 
@@ -93,7 +91,9 @@ describe('MCP endpoint', () => {
     assert.ok(c.getServerCapabilities()?.tools, 'offers tools');
     assert.match(c.getInstructions() ?? '', /next_cursor/);
     const init = await rpc(base, a, {
-      jsonrpc: '2.0', id: 1, method: 'initialize',
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
       params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
     });
     assert.equal(init.status, 200, init.text);
@@ -107,7 +107,16 @@ describe('MCP endpoint', () => {
     const c = await session(await createAddress(base));
     const { tools } = await c.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-    assert.deepEqual(Object.keys(byName).sort(), ['ack_event', 'claim_events', 'get_address', 'get_approval', 'list_events', 'request_approval', 'settle_claim', 'wait_for_event']);
+    assert.deepEqual(Object.keys(byName).sort(), [
+      'ack_event',
+      'claim_events',
+      'get_address',
+      'get_approval',
+      'list_events',
+      'request_approval',
+      'settle_claim',
+      'wait_for_event',
+    ]);
     for (const t of tools) {
       assert.ok((t.description ?? '').length > 40, `${t.name} has a description an agent can act on`);
       assert.equal(t.inputSchema.type, 'object');
@@ -195,11 +204,16 @@ describe('MCP endpoint', () => {
     await deliverOk(base, a, { type: 'pr', data: { pr: { state: 'open', number: 7 } } });
     const merged = await deliverOk(base, a, { type: 'pr', data: { pr: { state: 'merged', number: 7 } } });
     const c = await session(a);
-    assert.deepEqual(await callOk(c, 'wait_for_event', { type: 'pr', match: { 'data.pr.state': 'merged', 'data.pr.number': '7' }, timeout: 5 }),
-      { event: merged, next_cursor: 2 });
+    assert.deepEqual(await callOk(c, 'wait_for_event', { type: 'pr', match: { 'data.pr.state': 'merged', 'data.pr.number': '7' }, timeout: 5 }), {
+      event: merged,
+      next_cursor: 2,
+    });
     assert.deepEqual(await callOk(c, 'wait_for_event', { match: { 'data.pr.state': 'closed' }, timeout: 0 }), { event: null, next_cursor: 2 });
     // JSON scalars stand for their text, as in the HTTP query (data.pr.number=7 matches JSON 7).
-    assert.deepEqual(await callOk(c, 'wait_for_event', { match: { 'data.pr.number': 7, 'data.pr.state': 'merged' }, timeout: 0 }), { event: merged, next_cursor: 2 });
+    assert.deepEqual(await callOk(c, 'wait_for_event', { match: { 'data.pr.number': 7, 'data.pr.state': 'merged' }, timeout: 0 }), {
+      event: merged,
+      next_cursor: 2,
+    });
     assert.deepEqual(await callOk(c, 'wait_for_event', { match: { 'data.pr.state': 1 }, timeout: 0 }), { event: null, next_cursor: 2 });
     assert.match(await callError(c, 'wait_for_event', { match: { 'data.pr': { state: 'merged' } } }), /match/);
   });
@@ -282,7 +296,7 @@ describe('MCP endpoint', () => {
       const text = await callError(c, 'ack_event', { event_id: id });
       assert.deepEqual(JSON.parse(text), { error: { code: 'not_found', message: 'Event not found.' } });
     }
-    assert.equal((await listEvents(base, other)).json.events[0].acknowledged_at, undefined, 'the other address\'s event is untouched');
+    assert.equal((await listEvents(base, other)).json.events[0].acknowledged_at, undefined, "the other address's event is untouched");
   });
 
   it('deleting the address ends a waiting wait_for_event with a not_found tool error; the endpoint then answers 404', async () => {
@@ -319,7 +333,12 @@ describe('MCP endpoint', () => {
     const [a, b] = [await createAddress(base), await createAddress(base)];
     await assert.rejects(connect(a.mcpUrl, b.token), (err: unknown) => err instanceof StreamableHTTPError && err.code === 401);
     await assert.rejects(connect(a.mcpUrl, undefined), (err: unknown) => err instanceof StreamableHTTPError && err.code === 401);
-    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '0' } } };
+    const init = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '0' } },
+    };
     assertError(await rpc(base, a, init, MCP_HEADERS, b.token), 401, 'unauthorized');
     assertError(await rpc(base, a, init, MCP_HEADERS, null), 401, 'unauthorized');
     assertError(await rpc(base, a, init, MCP_HEADERS, 'aa_read_not-a-real-token'), 401, 'unauthorized');
@@ -348,13 +367,32 @@ describe('MCP endpoint', () => {
     assert.equal(byId.g.address.id, a.id);
     const note = await rpc(base, a, { jsonrpc: '2.0', method: 'notifications/initialized' });
     assert.equal(note.status, 202);
-    assertError(await rpc(base, a, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'content-type': 'application/json', accept: 'application/json' }), 400, 'invalid_request');
-    assertError(await rpc(base, a, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { ...MCP_HEADERS, 'mcp-protocol-version': '1999-01-01' }), 400, 'invalid_request');
-    for (const body of [{ hello: 'world' }, { jsonrpc: '2.0' }, [], { jsonrpc: '2.0', id: null, method: 'tools/list' }, 'text', [{ jsonrpc: '1.0', id: 1, method: 'ping' }]]) {
+    assertError(
+      await rpc(base, a, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'content-type': 'application/json', accept: 'application/json' }),
+      400,
+      'invalid_request',
+    );
+    assertError(
+      await rpc(base, a, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { ...MCP_HEADERS, 'mcp-protocol-version': '1999-01-01' }),
+      400,
+      'invalid_request',
+    );
+    for (const body of [
+      { hello: 'world' },
+      { jsonrpc: '2.0' },
+      [],
+      { jsonrpc: '2.0', id: null, method: 'tools/list' },
+      'text',
+      [{ jsonrpc: '1.0', id: 1, method: 'ping' }],
+    ]) {
       assertJsonRpcError(await rpc(base, a, body), 400, null, -32600);
     }
     assertError(await api(base, 'POST', a.mcpUrl, { token: a.token, body: '{"jsonrpc":', headers: MCP_HEADERS }), 400, 'invalid_json');
-    assertError(await api(base, 'POST', a.mcpUrl, { token: a.token, body: 'x', headers: { ...MCP_HEADERS, 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
+    assertError(
+      await api(base, 'POST', a.mcpUrl, { token: a.token, body: 'x', headers: { ...MCP_HEADERS, 'content-type': 'text/plain' } }),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   it('tools/call with params the SDK refuses is -32602 Invalid params naming the field, also inside a batch', async () => {
@@ -385,13 +423,21 @@ describe('MCP endpoint', () => {
   it('bounds a result: a batch holds at most 10 messages, and list_events pages stop at max(1 MiB, MAX_EVENT_BYTES) of stored JSON', async () => {
     const a = await createAddress(base);
     const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'list_events', arguments: { limit: 100 } } });
-    const big = await rpc(base, a, Array.from({ length: 11 }, (_, i) => call(i)));
+    const big = await rpc(
+      base,
+      a,
+      Array.from({ length: 11 }, (_, i) => call(i)),
+    );
     assertError(big, 400, 'invalid_request');
     assert.match(big.json.error.message, /at most 10/);
     // Three captured events of ~2.5 MB (a JSON body inline, its raw bytes beside the event): an HTTP
     // page (8 MiB budget) holds all three, an MCP page (4 MiB, MAX_EVENT_BYTES) one at a time.
     for (let i = 0; i < 3; i++) {
-      const r = await fetch(`${base}/api/v1/hooks/${a.id}/${a.secret}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify('x'.repeat(2500 * 1024)) });
+      const r = await fetch(`${base}/api/v1/hooks/${a.id}/${a.secret}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify('x'.repeat(2500 * 1024)),
+      });
       assert.equal(r.status, 202);
     }
     const http = await api(base, 'GET', `/api/v1/addresses/${a.id}/events?limit=100`, { token: a.token });

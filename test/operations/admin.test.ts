@@ -8,21 +8,39 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { api, createAddress, deliver, STORE, startTestService, type Addr, type TestService } from '../helpers.js';
+import { type Addr, api, createAddress, deliver, STORE, startTestService, type TestService } from '../helpers.js';
 
-interface Run { code: number | null; stdout: string; stderr: string; json: any }
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  json: any;
+}
 
 function cli(args: string[], env: Record<string, string>): Promise<Run> {
-  const proc = spawn(process.execPath, ['bin/return-address.js', ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['bin/return-address.js', ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
-  proc.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-  proc.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-  return new Promise<Run>((resolve) => proc.on('close', (code) => {
-    let json: unknown;
-    try { json = stdout ? JSON.parse(stdout) : undefined; } catch { json = undefined; }
-    resolve({ code, stdout, stderr, json });
-  }));
+  proc.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  proc.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  return new Promise<Run>((resolve) =>
+    proc.on('close', (code) => {
+      let json: unknown;
+      try {
+        json = stdout ? JSON.parse(stdout) : undefined;
+      } catch {
+        json = undefined;
+      }
+      resolve({ code, stdout, stderr, json });
+    }),
+  );
 }
 
 describe('return-address admin and backup', () => {
@@ -108,9 +126,10 @@ describe('return-address admin and backup', () => {
     assert.match(unknown.stderr, /unknown admin command/);
     assert.equal((await cli(['admin', 'show'], env)).code, 1);
     assert.equal((await cli(['admin', 'list', '--limit', '0'], env)).code, 1);
-    const missing = STORE === 'sqlite'
-      ? await cli(['admin', 'list'], { DATA_DIR: join(tmpdir(), 'ra-no-such-store-dir') })
-      : await cli(['admin', 'list'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/ra_no_such_database' });
+    const missing =
+      STORE === 'sqlite'
+        ? await cli(['admin', 'list'], { DATA_DIR: join(tmpdir(), 'ra-no-such-store-dir') })
+        : await cli(['admin', 'list'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/ra_no_such_database' });
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, STORE === 'sqlite' ? /no store at .*ra-no-such-store-dir/ : /cannot reach the store/);
     assert.equal((await cli(['admin', '--help'], env)).code, 0);
@@ -127,7 +146,9 @@ describe('return-address admin and backup', () => {
     let writing = true;
     const writer = (async () => {
       let n = 0;
-      while (writing) { assert.equal((await deliver(svc.baseUrl, b, { data: n++ })).status, 202); }
+      while (writing) {
+        assert.equal((await deliver(svc.baseUrl, b, { data: n++ })).status, 202);
+      }
       return n;
     })();
     const r = await cli(['backup', file], env);

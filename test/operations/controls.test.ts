@@ -5,19 +5,27 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { api, createAddress, deliver, onlyPostgres, startTestService, type TestService } from '../helpers.js';
 import { sendRaw, simpleMessage } from '../email/smtp-client.js';
+import { api, createAddress, deliver, onlyPostgres, startTestService, type TestService } from '../helpers.js';
 
 const TOKEN = 'ct_0123456789abcdefXYZ';
 
 /** A child process (not spawnSync: the service answering it runs in this process's event loop). */
-function run(cmd: string, args: string[], opts: { env: Record<string, string>; encoding: 'utf8' }): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  opts: { env: Record<string, string>; encoding: 'utf8' },
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const p = spawn(cmd, args, { env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    p.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    p.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    p.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    p.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     p.on('close', (status) => resolve({ status, stdout, stderr }));
   });
 }
@@ -25,7 +33,12 @@ function run(cmd: string, args: string[], opts: { env: Record<string, string>; e
 describe('controls', () => {
   let svc: TestService;
   before(async () => {
-    svc = await startTestService({ CREATE_TOKENS: `other-token-0123456789,${TOKEN}`, MAX_TTL_SECONDS: '3600', DELIVERY_RATE_LIMIT: '4', DELIVERY_RATE_WINDOW_SECONDS: '3600' });
+    svc = await startTestService({
+      CREATE_TOKENS: `other-token-0123456789,${TOKEN}`,
+      MAX_TTL_SECONDS: '3600',
+      DELIVERY_RATE_LIMIT: '4',
+      DELIVERY_RATE_WINDOW_SECONDS: '3600',
+    });
   });
   after(() => svc.stop());
 
@@ -54,11 +67,17 @@ describe('controls', () => {
     const without = await run(process.execPath, ['bin/return-address.js', 'create'], { env, encoding: 'utf8' });
     assert.equal(without.status, 1);
     assert.match(without.stderr, /unauthorized \(HTTP 401\).*CREATE_TOKENS/);
-    const withToken = await run(process.execPath, ['bin/return-address.js', 'create'], { env: { ...env, RETURN_ADDRESS_CREATE_TOKEN: TOKEN }, encoding: 'utf8' });
+    const withToken = await run(process.execPath, ['bin/return-address.js', 'create'], {
+      env: { ...env, RETURN_ADDRESS_CREATE_TOKEN: TOKEN },
+      encoding: 'utf8',
+    });
     assert.equal(withToken.status, 0, withToken.stderr);
     assert.match(JSON.parse(withToken.stdout).address.id, /^addr_/);
-    const py = await run('python3', ['-c', 'import sys, return_address as r; print(r.ReturnAddress.create(url=sys.argv[1], create_token=sys.argv[2]).id)', svc.baseUrl, TOKEN],
-      { env: { ...env, PYTHONPATH: 'clients/python' }, encoding: 'utf8' });
+    const py = await run(
+      'python3',
+      ['-c', 'import sys, return_address as r; print(r.ReturnAddress.create(url=sys.argv[1], create_token=sys.argv[2]).id)', svc.baseUrl, TOKEN],
+      { env: { ...env, PYTHONPATH: 'clients/python' }, encoding: 'utf8' },
+    );
     assert.equal(py.status, 0, py.stderr);
     assert.match(py.stdout, /^addr_/);
   });
@@ -82,7 +101,10 @@ describe('controls', () => {
     const email = create.json.address.email as string;
     assert.equal((await api(svc.baseUrl, 'POST', inbox, { json: { data: 1 } })).status, 202);
     assert.ok((await api(svc.baseUrl, 'POST', hook, { json: { n: 2 } })).status < 300);
-    assert.equal((await sendRaw(svc.smtpPort, { from: 'a@example.com', rcpts: [email], message: simpleMessage({ to: email, messageId: 'r1@example.com' }) })).final?.code, 250);
+    assert.equal(
+      (await sendRaw(svc.smtpPort, { from: 'a@example.com', rcpts: [email], message: simpleMessage({ to: email, messageId: 'r1@example.com' }) })).final?.code,
+      250,
+    );
     assert.equal((await api(svc.baseUrl, 'POST', inbox, { json: { data: 4 } })).status, 202);
     // The fifth, by any way in, is refused.
     const refused = await api(svc.baseUrl, 'POST', inbox, { json: { data: 5 } });
@@ -122,10 +144,17 @@ describe('controls', () => {
       [{ METRICS_PORT: '3000', PORT: '3000' }, 'METRICS_PORT'],
     ];
     for (const [env, variable] of bad) {
-      assert.throws(() => loadConfig(env), (err: unknown) => err instanceof ConfigError && err.variable === variable, JSON.stringify(env));
+      assert.throws(
+        () => loadConfig(env),
+        (err: unknown) => err instanceof ConfigError && err.variable === variable,
+        JSON.stringify(env),
+      );
     }
     const dflt = loadConfig({});
-    assert.deepEqual([dflt.createTokens, dflt.maxTtlSeconds, dflt.deliveryRateLimit, dflt.retainAckedSeconds, dflt.metricsPort], [[], undefined, undefined, undefined, undefined]);
+    assert.deepEqual(
+      [dflt.createTokens, dflt.maxTtlSeconds, dflt.deliveryRateLimit, dflt.retainAckedSeconds, dflt.metricsPort],
+      [[], undefined, undefined, undefined, undefined],
+    );
   });
 });
 

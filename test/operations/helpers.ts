@@ -1,6 +1,7 @@
 // Shared by the operations tests: the store's own counters against its rows, read directly.
-import Database from 'better-sqlite3';
+
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { SQLITE_FILE } from '../../src/storage/open-store.js';
 import type { TestStorage } from '../helpers.js';
@@ -31,7 +32,13 @@ export async function countersAgainstRows(storage: TestStorage): Promise<Counter
   await c.connect();
   try {
     const r = await c.query(sql('octet_length(e.data) + coalesce(octet_length(e.metadata), 0) + e.blob_bytes'));
-    return r.rows.map((row) => ({ id: row.id, event_count: Number(row.event_count), event_bytes: Number(row.event_bytes), rows: Number(row.rows), row_bytes: Number(row.row_bytes) }));
+    return r.rows.map((row) => ({
+      id: row.id,
+      event_count: Number(row.event_count),
+      event_bytes: Number(row.event_bytes),
+      rows: Number(row.rows),
+      row_bytes: Number(row.row_bytes),
+    }));
   } finally {
     await c.end();
   }

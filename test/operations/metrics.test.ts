@@ -2,8 +2,8 @@
 // with the values the load implies, never an address id, and never on the public port.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { api, createAddress, deliver, startTestService, type TestService } from '../helpers.js';
 import { sendRaw, simpleMessage } from '../email/smtp-client.js';
+import { api, createAddress, deliver, startTestService, type TestService } from '../helpers.js';
 import { sample } from './helpers.js';
 
 describe('GET /metrics', () => {
@@ -29,13 +29,20 @@ describe('GET /metrics', () => {
       assert.ok(r.status < 300, r.text);
     }
     // email: 1 created on a (6 = MAX_EVENTS_PER_ADDRESS), then one more is queue_full (452)
-    const first = await sendRaw(svc.smtpPort, { from: 'x@example.com', rcpts: [a.email], message: simpleMessage({ to: a.email, messageId: 'm1@example.com' }) });
+    const first = await sendRaw(svc.smtpPort, {
+      from: 'x@example.com',
+      rcpts: [a.email],
+      message: simpleMessage({ to: a.email, messageId: 'm1@example.com' }),
+    });
     assert.equal(first.final?.code, 250);
     const full = await sendRaw(svc.smtpPort, { from: 'x@example.com', rcpts: [a.email], message: simpleMessage({ to: a.email, messageId: 'm2@example.com' }) });
     assert.equal(full.final?.code, 452);
     // inbox refused: queue_full on a; a body over the limit on b (413 before any handler)
     assert.equal((await deliver(svc.baseUrl, a, { data: 'more' })).status, 429);
-    const big = await api(svc.baseUrl, 'POST', b.inboxUrl, { body: JSON.stringify({ data: 'x'.repeat(1024 * 1024 + 10) }), headers: { 'content-type': 'application/json' } });
+    const big = await api(svc.baseUrl, 'POST', b.inboxUrl, {
+      body: JSON.stringify({ data: 'x'.repeat(1024 * 1024 + 10) }),
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(big.status, 413);
     // an unknown recipient: 550 at RCPT
     const unknown = await sendRaw(svc.smtpPort, { from: 'x@example.com', rcpts: [`nobody@${new URL(svc.baseUrl).hostname}`], message: 'x' });
@@ -55,7 +62,12 @@ describe('GET /metrics', () => {
     const text = await res.text();
     held.abort();
     await poll;
-    process.stdout.write(`--- /metrics after the load (return_address_ series) ---\n${text.split('\n').filter((l) => l.includes('return_address_')).join('\n')}\n`);
+    process.stdout.write(
+      `--- /metrics after the load (return_address_ series) ---\n${text
+        .split('\n')
+        .filter((l) => l.includes('return_address_'))
+        .join('\n')}\n`,
+    );
 
     const d = (route: string, outcome: string) => sample(text, 'return_address_deliveries_total', { route, outcome });
     assert.equal(d('inbox', 'created'), 3);
@@ -92,7 +104,9 @@ describe('GET /metrics', () => {
 
   it('a flood of scrapes costs the store little and deliveries stay live', async () => {
     const a = await createAddress(svc.baseUrl);
-    const scrapes = Promise.all(Array.from({ length: 300 }, () => fetch(svc.running.metrics!.url).then(async (r) => ({ status: r.status, text: await r.text() }))));
+    const scrapes = Promise.all(
+      Array.from({ length: 300 }, () => fetch(svc.running.metrics!.url).then(async (r) => ({ status: r.status, text: await r.text() }))),
+    );
     // Liveness beside the flood: deliveries are answered while 300 scrapes are in flight.
     const t0 = Date.now();
     for (let i = 0; i < 5; i++) assert.equal((await deliver(svc.baseUrl, a, { data: i })).status, 202);
@@ -108,7 +122,10 @@ describe('GET /metrics', () => {
     const created = await api(svc.baseUrl, 'POST', `/api/v1/addresses/${a.id}/approvals`, { token: a.token, json: { question: 'Ship it?' } });
     assert.equal(created.status, 201, created.text);
     const second = await api(svc.baseUrl, 'POST', `/api/v1/addresses/${a.id}/approvals`, { token: a.token, json: { question: 'And this?' } });
-    const answered = await api(svc.baseUrl, 'POST', created.json.approval.url, { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'option=approve' });
+    const answered = await api(svc.baseUrl, 'POST', created.json.approval.url, {
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'option=approve',
+    });
     assert.equal(answered.status, 200, answered.text);
     assert.equal((await api(svc.baseUrl, 'DELETE', `/api/v1/addresses/${a.id}/approvals/${second.json.approval.id}`, { token: a.token })).status, 200);
     const text = await (await fetch(svc.running.metrics!.url)).text();

@@ -2,7 +2,7 @@
 // batches, with event_count and event_bytes still exact; deliveries and acks go on meanwhile.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { api, createAddress, deliver, sleep, startTestService, type Addr, type TestService } from '../helpers.js';
+import { type Addr, api, createAddress, deliver, sleep, startTestService, type TestService } from '../helpers.js';
 import { countersAgainstRows } from './helpers.js';
 
 async function deliverN(svc: TestService, a: Addr, n: number, tag: string): Promise<string[]> {
@@ -43,7 +43,8 @@ describe('retention of acknowledged events', () => {
     await concurrent;
     assert.equal(deleted, 13);
 
-    const left = async (x: Addr) => (await api(svc.baseUrl, 'GET', `/api/v1/addresses/${x.id}/events?limit=100`, { token: x.token })).json.events.map((e: { id: string }) => e.id);
+    const left = async (x: Addr) =>
+      (await api(svc.baseUrl, 'GET', `/api/v1/addresses/${x.id}/events?limit=100`, { token: x.token })).json.events.map((e: { id: string }) => e.id);
     assert.deepEqual(await left(a), [...oldA.slice(9), ...newA]);
     assert.deepEqual((await left(b)).slice(0, 3), oldB.slice(4));
     assert.equal((await left(b)).length, 3 + 5);
@@ -62,7 +63,11 @@ describe('retention of acknowledged events', () => {
     try {
       const a = await createAddress(blobs.baseUrl);
       // 1 MiB over a 64 KiB MAX_EVENT_BYTES: the body goes beside the event (raw.url) and counts in event_bytes.
-      const big = await fetch(`${a.body.endpoints.hook_url}`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: Buffer.alloc(1024 * 1024, 0x61) });
+      const big = await fetch(`${a.body.endpoints.hook_url}`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: Buffer.alloc(1024 * 1024, 0x61),
+      });
       assert.equal(big.status, 202);
       const id = ((await big.json()) as { event: { id: string } }).event.id;
       const kept = await deliverN(blobs, a, 1, 'kept');
@@ -100,8 +105,14 @@ describe('retention of acknowledged events', () => {
       assert.deepEqual([...new Set(results.map((r) => r.status))], [202]);
       assert.ok(deleted <= 60, `${deleted} deleted by the sweep`);
       for (const a of addrs) {
-        const events = (await api(racing.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events?limit=100`, { token: a.token })).json.events as { sequence: number }[];
-        assert.deepEqual(events.map((e) => e.sequence), Array.from({ length: 30 }, (_, i) => 31 + i), 'only the 30 new events remain, in order');
+        const events = (await api(racing.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events?limit=100`, { token: a.token })).json.events as {
+          sequence: number;
+        }[];
+        assert.deepEqual(
+          events.map((e) => e.sequence),
+          Array.from({ length: 30 }, (_, i) => 31 + i),
+          'only the 30 new events remain, in order',
+        );
       }
       for (const c of await countersAgainstRows(racing.storage)) {
         assert.equal(c.event_count, c.rows, `event_count of ${c.id}`);

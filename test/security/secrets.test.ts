@@ -1,11 +1,11 @@
 // Secrets at rest and in logs (design.md, "Identifiers and secrets"): after ordinary traffic, neither the database nor
 // the log holds a read token or an inbox secret in clear, and no endpoint repeats them.
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import pg from 'pg';
-import { STORE, api, createAddress, createTestStorage, deliver, listEvents, spawnService, type Addr } from '../helpers.js';
+import { type Addr, api, createAddress, createTestStorage, deliver, listEvents, STORE, spawnService } from '../helpers.js';
 
 describe('secrets', () => {
   it('never appear in clear in the database or the logs, and no endpoint repeats them', async () => {
@@ -40,12 +40,16 @@ describe('secrets', () => {
       if (STORE === 'sqlite') {
         svc.proc.kill('SIGTERM');
         await svc.exited;
-        stored = readdirSync(storage.dataDir).map((f) => readFileSync(join(storage.dataDir, f)).toString('latin1')).join('\n');
+        stored = readdirSync(storage.dataDir)
+          .map((f) => readFileSync(join(storage.dataDir, f)).toString('latin1'))
+          .join('\n');
         assert.ok(stored.includes(addrs[0]!.id), 'the scan reads the database files');
       } else {
         const c = new pg.Client({ connectionString: storage.databaseUrl });
         await c.connect();
-        const rows = await c.query("SELECT string_agg(t::text, E'\\n') AS dump FROM (SELECT a::text AS t FROM addresses a UNION ALL SELECT e::text FROM events e) s");
+        const rows = await c.query(
+          "SELECT string_agg(t::text, E'\\n') AS dump FROM (SELECT a::text AS t FROM addresses a UNION ALL SELECT e::text FROM events e) s",
+        );
         await c.end();
         stored = rows.rows[0].dump as string;
         assert.ok(stored.includes(addrs[0]!.id));

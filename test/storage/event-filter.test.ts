@@ -96,9 +96,17 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
     const stored: EventRecord[] = [];
     for (let i = 0; i < 150; i++) {
       const metadata = r() < 0.5 ? { m: ['x', 'true', '7'][Math.floor(r() * 3)]!, n: 'y' } : undefined;
-      const d = await service.deliver(address, {
-        type: TYPES[Math.floor(r() * TYPES.length)]!, source: r() < 0.5 ? 'https' : 'email', data: randomValue(r, 0), ...(metadata ? { metadata } : {}),
-      }, undefined, 'https');
+      const d = await service.deliver(
+        address,
+        {
+          type: TYPES[Math.floor(r() * TYPES.length)]!,
+          source: r() < 0.5 ? 'https' : 'email',
+          data: randomValue(r, 0),
+          ...(metadata ? { metadata } : {}),
+        },
+        undefined,
+        'https',
+      );
       stored.push(d.event);
     }
     if (Math.floor(r() * 2) === 0) for (const e of stored.filter((_, i) => i % 3 === 0)) await store.ackEvent(address.id, e.id, Date.now());
@@ -118,8 +126,11 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
         return state === 'all' || (state === 'acked') === (e.acknowledgedAt !== null);
       });
       const { events } = await walk(address.id, filter, 1 + Math.floor(r() * 7));
-      assert.deepEqual(events.map((e) => e.sequence), wanted.map((e) => e.sequence),
-        `seed ${seed}, filter ${JSON.stringify({ types, match, state })}`);
+      assert.deepEqual(
+        events.map((e) => e.sequence),
+        wanted.map((e) => e.sequence),
+        `seed ${seed}, filter ${JSON.stringify({ types, match, state })}`,
+      );
     }
   });
 
@@ -140,15 +151,20 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
     const { address } = await service.createAddress({}, 'filters');
     const expected: number[] = [];
     for (let i = 1; i <= 3000; i += 100) {
-      const batch = await Promise.all(Array.from({ length: 100 }, (_, j) => {
-        const hit = (i + j) % 499 === 0 || i + j === 1 || i + j === 3000;
-        return service.deliver(address, { type: hit ? 'stripe.invoice.paid' : 'github.push', data: { n: i + j, ok: hit } }, undefined, 'https');
-      }));
+      const batch = await Promise.all(
+        Array.from({ length: 100 }, (_, j) => {
+          const hit = (i + j) % 499 === 0 || i + j === 1 || i + j === 3000;
+          return service.deliver(address, { type: hit ? 'stripe.invoice.paid' : 'github.push', data: { n: i + j, ok: hit } }, undefined, 'https');
+        }),
+      );
       for (const d of batch) if (d.event.type === 'stripe.invoice.paid') expected.push(d.event.sequence);
     }
     expected.sort((a, b) => a - b);
     const { events, reads } = await walk(address.id, parseEventFilter({ type: 'stripe.*', match: 'data.ok=true' }), 2);
-    assert.deepEqual(events.map((e) => e.sequence), expected);
+    assert.deepEqual(
+      events.map((e) => e.sequence),
+      expected,
+    );
     assert.ok(reads <= expected.length / 2 + 2, `${reads} reads for ${expected.length} matches, two a page`);
   });
 
@@ -157,12 +173,19 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
     const total = SCAN_EVENTS + 5;
     // Straight into the store in large batches: the deliveries are not what is tested here.
     for (let i = 0; i < total; i += 500) {
-      await Promise.all(Array.from({ length: Math.min(500, total - i) }, (_, j) => service.deliver(address, { type: i + j === total - 1 ? 'wanted' : 'other' }, undefined, 'https')));
+      await Promise.all(
+        Array.from({ length: Math.min(500, total - i) }, (_, j) =>
+          service.deliver(address, { type: i + j === total - 1 ? 'wanted' : 'other' }, undefined, 'https'),
+        ),
+      );
     }
     const first = await store.scanEvents(address.id, 0, parseEventFilter({ type: 'wanted' }), 10, 1e9);
     assert.deepEqual(first, { events: [], nextCursor: SCAN_EVENTS, hasMore: true });
     const second = await store.scanEvents(address.id, first!.nextCursor, parseEventFilter({ type: 'wanted' }), 10, 1e9);
-    assert.deepEqual(second!.events.map((e) => e.sequence), [total]);
+    assert.deepEqual(
+      second!.events.map((e) => e.sequence),
+      [total],
+    );
     assert.equal(second!.nextCursor, total);
     assert.equal(second!.hasMore, false);
     assert.equal(await store.scanEvents('addr_missing', 0, parseEventFilter({ type: 'x' }), 10, 1e9), null);

@@ -3,10 +3,14 @@
 // SIGKILL while other deliveries of the same burst are still in flight. Real SQLite, real process.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { api, createAddress, createTestStorage, onlySqlite, range, sleep, spawnService, type Addr, type TestStorage } from '../helpers.js';
-import { sendPipelined, type PipelinedRequest, type PipelinedResponse } from '../pipelined-http.js';
+import { type Addr, api, createAddress, createTestStorage, onlySqlite, range, sleep, spawnService, type TestStorage } from '../helpers.js';
+import { type PipelinedRequest, type PipelinedResponse, sendPipelined } from '../pipelined-http.js';
 
-interface Stats { batches: number; items: number; largestBatch: number }
+interface Stats {
+  batches: number;
+  items: number;
+  largestBatch: number;
+}
 
 /** The group commit's counters, from the log lines RA_DEBUG_GROUP_COMMIT=1 makes the store write. */
 function lastStats(output: string): Stats | undefined {
@@ -38,20 +42,33 @@ describe('group commit durability', { skip: onlySqlite }, () => {
     const addrs = [await createAddress(first.baseUrl), await createAddress(first.baseUrl)];
     const port = Number(new URL(first.baseUrl).port);
     const delivery = (a: Addr, key: string): PipelinedRequest => ({
-      method: 'POST', path: new URL(a.inboxUrl).pathname, json: { type: 'burst', data: { key } }, headers: { 'idempotency-key': key },
+      method: 'POST',
+      path: new URL(a.inboxUrl).pathname,
+      json: { type: 'burst', data: { key } },
+      headers: { 'idempotency-key': key },
     });
     /** `sockets` connections, each writing its share of the deliveries in one pipelined write. */
     const burst = (prefix: string, sockets: number, perSocket: number, onAnswer: (key: string, a: Addr, r: PipelinedResponse) => void) =>
-      Promise.all(range(0, sockets - 1).map((s) => {
-        const keys = range(0, perSocket - 1).map((i) => ({ key: `${prefix}-${s}-${i}`, a: addrs[i % 2] as Addr }));
-        return sendPipelined(port, keys.map(({ key, a }) => delivery(a, key)), (r, i) => onAnswer(keys[i]!.key, keys[i]!.a, r));
-      }));
+      Promise.all(
+        range(0, sockets - 1).map((s) => {
+          const keys = range(0, perSocket - 1).map((i) => ({ key: `${prefix}-${s}-${i}`, a: addrs[i % 2] as Addr }));
+          return sendPipelined(
+            port,
+            keys.map(({ key, a }) => delivery(a, key)),
+            (r, i) => onAnswer(keys[i]!.key, keys[i]!.a, r),
+          );
+        }),
+      );
 
     // A first burst: deliveries parsed in one turn must be written in shared batches.
     const warm: { key: string; address: string; status: number; id: string | undefined }[] = [];
     await burst('warm', 4, 50, (key, a, r) => warm.push({ key, address: a.id, status: r.status, id: r.json?.event?.id }));
     assert.equal(warm.length, 200, 'every delivery of the first burst is answered');
-    assert.deepEqual(warm.filter((w) => w.status !== 202), [], 'every delivery of the first burst is accepted');
+    assert.deepEqual(
+      warm.filter((w) => w.status !== 202),
+      [],
+      'every delivery of the first burst is accepted',
+    );
     let stats: Stats | undefined;
     for (let i = 0; i < 100 && (stats === undefined || stats.items < 200); i++) {
       await sleep(100);

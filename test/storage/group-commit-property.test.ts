@@ -6,11 +6,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { GroupCommit } from '../../src/storage/sqlite/group-commit.js';
 
-type Command =
-  | { kind: 'submit'; count: number }
-  | { kind: 'turn' }
-  | { kind: 'end'; pick: number; fail: boolean }
-  | { kind: 'quiet'; on: boolean };
+type Command = { kind: 'submit'; count: number } | { kind: 'turn' } | { kind: 'end'; pick: number; fail: boolean } | { kind: 'quiet'; on: boolean };
 
 const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('submit' as const), count: fc.integer({ min: 1, max: 6 }) }) },
@@ -21,8 +17,19 @@ const command: fc.Arbitrary<Command> = fc.oneof(
 
 const turn = () => new Promise((r) => setImmediate(r));
 
-interface Sync { startedAt: number; endedAt?: number; failed: boolean; done: (e: Error | null) => void }
-interface Item { n: number; submittedAt: number; committedAt?: number; settledAt?: number; outcome?: 'ok' | 'item-error' | 'rejected' }
+interface Sync {
+  startedAt: number;
+  endedAt?: number;
+  failed: boolean;
+  done: (e: Error | null) => void;
+}
+interface Item {
+  n: number;
+  submittedAt: number;
+  committedAt?: number;
+  settledAt?: number;
+  outcome?: 'ok' | 'item-error' | 'rejected';
+}
 
 async function run(commands: Command[], maxSyncsInFlight: number): Promise<void> {
   let clock = 0;
@@ -33,34 +40,43 @@ async function run(commands: Command[], maxSyncsInFlight: number): Promise<void>
   const inFlight = () => syncs.filter((s) => s.endedAt === undefined);
   const violations: string[] = [];
 
-  const gc = new GroupCommit<number, number>((inputs) => {
-    const now = clock++;
-    if (failedAt !== undefined) violations.push(`commit after the failed sync: ${inputs.join(',')}`);
-    if (quiet && inFlight().length > 0) violations.push('commit beside a sync while quiet');
-    for (const n of inputs) items[n]!.committedAt = now;
-    // Invariant 4: every seventh item fails on its own.
-    return inputs.map((n) => (n % 7 === 6 ? { ok: false, error: new Error(`item ${n}`) } : { ok: true, value: n }));
-  }, {
-    durability: {
-      maxSyncsInFlight,
-      quiet: () => quiet,
-      sync: (done) => {
-        const running = inFlight().length;
-        // Invariant 3.
-        if (running >= maxSyncsInFlight) violations.push(`sync started with ${running} in flight`);
-        if (quiet && running > 0) violations.push('a second sync started while quiet');
-        syncs.push({ startedAt: clock++, failed: false, done });
+  const gc = new GroupCommit<number, number>(
+    (inputs) => {
+      const now = clock++;
+      if (failedAt !== undefined) violations.push(`commit after the failed sync: ${inputs.join(',')}`);
+      if (quiet && inFlight().length > 0) violations.push('commit beside a sync while quiet');
+      for (const n of inputs) items[n]!.committedAt = now;
+      // Invariant 4: every seventh item fails on its own.
+      return inputs.map((n) => (n % 7 === 6 ? { ok: false, error: new Error(`item ${n}`) } : { ok: true, value: n }));
+    },
+    {
+      durability: {
+        maxSyncsInFlight,
+        quiet: () => quiet,
+        sync: (done) => {
+          const running = inFlight().length;
+          // Invariant 3.
+          if (running >= maxSyncsInFlight) violations.push(`sync started with ${running} in flight`);
+          if (quiet && running > 0) violations.push('a second sync started while quiet');
+          syncs.push({ startedAt: clock++, failed: false, done });
+        },
       },
     },
-  });
+  );
 
   const submit = () => {
     const n = items.length;
     const item: Item = { n, submittedAt: clock++ };
     items.push(item);
     gc.submit(n).then(
-      () => { item.settledAt = clock++; item.outcome = 'ok'; },
-      (e: Error) => { item.settledAt = clock++; item.outcome = e.message === `item ${n}` ? 'item-error' : 'rejected'; },
+      () => {
+        item.settledAt = clock++;
+        item.outcome = 'ok';
+      },
+      (e: Error) => {
+        item.settledAt = clock++;
+        item.outcome = e.message === `item ${n}` ? 'item-error' : 'rejected';
+      },
     );
   };
   const end = (s: Sync, fail: boolean) => {
@@ -93,8 +109,8 @@ async function run(commands: Command[], maxSyncsInFlight: number): Promise<void>
   assert.deepEqual(violations, []);
   for (const it of items) {
     assert.notEqual(it.settledAt, undefined, `item ${it.n} was answered`);
-    const failedBeforeDurable = failedAt !== undefined && (it.committedAt === undefined ||
-      !syncs.some((s) => !s.failed && s.startedAt > it.committedAt! && s.endedAt! < failedAt!));
+    const failedBeforeDurable =
+      failedAt !== undefined && (it.committedAt === undefined || !syncs.some((s) => !s.failed && s.startedAt > it.committedAt! && s.endedAt! < failedAt!));
     if (it.outcome === 'rejected') {
       // Invariant 5: only a failed sync rejects a whole entry, and only one not yet durable.
       assert.ok(failedAt !== undefined && failedBeforeDurable, `item ${it.n} rejected without a failed sync before its durability`);
@@ -121,7 +137,10 @@ async function run(commands: Command[], maxSyncsInFlight: number): Promise<void>
 describe('GroupCommit invariants under random sync completion orders', () => {
   for (const maxSyncsInFlight of [1, 2, 3]) {
     it(`hold with up to ${maxSyncsInFlight} sync(s) in flight`, async () => {
-      await fc.assert(fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 60 }), (cmds) => run(cmds, maxSyncsInFlight)), { numRuns: 150 });
+      await fc.assert(
+        fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 60 }), (cmds) => run(cmds, maxSyncsInFlight)),
+        { numRuns: 150 },
+      );
     });
   }
 });

@@ -21,11 +21,14 @@ function recorded(options: { maxSyncsInFlight?: number; quiet?: () => boolean } 
   const committed: number[] = [];
   const disk = manualSync(() => committed);
   const stats = new GroupCommitStats();
-  const gc = new GroupCommit<number, number>((inputs) => {
-    batches.push([...inputs]);
-    committed.push(...inputs);
-    return inputs.map((n) => ({ ok: true, value: n }));
-  }, { durability: { sync: disk.sync, ...options }, observer: stats });
+  const gc = new GroupCommit<number, number>(
+    (inputs) => {
+      batches.push([...inputs]);
+      committed.push(...inputs);
+      return inputs.map((n) => ({ ok: true, value: n }));
+    },
+    { durability: { sync: disk.sync, ...options }, observer: stats },
+  );
   const answered: number[] = [];
   const submit = (n: number) => gc.submit(n).then((v) => void answered.push(v));
   return { gc, stats, batches, disk, answered, submit };
@@ -40,7 +43,10 @@ describe('GroupCommit', () => {
     });
     const results = await Promise.allSettled([1, 2, 3, 4].map((n) => gc.submit(n)));
     assert.deepEqual(batches, [[1, 2, 3, 4]]);
-    assert.deepEqual(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)), [10, 20, 'three', 40]);
+    assert.deepEqual(
+      results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)),
+      [10, 20, 'three', 40],
+    );
   });
 
   it('fails the whole batch when the commit throws, and keeps working afterwards', async () => {
@@ -50,7 +56,10 @@ describe('GroupCommit', () => {
       return inputs.map((n) => ({ ok: true, value: n }));
     });
     const r = await Promise.allSettled([gc.submit(1), gc.submit(2)]);
-    assert.deepEqual(r.map((x) => x.status), ['rejected', 'rejected']);
+    assert.deepEqual(
+      r.map((x) => x.status),
+      ['rejected', 'rejected'],
+    );
     fail = false;
     assert.equal(await gc.submit(5), 5);
   });
@@ -58,11 +67,14 @@ describe('GroupCommit', () => {
   it('splits oversized batches and never answers before the commit', async () => {
     const sizes: number[] = [];
     let committed = 0;
-    const gc = new GroupCommit<number, number>((inputs) => {
-      sizes.push(inputs.length);
-      committed += inputs.length;
-      return inputs.map(() => ({ ok: true, value: committed }));
-    }, { maxBatch: 10 });
+    const gc = new GroupCommit<number, number>(
+      (inputs) => {
+        sizes.push(inputs.length);
+        committed += inputs.length;
+        return inputs.map(() => ({ ok: true, value: committed }));
+      },
+      { maxBatch: 10 },
+    );
     const answers = await Promise.all(Array.from({ length: 25 }, (_, i) => gc.submit(i)));
     assert.deepEqual(sizes, [10, 10, 5]);
     answers.forEach((committedWhenAnswered, i) => {
@@ -161,7 +173,9 @@ describe('GroupCommit', () => {
     await turns(2);
     assert.equal(disk.started.length, 2);
     let barrierDone = false;
-    const barrier = gc.barrier().then(() => { barrierDone = true; });
+    const barrier = gc.barrier().then(() => {
+      barrierDone = true;
+    });
     disk.started[1]!.end();
     await Promise.all([first, second]);
     assert.equal(disk.started.length, 3, 'the barrier takes the freed sync');
@@ -169,7 +183,9 @@ describe('GroupCommit', () => {
     await barrier;
     assert.ok(barrierDone);
     let idle = false;
-    const noSync = gc.whenNoSyncInFlight().then(() => { idle = true; });
+    const noSync = gc.whenNoSyncInFlight().then(() => {
+      idle = true;
+    });
     await turns(2);
     assert.equal(idle, false, 'the first sync, begun before the barrier, is still in flight');
     disk.started[0]!.end();
@@ -226,21 +242,29 @@ describe('GroupCommit', () => {
   it('a barrier during a sync waits for the next sync; a failed sync fails its cohort and everything after', async () => {
     const committed: number[] = [];
     const disk = manualSync(() => committed);
-    const gc = new GroupCommit<number, number>((inputs) => {
-      committed.push(...inputs);
-      return inputs.map((n) => ({ ok: true, value: n }));
-    }, { durability: { sync: disk.sync } });
+    const gc = new GroupCommit<number, number>(
+      (inputs) => {
+        committed.push(...inputs);
+        return inputs.map((n) => ({ ok: true, value: n }));
+      },
+      { durability: { sync: disk.sync } },
+    );
     const first = gc.submit(1);
     await turn();
     let barrierDone = false;
-    const barrier = gc.barrier().then(() => { barrierDone = true; });
+    const barrier = gc.barrier().then(() => {
+      barrierDone = true;
+    });
     const second = gc.submit(2);
     disk.started[0]!.end();
     assert.equal(await first, 1);
     assert.equal(barrierDone, false, 'a barrier is not covered by a sync that started before it');
     assert.equal(disk.started.length, 2, 'the barrier starts the next sync as soon as the first ends');
     disk.started[1]!.end(new Error('EIO'));
-    await barrier.then(() => assert.fail('the barrier must fail with its sync'), (e: Error) => assert.equal(e.message, 'EIO'));
+    await barrier.then(
+      () => assert.fail('the barrier must fail with its sync'),
+      (e: Error) => assert.equal(e.message, 'EIO'),
+    );
     await assert.rejects(second, /EIO/, 'a submission not yet committed when the sync failed fails too');
     await assert.rejects(gc.submit(3), /EIO/, 'and so does every later one');
     assert.deepEqual(committed, [1], 'nothing is committed after a failed sync');

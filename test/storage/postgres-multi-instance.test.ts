@@ -7,8 +7,17 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import type { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import {
-  api, createAddress, createTestStorage, deliver, listEvents, onlyPostgres, range, sleep, startTestService,
-  type TestService, type TestStorage,
+  api,
+  createAddress,
+  createTestStorage,
+  deliver,
+  listEvents,
+  onlyPostgres,
+  range,
+  sleep,
+  startTestService,
+  type TestService,
+  type TestStorage,
 } from '../helpers.js';
 
 const seqs = (page: { json: { events: { sequence: number }[] } }) => page.json.events.map((e) => e.sequence);
@@ -61,7 +70,10 @@ describe('two instances on one PostgreSQL database', { skip: onlyPostgres }, () 
     for (const svc of [a, b]) {
       const page = await listEvents(svc.baseUrl, addr, { limit: 100 });
       assert.deepEqual(seqs(page), range(1, 40));
-      assert.deepEqual(page.json.events.map((e: { data: number }) => e.data), range(1, 40));
+      assert.deepEqual(
+        page.json.events.map((e: { data: number }) => e.data),
+        range(1, 40),
+      );
     }
   });
 
@@ -81,7 +93,10 @@ describe('two instances on one PostgreSQL database', { skip: onlyPostgres }, () 
     const addr = await createAddress(b.baseUrl);
     const res = await Promise.all(range(1, 200).map((i) => deliver((i % 2 ? a : b).baseUrl, addr, { data: i })));
     for (const r of res) assert.equal(r.status, 202, r.text);
-    assert.deepEqual(res.map((r) => r.json.event.sequence as number).sort((x, y) => x - y), range(1, 200));
+    assert.deepEqual(
+      res.map((r) => r.json.event.sequence as number).sort((x, y) => x - y),
+      range(1, 200),
+    );
     assert.equal(new Set(res.map((r) => r.json.event.id)).size, 200);
     const first = await listEvents(a.baseUrl, addr, { limit: 100 });
     const second = await listEvents(b.baseUrl, addr, { limit: 100, after: first.json.next_cursor });
@@ -129,8 +144,9 @@ describe('two instances on one PostgreSQL database', { skip: onlyPostgres }, () 
       latencies.push(at - committedAt);
       fromSend.push(at - sentAt);
     }
-    const msg = `cross-instance wake latency after A's 202: median ${median(latencies).toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms (n=${latencies.length}); `
-      + `from sending the delivery to B's answer: median ${median(fromSend).toFixed(1)} ms, max ${Math.max(...fromSend).toFixed(1)} ms`;
+    const msg =
+      `cross-instance wake latency after A's 202: median ${median(latencies).toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms (n=${latencies.length}); ` +
+      `from sending the delivery to B's answer: median ${median(fromSend).toFixed(1)} ms, max ${Math.max(...fromSend).toFixed(1)} ms`;
     t.diagnostic(msg);
     console.log(`# ${msg}`);
     // Loose bound (CI machines stall); the contract is "within milliseconds", measured above.
@@ -151,7 +167,7 @@ describe('two instances on one PostgreSQL database', { skip: onlyPostgres }, () 
     await waitersOn(b, 0);
   });
 
-  it('an event committed while B\'s LISTEN connection is down still ends B\'s long-poll', async () => {
+  it("an event committed while B's LISTEN connection is down still ends B's long-poll", async () => {
     const addr = await createAddress(a.baseUrl);
     await waitForListener(b, (s) => s.state === 'listening', 'listening');
     const listensBefore = pgStore(b).listenerStatus()!.listens;
@@ -238,7 +254,11 @@ describe('the provisioning rate limit is shared by two instances', { skip: onlyP
       const addrs = await db.query<{ n: string }>('SELECT count(*) AS n FROM addresses');
       assert.equal(Number(addrs.rows[0]!.n), LIMIT, 'refused attempts inserted nothing');
       const windows = await db.query<{ count: number }>('SELECT count FROM rate_windows');
-      assert.deepEqual(windows.rows.map((w) => w.count), [LIMIT], 'one shared window; refused attempts did not count');
+      assert.deepEqual(
+        windows.rows.map((w) => w.count),
+        [LIMIT],
+        'one shared window; refused attempts did not count',
+      );
     } finally {
       await db.end();
     }

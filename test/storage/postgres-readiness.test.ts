@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { PG_ADMIN_URL, api, onlyPostgres, sleep, startTestService, type TestService } from '../helpers.js';
+import { api, onlyPostgres, PG_ADMIN_URL, sleep, startTestService, type TestService } from '../helpers.js';
 
 describe('readiness follows the database', { skip: onlyPostgres }, () => {
   let svc: TestService;

@@ -6,11 +6,11 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { newEventId } from '../../src/domain/credentials.js';
 import type { NewEvent } from '../../src/domain/model.js';
+import type { Log } from '../../src/domain/ports.js';
 import { readMigrations } from '../../src/storage/migration-files.js';
 import { LISTENER_APPLICATION_NAME, PostgresStore } from '../../src/storage/postgres/postgres-store.js';
-import type { Log } from '../../src/domain/ports.js';
 import { createTestStorage, onlyPostgres, range, sleep, type TestStorage } from '../helpers.js';
-import { RATE, newAddress, PAGE_BYTES } from './store-records.js';
+import { newAddress, PAGE_BYTES, RATE } from './store-records.js';
 
 function newEvent(addressId: string, dedupeKey: string | null = null): NewEvent {
   return { id: newEventId(), addressId, type: 'test', source: 'test', data: '{"x":1}', metadata: null, dedupeKey, createdAt: Date.now() };
@@ -57,11 +57,15 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
     const files = readMigrations('src/storage/postgres/migrations');
     await withClient(storage.databaseUrl!, async (c) => {
       const applied = await c.query<{ version: number; name: string }>('SELECT version, name FROM schema_migrations ORDER BY version');
-      assert.deepEqual(applied.rows, files.map((f) => ({ version: f.version, name: f.name })));
-      const tables = await c.query<{ t: string }>(
-        `SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`,
+      assert.deepEqual(
+        applied.rows,
+        files.map((f) => ({ version: f.version, name: f.name })),
       );
-      assert.deepEqual(tables.rows.map((r) => r.t), ['addresses', 'approval_answers', 'approvals', 'consumers', 'event_blobs', 'events', 'rate_windows', 'schema_migrations']);
+      const tables = await c.query<{ t: string }>(`SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`);
+      assert.deepEqual(
+        tables.rows.map((r) => r.t),
+        ['addresses', 'approval_answers', 'approvals', 'consumers', 'event_blobs', 'events', 'rate_windows', 'schema_migrations'],
+      );
     });
     await s1.migrate(); // a later start is a no-op
   });
@@ -72,10 +76,13 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
     const notified = new Set<string>();
     // What a reader woken by the notification sees, read at the very moment of the wake-up.
     const seenReadable: Promise<boolean>[] = [];
-    await listener.subscribe((id) => {
-      notified.add(id);
-      seenReadable.push(listener.listEvents(id, 0, 10, PAGE_BYTES).then((page) => (page?.events.length ?? 0) > 0));
-    }, () => resyncs++);
+    await listener.subscribe(
+      (id) => {
+        notified.add(id);
+        seenReadable.push(listener.listEvents(id, 0, 10, PAGE_BYTES).then((page) => (page?.events.length ?? 0) > 0));
+      },
+      () => resyncs++,
+    );
     assert.equal(resyncs, 1, 'the first LISTEN counts as a (re)sync');
     const addrs = range(1, 10).map(() => newAddress());
     for (const a of addrs) assert.deepEqual(await s1.createAddress(a, { ...RATE, now: Date.now() }), { allowed: true });
@@ -83,7 +90,10 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
     const until = Date.now() + 5000;
     while (seenReadable.length < addrs.length && Date.now() < until) await sleep(5);
     assert.deepEqual([...notified].sort(), addrs.map((a) => a.id).sort());
-    assert.deepEqual(await Promise.all(seenReadable), addrs.map(() => true));
+    assert.deepEqual(
+      await Promise.all(seenReadable),
+      addrs.map(() => true),
+    );
     await listener.close();
   });
 
@@ -93,7 +103,10 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
     const limits = { maxEventsPerAddress: 5, maxBytesPerAddress: 1 << 30 };
     const results = await Promise.all(range(1, 30).map((i) => (i % 2 ? s1 : s2).appendEvent(newEvent(a.id), limits)));
     const created = results.flatMap((r) => (r.kind === 'created' ? [r.event.sequence] : []));
-    assert.deepEqual(created.sort((x, y) => x - y), range(1, 5));
+    assert.deepEqual(
+      created.sort((x, y) => x - y),
+      range(1, 5),
+    );
     assert.equal(results.filter((r) => r.kind === 'queue_full').length, 25);
     // Acknowledging makes room: the oldest acknowledged event is pruned, sequences never restart.
     const page = await s2.listEvents(a.id, 0, 10, PAGE_BYTES);
@@ -103,7 +116,10 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
     assert.equal(next.kind, 'created');
     assert.equal(next.kind === 'created' && next.event.sequence, 6);
     const after = await s1.listEvents(a.id, 0, 10, PAGE_BYTES);
-    assert.deepEqual(after!.events.map((e) => e.sequence), [2, 3, 4, 5, 6]);
+    assert.deepEqual(
+      after!.events.map((e) => e.sequence),
+      [2, 3, 4, 5, 6],
+    );
     await withClient(storage.databaseUrl!, async (c) => {
       const r = await c.query<{ event_count: number; last_sequence: string }>('SELECT event_count, last_sequence FROM addresses WHERE id = $1', [a.id]);
       assert.deepEqual(r.rows[0], { event_count: 5, last_sequence: '6' });
@@ -113,7 +129,9 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
   it('appends racing a delete either commit or find the address gone; nothing is left behind', async () => {
     const a = newAddress();
     await s1.createAddress(a, { ...RATE, now: Date.now() });
-    const appends = range(1, 40).map((i) => (i % 2 ? s1 : s2).appendEvent(newEvent(a.id, i % 3 === 0 ? 'k' : null), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 }));
+    const appends = range(1, 40).map((i) =>
+      (i % 2 ? s1 : s2).appendEvent(newEvent(a.id, i % 3 === 0 ? 'k' : null), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 }),
+    );
     await sleep(1);
     const deleted = await s2.deleteAddress(a.id);
     const results = await Promise.all(appends);
@@ -134,7 +152,10 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
     for (const a of [...expired, ...alive]) await s1.createAddress(a, { ...RATE, now });
     const watcher = openStore(storage, 1);
     const notified = new Set<string>();
-    await watcher.subscribe((id) => notified.add(id), () => {});
+    await watcher.subscribe(
+      (id) => notified.add(id),
+      () => {},
+    );
     const sweep = async (s: PostgresStore) => {
       const ids: string[] = [];
       for (;;) {
@@ -155,11 +176,15 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
 
   it('close() ends the pool and the LISTEN connection; ping() then fails', async () => {
     const s = openStore(storage, 3);
-    await s.subscribe(() => {}, () => {});
+    await s.subscribe(
+      () => {},
+      () => {},
+    );
     await Promise.all(range(1, 5).map(() => s.ping()));
-    const count = (c: pg.Client) => c.query<{ n: string }>(
-      `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'return-address%'`,
-    ).then((r) => Number(r.rows[0]!.n));
+    const count = (c: pg.Client) =>
+      c
+        .query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'return-address%'`)
+        .then((r) => Number(r.rows[0]!.n));
     await withClient(storage.databaseUrl!, async (c) => {
       const before = await count(c);
       await s.close();
@@ -180,10 +205,15 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
     const { lines, log } = recordingLog();
     const s = openStore(storage, 2, log);
     let resyncs = 0;
-    await s.subscribe(() => {}, () => resyncs++);
+    await s.subscribe(
+      () => {},
+      () => resyncs++,
+    );
     await Promise.all(range(1, 4).map(() => s.ping())); // idle pooled connections to kill
-    const terminate = (app: string) => withClient(storage.databaseUrl!, (c) => c.query(
-      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [app]));
+    const terminate = (app: string) =>
+      withClient(storage.databaseUrl!, (c) =>
+        c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [app]),
+      );
     await terminate(LISTENER_APPLICATION_NAME);
     await terminate('return-address');
     const until = Date.now() + 10_000;

@@ -17,7 +17,9 @@ function pgDumpMissing(): string | false {
   }
 }
 
-it(`src/storage/${STORE}/schema.sql matches a fresh ${STORE} database (else run \`npm run schema:dump\`)`, { skip: STORE === 'postgres' && pgDumpMissing() }, async () => {
+it(`src/storage/${STORE}/schema.sql matches a fresh ${STORE} database (else run \`npm run schema:dump\`)`, {
+  skip: STORE === 'postgres' && pgDumpMissing(),
+}, async () => {
   const fresh = STORE === 'sqlite' ? await sqliteSchemaSnapshot() : await postgresSchemaSnapshot(PG_ADMIN_URL);
   const checkedIn = readFileSync(`src/storage/${STORE}/schema.sql`, 'utf8');
   assert.equal(fresh, checkedIn, `src/storage/${STORE}/schema.sql is stale: run \`npm run schema:dump\` and commit it`);

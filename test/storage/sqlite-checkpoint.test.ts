@@ -13,11 +13,19 @@ import type { NewEvent } from '../../src/domain/model.js';
 import type { SyncFile } from '../../src/storage/sqlite/checkpointer.js';
 import { SqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
 import { onlySqlite, range } from '../helpers.js';
-import { RATE, newAddress, PAGE_BYTES } from './store-records.js';
+import { newAddress, PAGE_BYTES, RATE } from './store-records.js';
 
 const LIMITS = { maxEventsPerAddress: 1_000_000, maxBytesPerAddress: 1 << 30 };
-const newEvent = (addressId: string, data: unknown): NewEvent =>
-  ({ id: newEventId(), addressId, type: 'test', source: 'test', data: JSON.stringify(data), metadata: null, dedupeKey: null, createdAt: Date.now() });
+const newEvent = (addressId: string, data: unknown): NewEvent => ({
+  id: newEventId(),
+  addressId,
+  type: 'test',
+  source: 'test',
+  data: JSON.stringify(data),
+  metadata: null,
+  dedupeKey: null,
+  createdAt: Date.now(),
+});
 
 /** The WAL header's checkpoint sequence number: it grows by one at each restart of the WAL. */
 const walRestarts = (path: string) => readFileSync(`${path}-wal`).readUInt32BE(12);
@@ -54,9 +62,18 @@ function holdableSync() {
     sync,
     held,
     heldFds,
-    hold: () => { holding = true; },
-    release: () => { holding = false; for (const run of held.splice(0)) run(); },
-    releaseOne: (i: number) => { const run = held[i]; held[i] = () => {}; run?.(); },
+    hold: () => {
+      holding = true;
+    },
+    release: () => {
+      holding = false;
+      for (const run of held.splice(0)) run();
+    },
+    releaseOne: (i: number) => {
+      const run = held[i];
+      held[i] = () => {};
+      run?.();
+    },
   };
 }
 
@@ -123,12 +140,14 @@ describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
       let n = 0;
       // 20 writers, each delivering again 0-3 ms after its answer, as HTTP clients do: answered
       // together, they come back spread out, so deliveries are pending during most syncs.
-      await Promise.all(range(1, 20).map(async () => {
-        while (Date.now() < end) {
-          await store.appendEvent(newEvent(a.id, n++), LIMITS);
-          await new Promise((r) => setTimeout(r, Math.random() * 3));
-        }
-      }));
+      await Promise.all(
+        range(1, 20).map(async () => {
+          while (Date.now() < end) {
+            await store.appendEvent(newEvent(a.id, n++), LIMITS);
+            await new Promise((r) => setTimeout(r, Math.random() * 3));
+          }
+        }),
+      );
       const checkpoints = store.checkpointer!.stats.checkpoints - checkpointsBefore;
       const restarts = walRestarts(path) - restartsBefore;
       assert.ok(checkpoints >= 10, `checkpoints ran (${checkpoints})`);
@@ -158,7 +177,7 @@ describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
       const checkpoints = store.checkpointer!.stats.checkpoints;
       const second = store.appendEvent(newEvent(a.id, 'second'), LIMITS);
       await until(() => db.held.length === 1, 'the database fdatasync is in flight');
-      assert.equal(store.checkpointer!.stats.checkpoints, checkpoints + 1, 'it is a checkpoint\'s fdatasync');
+      assert.equal(store.checkpointer!.stats.checkpoints, checkpoints + 1, "it is a checkpoint's fdatasync");
       const restarts = walRestarts(path);
       const frames = walFrames(path);
 
@@ -176,7 +195,10 @@ describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
       await store.appendEvent(newEvent(a.id, 'third'), LIMITS);
       await store.appendEvent(newEvent(a.id, 'fourth'), LIMITS);
       assert.ok(walRestarts(path) > restarts, 'the WAL restarts once the copied frames are durable in the database file');
-      assert.deepEqual((await store.listEvents(a.id, 0, 10, PAGE_BYTES))!.events.map((e) => JSON.parse(e.data)), ['first', 'second', 'third', 'fourth']);
+      assert.deepEqual(
+        (await store.listEvents(a.id, 0, 10, PAGE_BYTES))!.events.map((e) => JSON.parse(e.data)),
+        ['first', 'second', 'third', 'fourth'],
+      );
     } finally {
       db.release(); // a failed assertion must not leave close() waiting for a held sync
       await store.close();
@@ -202,7 +224,10 @@ describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
       for (const fd of [fd1, fd2]) assert.equal(readlinkSync(`/proc/self/fd/${fd}`), `${path}-wal`);
       wal.release();
       assert.deepEqual([(await first).kind, (await second).kind], ['created', 'created']);
-      assert.deepEqual((await store.listEvents(a.id, 0, 10, PAGE_BYTES))!.events.map((e) => JSON.parse(e.data)), ['first', 'second']);
+      assert.deepEqual(
+        (await store.listEvents(a.id, 0, 10, PAGE_BYTES))!.events.map((e) => JSON.parse(e.data)),
+        ['first', 'second'],
+      );
     } finally {
       wal.release();
       await store.close();
@@ -228,7 +253,7 @@ describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
       await new Promise((r) => setTimeout(r, intervalMs + 10));
       db.hold();
       wal.releaseOne(1);
-      await until(() => db.held.length === 1, 'B\'s end checkpoints, and the database fdatasync is in flight');
+      await until(() => db.held.length === 1, "B's end checkpoints, and the database fdatasync is in flight");
       assert.equal(store.checkpointer!.stats.checkpoints, checkpoints + 1);
       // A checkpoint is due again when A ends; another one now would open the read hold twice.
       await new Promise((r) => setTimeout(r, intervalMs + 10));
@@ -258,8 +283,11 @@ describe('SQLite store: WAL checkpoints', { skip: onlySqlite }, () => {
       await store.appendEvent(newEvent(a.id, 'durable'), LIMITS);
       failing = true;
       await assert.rejects(store.appendEvent(newEvent(a.id, 'lost'), LIMITS), /EIO/);
-      assert.deepEqual((await store.listEvents(a.id, 0, 10, PAGE_BYTES))!.events.map((e) => JSON.parse(e.data)), ['durable'],
-        'the committed but never durable event stays invisible');
+      assert.deepEqual(
+        (await store.listEvents(a.id, 0, 10, PAGE_BYTES))!.events.map((e) => JSON.parse(e.data)),
+        ['durable'],
+        'the committed but never durable event stays invisible',
+      );
       await assert.rejects(store.ping(), /EIO/, 'readiness reports the failure');
       failing = false;
       await assert.rejects(store.appendEvent(newEvent(a.id, 'later'), LIMITS), /EIO/, 'and every later write fails, whatever the disk says now');

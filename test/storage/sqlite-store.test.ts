@@ -6,15 +6,23 @@ import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
 import { newEventId } from '../../src/domain/credentials.js';
 import type { AppendResult, NewEvent } from '../../src/domain/model.js';
-import Database from 'better-sqlite3';
 import { ACKED_SIZES_SQL, SqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
 import { onlySqlite, range } from '../helpers.js';
-import { RATE, newAddress, PAGE_BYTES } from './store-records.js';
+import { newAddress, PAGE_BYTES, RATE } from './store-records.js';
 
-const newEvent = (addressId: string, data: unknown, id = newEventId()): NewEvent =>
-  ({ id, addressId, type: 'test', source: 'test', data: JSON.stringify(data), metadata: null, dedupeKey: null, createdAt: Date.now() });
+const newEvent = (addressId: string, data: unknown, id = newEventId()): NewEvent => ({
+  id,
+  addressId,
+  type: 'test',
+  source: 'test',
+  data: JSON.stringify(data),
+  metadata: null,
+  dedupeKey: null,
+  createdAt: Date.now(),
+});
 
 const settle = (ps: Promise<AppendResult>[]) => Promise.allSettled(ps);
 
@@ -54,7 +62,10 @@ describe('SQLite store: a batch of appends', { skip: onlySqlite }, () => {
     const db = new Database(file, { readonly: true });
     try {
       const plan = db.prepare(`EXPLAIN QUERY PLAN ${ACKED_SIZES_SQL}`).all('addr_x') as { detail: string }[];
-      assert.ok(plan.some((p) => p.detail.includes('USING INDEX events_acknowledged')), JSON.stringify(plan));
+      assert.ok(
+        plan.some((p) => p.detail.includes('USING INDEX events_acknowledged')),
+        JSON.stringify(plan),
+      );
     } finally {
       db.close();
     }
@@ -80,10 +91,24 @@ describe('SQLite store: a batch of appends', { skip: onlySqlite }, () => {
       assert.equal(results[2]!.status, 'rejected', 'the item with a taken id fails');
       assert.match(String((results[2] as PromiseRejectedResult).reason), /UNIQUE/);
       const created = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<AppendResult>).value);
-      assert.deepEqual(created.map((r) => r.kind), ['created', 'created', 'created', 'created'], 'its neighbours are stored');
+      assert.deepEqual(
+        created.map((r) => r.kind),
+        ['created', 'created', 'created', 'created'],
+        'its neighbours are stored',
+      );
       const seqs = async (id: string) => (await store.listEvents(id, 0, 100, PAGE_BYTES))!.events.map((e) => [e.sequence, JSON.parse(e.data)]);
-      assert.deepEqual(await seqs(a.id), [[1, 1], [2, 2]], 'the failed item took no sequence: the next one got 2');
-      assert.deepEqual(await seqs(b.id), [[1, 1], [2, 2]]);
+      assert.deepEqual(
+        await seqs(a.id),
+        [
+          [1, 1],
+          [2, 2],
+        ],
+        'the failed item took no sequence: the next one got 2',
+      );
+      assert.deepEqual(await seqs(b.id), [
+        [1, 1],
+        [2, 2],
+      ]);
       const next = await store.appendEvent(newEvent(a.id, 3), { maxEventsPerAddress: 100, maxBytesPerAddress: 1 << 30 });
       assert.equal(next.kind === 'created' && next.event.sequence, 3, 'the counters written at the end of the batch are right');
     } finally {
@@ -103,21 +128,39 @@ describe('SQLite store: a batch of appends', { skip: onlySqlite }, () => {
       // One batch: the first item prunes the acknowledged event and is stored; the next two find
       // the queue full of unacknowledged events and are refused, their savepoints rolled back.
       const results = await Promise.all(range(4, 6).map((i) => store.appendEvent(newEvent(a.id, i), limits)));
-      assert.deepEqual(results.map((r) => r.kind), ['created', 'queue_full', 'queue_full']);
+      assert.deepEqual(
+        results.map((r) => r.kind),
+        ['created', 'queue_full', 'queue_full'],
+      );
       const page = (await store.listEvents(a.id, 0, 100, PAGE_BYTES))!;
-      assert.deepEqual(page.events.map((e) => e.sequence), [2, 3, 4], 'the acknowledged event went; nothing else did');
+      assert.deepEqual(
+        page.events.map((e) => e.sequence),
+        [2, 3, 4],
+        'the acknowledged event went; nothing else did',
+      );
       // After acknowledging one more, the next append takes sequence 5: refusals consumed none.
       assert.ok(await store.ackEvent(a.id, page.events[0]!.id, Date.now()));
       const next = await store.appendEvent(newEvent(a.id, 7), limits);
       assert.equal(next.kind === 'created' && next.event.sequence, 5);
-      assert.deepEqual((await store.listEvents(a.id, 0, 100, PAGE_BYTES))!.events.map((e) => e.sequence), [3, 4, 5]);
+      assert.deepEqual(
+        (await store.listEvents(a.id, 0, 100, PAGE_BYTES))!.events.map((e) => e.sequence),
+        [3, 4, 5],
+      );
       // The limit lowered (a restart with a smaller MAX_EVENTS_PER_ADDRESS): room for one more
       // needs two deletions, and only one event is acknowledged. The prune that deleted it must be
       // rolled back with the refusal.
       assert.ok(await store.ackEvent(a.id, (await store.listEvents(a.id, 0, 1, PAGE_BYTES))!.events[0]!.id, Date.now()));
       assert.equal((await store.appendEvent(newEvent(a.id, 8), { maxEventsPerAddress: 2, maxBytesPerAddress: 1 << 30 })).kind, 'queue_full');
       const kept = (await store.listEvents(a.id, 0, 100, PAGE_BYTES))!.events;
-      assert.deepEqual(kept.map((e) => [e.sequence, e.acknowledgedAt !== null]), [[3, true], [4, false], [5, false]], 'the refused append deleted nothing');
+      assert.deepEqual(
+        kept.map((e) => [e.sequence, e.acknowledgedAt !== null]),
+        [
+          [3, true],
+          [4, false],
+          [5, false],
+        ],
+        'the refused append deleted nothing',
+      );
     } finally {
       await store.close();
     }

@@ -2,11 +2,11 @@
 // on both): what both backends must answer alike, so that no rule is decided twice.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
 import { newEventId } from '../../src/domain/credentials.js';
 import type { AddressRecord, NewEvent } from '../../src/domain/model.js';
-import { StoreClosedError, type Store } from '../../src/domain/ports.js';
+import { type Store, StoreClosedError } from '../../src/domain/ports.js';
 import { openStore } from '../../src/storage/open-store.js';
-import { loadConfig } from '../../src/config.js';
 import { createTestStorage, type TestStorage } from '../helpers.js';
 import { newAddress, PAGE_BYTES } from './store-records.js';
 
@@ -44,8 +44,11 @@ const cases: Case[] = [
       const at = (now: number) => ({ key, limit: 2, windowMs: WINDOW, now });
       assert.deepEqual(await store.createAddress(newAddress(), at(T0 + WINDOW + 5_000)), { allowed: true });
       assert.deepEqual(await store.createAddress(newAddress(), at(T0 + 5_000)), { allowed: true }, 'counted in the later window');
-      assert.deepEqual(await store.createAddress(newAddress(), at(T0 + 6_000)), { allowed: false, retryAfterSeconds: 114 },
-        'refused until the stored (later) window ends, not reopened');
+      assert.deepEqual(
+        await store.createAddress(newAddress(), at(T0 + 6_000)),
+        { allowed: false, retryAfterSeconds: 114 },
+        'refused until the stored (later) window ends, not reopened',
+      );
       assert.deepEqual(await store.createAddress(newAddress(), at(T0 + WINDOW + 10_000)), { allowed: false, retryAfterSeconds: 50 });
     },
   },
@@ -95,7 +98,10 @@ const cases: Case[] = [
       assert.ok(third.kind === 'created');
       assert.equal(third.event.sequence, 3);
       const page = await store.listEvents(a.id, 0, 10, PAGE_BYTES);
-      assert.deepEqual(page?.events.map((e) => e.sequence), [2, 3]);
+      assert.deepEqual(
+        page?.events.map((e) => e.sequence),
+        [2, 3],
+      );
     },
   },
   {

@@ -11,8 +11,14 @@ export const RATE = { key: 'test', limit: 1_000_000, windowMs: 60_000 };
 export function newAddress(expiresAt = Date.now() + 3_600_000): AddressRecord {
   const now = Date.now();
   return {
-    id: newAddressId(), slug: newSlug(), name: 'test', taskId: null,
-    readTokenHash: hashSecret(newReadToken()), inboxSecretHash: hashSecret(newInboxSecret()), signingKeys: null,
-    createdAt: now, expiresAt,
+    id: newAddressId(),
+    slug: newSlug(),
+    name: 'test',
+    taskId: null,
+    readTokenHash: hashSecret(newReadToken()),
+    inboxSecretHash: hashSecret(newInboxSecret()),
+    signingKeys: null,
+    createdAt: now,
+    expiresAt,
   };
 }

@@ -3,11 +3,15 @@
 // lease ends, and none is lost.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { api, createAddress, createTestStorage, range, sleep, spawnService, STORE, type Addr } from '../helpers.js';
+import { type Addr, api, createAddress, createTestStorage, range, STORE, sleep, spawnService } from '../helpers.js';
 
 const LEASE_SECONDS = 5;
 
-interface ClaimJson { event: { id: string }; lease_id: string; lease_expires_at: string }
+interface ClaimJson {
+  event: { id: string };
+  lease_id: string;
+  lease_expires_at: string;
+}
 
 async function worker(baseUrl: string, a: Addr, n: number, acked: Set<string>, leasesEnd: { last: number }, stop: { now: boolean }): Promise<void> {
   for (let i = 0; !stop.now; i++) {
@@ -61,7 +65,7 @@ describe(`claims survive a crash (${STORE})`, () => {
         for (const c of r.json.claims as ClaimJson[]) redelivered.set(c.event.id, (redelivered.get(c.event.id) ?? 0) + 1);
       }
       const events: { id: string; acknowledged_at?: string }[] = [];
-      for (let cursor = 0; ;) {
+      for (let cursor = 0; ; ) {
         const r = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events?after=${cursor}&limit=100`, { token: a.token });
         events.push(...r.json.events);
         cursor = r.json.next_cursor;
@@ -74,8 +78,10 @@ describe(`claims survive a crash (${STORE})`, () => {
         assert.ok(e.acknowledged_at !== undefined || redelivered.has(e.id), `event ${e.id} is neither acknowledged nor claimable: lost`);
         if (redelivered.has(e.id)) assert.equal(e.acknowledged_at, undefined);
       }
-      console.log(`# claims crash (${STORE}): ${acked.size} acked before the kill, ${redelivered.size} claimable again after it, ` +
-        `${events.length - acked.size - redelivered.size} acked with the answer lost; 400 events, none lost`);
+      console.log(
+        `# claims crash (${STORE}): ${acked.size} acked before the kill, ${redelivered.size} claimable again after it, ` +
+          `${events.length - acked.size - redelivered.size} acked with the answer lost; 400 events, none lost`,
+      );
     } finally {
       svc.proc.kill('SIGTERM');
       await svc.exited;

@@ -3,12 +3,16 @@
 // client retrying its key after the crash gets the original event.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { api, createAddress, createTestStorage, range, sleep, spawnService, STORE, type Addr } from '../helpers.js';
+import { type Addr, api, createAddress, createTestStorage, range, STORE, sleep, spawnService } from '../helpers.js';
 
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 3);
 const LOOPS = 8;
 
-interface Acked { seq: number; id: string; key: string }
+interface Acked {
+  seq: number;
+  id: string;
+  key: string;
+}
 
 async function deliveryLoop(baseUrl: string, a: Addr, loop: number, acked: Acked[], stop: { now: boolean }): Promise<void> {
   for (let i = 0; !stop.now; i++) {
@@ -42,7 +46,7 @@ describe(`crash recovery (${STORE})`, () => {
 
         svc = await spawnService({ LOG_LEVEL: 'warn' }, storage, svc); // same ports: the handed-out URLs stay valid
         const seen = new Map<number, string>();
-        for (let cursor = 0; ;) {
+        for (let cursor = 0; ; ) {
           const r = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events?after=${cursor}&limit=100`, { token: a.token });
           assert.equal(r.status, 200, r.text);
           for (const e of r.json.events) seen.set(e.sequence, e.id);

@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { api, createAddress, createTestStorage, deliver, spawnService, STORE } from '../helpers.js';
 import { checkAnswer, closeAgent, requestArb } from '../fuzz-requests.js';
+import { api, createAddress, createTestStorage, deliver, STORE, spawnService } from '../helpers.js';
 
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
@@ -18,7 +18,11 @@ describe(`fuzz soak (${STORE})`, () => {
       const ev = (await deliver(svc.baseUrl, a, {})).json.event;
       const target = { port: Number(new URL(svc.baseUrl).port), addressId: a.id, token: a.token, secret: a.secret, eventId: ev.id };
       const pid = svc.proc.pid!;
-      const run = (numRuns: number, seed: number) => fc.assert(fc.asyncProperty(requestArb(target), (r) => checkAnswer(target.port, r)), { numRuns, seed });
+      const run = (numRuns: number, seed: number) =>
+        fc.assert(
+          fc.asyncProperty(requestArb(target), (r) => checkAnswer(target.port, r)),
+          { numRuns, seed },
+        );
       await run(1000, 1); // warm-up: JIT, caches, SQLite page cache
       const before = rssMb(pid);
       await run(Number(process.env.SOAK_RUNS ?? 6000), 2);

@@ -3,7 +3,7 @@
 // process exits 0.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { api, createAddress, createTestStorage, range, sleep, spawnService, STORE } from '../helpers.js';
+import { api, createAddress, createTestStorage, range, STORE, sleep, spawnService } from '../helpers.js';
 
 describe(`graceful shutdown (${STORE})`, () => {
   it('SIGTERM under load: long-polls end with empty pages, answered deliveries survive, exit code 0', { timeout: 120_000 }, async () => {
@@ -45,7 +45,7 @@ describe(`graceful shutdown (${STORE})`, () => {
     const again = await spawnService({ LOG_LEVEL: 'warn' }, storage, svc);
     try {
       const seqs: number[] = [];
-      for (let cursor = 0; ;) {
+      for (let cursor = 0; ; ) {
         const r = await api(again.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events?after=${cursor}&limit=100`, { token: a.token });
         seqs.push(...r.json.events.map((e: { sequence: number }) => e.sequence));
         cursor = r.json.next_cursor;

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sendRaw, simpleMessage } from '../email/smtp-client.js';
-import { createAddress, listEvents, startTestService, STORE } from '../helpers.js';
+import { createAddress, listEvents, STORE, startTestService } from '../helpers.js';
 
 describe(`huge events do not crash a read (${STORE})`, () => {
   it('nine ~9.9 MB mails of control bytes, then GET events: every page answers, all nine are read', { timeout: 600_000 }, async () => {

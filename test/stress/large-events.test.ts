@@ -42,7 +42,9 @@ describe(`a 25 MiB capture of control bytes (${STORE})`, () => {
     const batch = await api(svc.baseUrl, 'POST', a.mcpUrl, {
       token: a.token,
       headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json' },
-      body: JSON.stringify(Array.from({ length: 10 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'list_events', arguments: {} } }))),
+      body: JSON.stringify(
+        Array.from({ length: 10 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'list_events', arguments: {} } })),
+      ),
     });
     live = await probe.stop();
     assert.equal(batch.status, 200);
@@ -56,6 +58,6 @@ describe(`a 25 MiB capture of control bytes (${STORE})`, () => {
     // and the service's (the request body, its UTF-8 text, the copy bound into the store, chunk
     // reads): 16x the body leaves room for both and the allocator; before, one GET alone took ~6 GB.
     const grew = (process.memoryUsage().rss - rss0) / MiB;
-    assert.ok(grew < 16 * MAX_CAPTURE / MiB, `RSS grew ${grew.toFixed(0)} MiB`);
+    assert.ok(grew < (16 * MAX_CAPTURE) / MiB, `RSS grew ${grew.toFixed(0)} MiB`);
   });
 });

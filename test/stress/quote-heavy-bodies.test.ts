@@ -4,7 +4,7 @@
 // items are committed alone as scalar parameters (append-batcher.ts). Here: all stored, exact, gapless.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { STORE, api, createAddress, listEvents, range, startTestService } from '../helpers.js';
+import { api, createAddress, listEvents, range, STORE, startTestService } from '../helpers.js';
 
 describe(`quote-heavy megabyte bodies (${STORE})`, () => {
   it('40 concurrent 1.2 MB deliveries and 10 captures of escapes are stored exactly, in order', { timeout: 120_000 }, async () => {
@@ -13,9 +13,13 @@ describe(`quote-heavy megabyte bodies (${STORE})`, () => {
       const a = await createAddress(svc.baseUrl);
       const text = `${'"\\'.repeat(200_000)}\u0000"`;
       const body = JSON.stringify({ data: { text } });
-      const answers = await Promise.all(range(1, 40).map(() => api(svc.baseUrl, 'POST', a.inboxUrl, { body, headers: { 'content-type': 'application/json' } })));
+      const answers = await Promise.all(
+        range(1, 40).map(() => api(svc.baseUrl, 'POST', a.inboxUrl, { body, headers: { 'content-type': 'application/json' } })),
+      );
       assert.deepEqual([...new Set(answers.map((r) => r.status))], [202]);
-      const captures = await Promise.all(range(1, 10).map(() => api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, { body, headers: { 'content-type': 'application/json' } })));
+      const captures = await Promise.all(
+        range(1, 10).map(() => api(svc.baseUrl, 'POST', a.body.endpoints.hook_url, { body, headers: { 'content-type': 'application/json' } })),
+      );
       assert.deepEqual([...new Set(captures.map((r) => r.status))], [202]);
       let after = 0;
       let seen = 0;

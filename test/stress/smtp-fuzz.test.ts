@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { RawSmtp, type Reply } from '../email/smtp-client.js';
-import { createAddress, listEvents, startTestService, STORE } from '../helpers.js';
+import { createAddress, listEvents, STORE, startTestService } from '../helpers.js';
 
 const RUNS = Number(process.env.SMTP_FUZZ_RUNS ?? 150);
 
@@ -16,8 +16,25 @@ describe(`SMTP fuzz (${STORE})`, () => {
       const a = await createAddress(svc.baseUrl);
       const domain = a.email.split('@')[1]!;
       const command = fc.oneof(
-        fc.constantFrom('EHLO x', 'HELO x', 'RSET', 'NOOP', 'VRFY a', 'EXPN b', 'HELP', 'STARTTLS', 'AUTH PLAIN AGFAYg==', 'BDAT 10 LAST', 'MAIL FROM:<>',
-          'MAIL FROM:<a@b.example> SIZE=99999999', `RCPT TO:<${a.email}>`, `RCPT TO:<${a.slug}+t@${domain}>`, 'RCPT TO:<nobody@nowhere>', 'RCPT TO:<>', 'MAIL FROM:x'),
+        fc.constantFrom(
+          'EHLO x',
+          'HELO x',
+          'RSET',
+          'NOOP',
+          'VRFY a',
+          'EXPN b',
+          'HELP',
+          'STARTTLS',
+          'AUTH PLAIN AGFAYg==',
+          'BDAT 10 LAST',
+          'MAIL FROM:<>',
+          'MAIL FROM:<a@b.example> SIZE=99999999',
+          `RCPT TO:<${a.email}>`,
+          `RCPT TO:<${a.slug}+t@${domain}>`,
+          'RCPT TO:<nobody@nowhere>',
+          'RCPT TO:<>',
+          'MAIL FROM:x',
+        ),
         fc.string({ maxLength: 60 }).map((s) => s.replace(/[\r\n]/g, ' ')),
         fc.integer({ min: 1000, max: 20_000 }).map((n) => `NOOP ${'x'.repeat(n)}`),
         fc.constant('DATA'),
@@ -30,35 +47,38 @@ describe(`SMTP fuzz (${STORE})`, () => {
       );
       const session = fc.record({ cmds: fc.array(command, { maxLength: 12 }), msg: message, hangUp: fc.boolean() });
 
-      await fc.assert(fc.asyncProperty(session, async ({ cmds, msg, hangUp }) => {
-        const s = await RawSmtp.open(svc.smtpPort);
-        try {
-          const greeting = await s.reply();
-          assert.equal(greeting.code, 220);
-          for (const c of cmds) {
-            if (s.closed) break;
-            let r: Reply;
-            try {
-              r = await s.cmd(c);
-            } catch (e) {
-              if (!s.closed) throw e; // no reply while connected: the listener hung
-              break; // the server closed the session (too many errors, line too long): allowed
-            }
-            assert.ok(r.code >= 200 && r.code <= 599, `reply to ${c.slice(0, 40)}: ${r.text}`);
-            if (c === 'DATA' && r.code === 354) {
-              if (hangUp) {
-                s.write(msg.slice(0, 100));
-                break;
+      await fc.assert(
+        fc.asyncProperty(session, async ({ cmds, msg, hangUp }) => {
+          const s = await RawSmtp.open(svc.smtpPort);
+          try {
+            const greeting = await s.reply();
+            assert.equal(greeting.code, 220);
+            for (const c of cmds) {
+              if (s.closed) break;
+              let r: Reply;
+              try {
+                r = await s.cmd(c);
+              } catch (e) {
+                if (!s.closed) throw e; // no reply while connected: the listener hung
+                break; // the server closed the session (too many errors, line too long): allowed
               }
-              s.write(`${msg.replace(/\r?\n/g, '\r\n').replace(/^\./gm, '..')}\r\n.\r\n`);
-              const fin = await s.reply().catch(() => null);
-              if (fin) assert.ok(fin.code >= 200 && fin.code <= 599, fin.text);
+              assert.ok(r.code >= 200 && r.code <= 599, `reply to ${c.slice(0, 40)}: ${r.text}`);
+              if (c === 'DATA' && r.code === 354) {
+                if (hangUp) {
+                  s.write(msg.slice(0, 100));
+                  break;
+                }
+                s.write(`${msg.replace(/\r?\n/g, '\r\n').replace(/^\./gm, '..')}\r\n.\r\n`);
+                const fin = await s.reply().catch(() => null);
+                if (fin) assert.ok(fin.code >= 200 && fin.code <= 599, fin.text);
+              }
             }
+          } finally {
+            s.destroy();
           }
-        } finally {
-          s.destroy();
-        }
-      }), { numRuns: RUNS });
+        }),
+        { numRuns: RUNS },
+      );
 
       // Still serving: a proper message is accepted and stored.
       const s = await RawSmtp.ready(svc.smtpPort);

@@ -14,7 +14,11 @@ const EVENT_CHARS = 3.9 * 1024 * 1024;
 describe(`non-reading event streams share their frames (${STORE})`, () => {
   let svc: TestService;
   before(async () => {
-    svc = await startTestService({ MAX_PAYLOAD_BYTES: String(8 * 1024 * 1024), MAX_STREAMS_PER_ADDRESS: String(STREAMS), MAX_STREAMS_PER_CLIENT: String(STREAMS) });
+    svc = await startTestService({
+      MAX_PAYLOAD_BYTES: String(8 * 1024 * 1024),
+      MAX_STREAMS_PER_ADDRESS: String(STREAMS),
+      MAX_STREAMS_PER_CLIENT: String(STREAMS),
+    });
   });
   after(() => svc.stop());
 
@@ -31,14 +35,16 @@ describe(`non-reading event streams share their frames (${STORE})`, () => {
     const url = new URL(`${svc.baseUrl}/api/v1/addresses/${a.id}/events/stream`);
     const sockets: Socket[] = [];
     for (let i = 0; i < STREAMS; i++) {
-      sockets.push(await new Promise<Socket>((resolve, reject) => {
-        const sock = connect(Number(url.port), url.hostname, () => {
-          sock.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${a.token}\r\n\r\n`);
-          sock.pause();
-          resolve(sock);
-        });
-        sock.on('error', reject);
-      }));
+      sockets.push(
+        await new Promise<Socket>((resolve, reject) => {
+          const sock = connect(Number(url.port), url.hostname, () => {
+            sock.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${a.token}\r\n\r\n`);
+            sock.pause();
+            resolve(sock);
+          });
+          sock.on('error', reject);
+        }),
+      );
     }
     await sleep(3000);
     const live = await probe.stop();

@@ -8,13 +8,15 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { describe, it } from 'node:test';
-import { api, createTestStorage, sleep, spawnService, STORE } from '../helpers.js';
+import { api, createTestStorage, STORE, sleep, spawnService } from '../helpers.js';
 import { type LivenessProbe, startLivenessProbe } from '../liveness-probe.js';
 
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 describe(`untrusted input at full size (${STORE})`, () => {
-  it('150 paused 24 MiB capture uploads hold at most MAX_INFLIGHT_CAPTURE_BYTES; the rest get 503 at once; a 25 MiB Stripe body with 2,000 v1 is hashed once', { timeout: 300_000 }, async () => {
+  it('150 paused 24 MiB capture uploads hold at most MAX_INFLIGHT_CAPTURE_BYTES; the rest get 503 at once; a 25 MiB Stripe body with 2,000 v1 is hashed once', {
+    timeout: 300_000,
+  }, async () => {
     const storage = await createTestStorage();
     const svc = await spawnService({ LOG_LEVEL: 'warn', MAX_INFLIGHT_CAPTURE_BYTES: String(128 * 1024 * 1024) }, storage);
     let probe: LivenessProbe | undefined;
@@ -32,24 +34,32 @@ describe(`untrusted input at full size (${STORE})`, () => {
       // The budget's 503 is sent without draining the body (reading it is what the budget refuses), so
       // a client still writing may see the connection reset before it reads the 503: refused all the same.
       let resetUnanswered = 0;
-      const sockets = await Promise.all(Array.from({ length: 150 }, () => new Promise<Socket>((resolve) => {
-        let answered = false;
-        const s = connect(Number(hook.port), hook.hostname, () => {
-          s.write(`POST ${hook.pathname} HTTP/1.1\r\nHost: ${hook.host}\r\nContent-Type: application/octet-stream\r\nContent-Length: ${chunk.length + 1}\r\n\r\n`);
-          s.write(chunk, () => resolve(s));
-        });
-        s.on('data', (d: Buffer) => {
-          const code = /^HTTP\/1\.1 (\d{3})/.exec(d.toString('latin1'))?.[1];
-          if (code) {
-            answered = true;
-            statuses.push(code);
-          }
-        });
-        s.on('error', () => {
-          if (!answered) resetUnanswered++;
-          resolve(s);
-        });
-      })));
+      const sockets = await Promise.all(
+        Array.from(
+          { length: 150 },
+          () =>
+            new Promise<Socket>((resolve) => {
+              let answered = false;
+              const s = connect(Number(hook.port), hook.hostname, () => {
+                s.write(
+                  `POST ${hook.pathname} HTTP/1.1\r\nHost: ${hook.host}\r\nContent-Type: application/octet-stream\r\nContent-Length: ${chunk.length + 1}\r\n\r\n`,
+                );
+                s.write(chunk, () => resolve(s));
+              });
+              s.on('data', (d: Buffer) => {
+                const code = /^HTTP\/1\.1 (\d{3})/.exec(d.toString('latin1'))?.[1];
+                if (code) {
+                  answered = true;
+                  statuses.push(code);
+                }
+              });
+              s.on('error', () => {
+                if (!answered) resetUnanswered++;
+                resolve(s);
+              });
+            }),
+        ),
+      );
       await sleep(3000);
       const held = rssMb(pid) - idle;
       for (const s of sockets) s.destroy();
@@ -62,8 +72,10 @@ describe(`untrusted input at full size (${STORE})`, () => {
       assert.ok(uploadsProbe.maxMs < 1000, `/healthz answered within 1 s beside the uploads (slowest ${Math.round(uploadsProbe.maxMs)} ms)`);
 
       stripeProbe = startLivenessProbe(svc.baseUrl);
-      const put = await api(svc.baseUrl, 'PUT', `/api/v1/addresses/${created.json.address.id}/signing-secrets`,
-        { token: created.json.credentials.read_token, json: { stripe: 'whsec_full' } });
+      const put = await api(svc.baseUrl, 'PUT', `/api/v1/addresses/${created.json.address.id}/signing-secrets`, {
+        token: created.json.credentials.read_token,
+        json: { stripe: 'whsec_full' },
+      });
       assert.equal(put.status, 200, put.text);
       const signature = `t=${Math.floor(Date.now() / 1000)},${Array.from({ length: 2000 }, (_, i) => `v1=${i.toString(36)}`).join(',')}`;
       const body = JSON.stringify({ id: 'evt_full', object: 'event', type: 'x', pad: 'p'.repeat(25 * 1024 * 1024 - 100) });

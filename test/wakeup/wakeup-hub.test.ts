@@ -8,7 +8,14 @@ function listener() {
   const reasons: WakeReason[] = [];
   let first!: (r: WakeReason) => void;
   const woken = new Promise<WakeReason>((resolve) => (first = resolve));
-  return { reasons, woken, wake: (r: WakeReason) => { reasons.push(r); first(r); } };
+  return {
+    reasons,
+    woken,
+    wake: (r: WakeReason) => {
+      reasons.push(r);
+      first(r);
+    },
+  };
 }
 
 describe('InProcessWakeupHub', () => {
@@ -43,7 +50,12 @@ describe('InProcessWakeupHub', () => {
   it('a listener may register again from inside its wake-up; that registration waits for the next change', () => {
     const hub = new InProcessWakeupHub();
     const reasons: WakeReason[] = [];
-    const relisten = { wake: (r: WakeReason) => { reasons.push(r); if (reasons.length === 1) hub.register('a', 10_000, relisten); } };
+    const relisten = {
+      wake: (r: WakeReason) => {
+        reasons.push(r);
+        if (reasons.length === 1) hub.register('a', 10_000, relisten);
+      },
+    };
     hub.register('a', 10_000, relisten);
     hub.notify('a');
     assert.deepEqual(reasons, ['changed'], 'the new registration is not woken by the notification that caused it');

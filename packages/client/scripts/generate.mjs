@@ -5,7 +5,7 @@
 // same name, its `Static<>` expanded by the compiler. It also copies the one runtime rule the client
 // shares with the server, src/domain/event-match.ts (it imports nothing), so both match alike.
 // Both outputs land in src/generated/ (not committed); `--check` fails when they are out of date.
-import { readFileSync, mkdirSync, writeFileSync, existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
@@ -19,8 +19,13 @@ const SCHEMA_FILES = ['http/schemas', 'claims/claim-schemas', 'http/routes/appro
 const eventMatchFile = join(repo, 'src', 'domain', 'event-match.ts');
 
 const options = {
-  target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext,
-  strict: true, skipLibCheck: true, noEmit: true, types: ['node'],
+  target: ts.ScriptTarget.ES2022,
+  module: ts.ModuleKind.NodeNext,
+  moduleResolution: ts.ModuleResolutionKind.NodeNext,
+  strict: true,
+  skipLibCheck: true,
+  noEmit: true,
+  types: ['node'],
 };
 
 /** The names of a schema file's exported constants. */
@@ -29,7 +34,11 @@ function exportedConstants(file) {
   const checker = program.getTypeChecker();
   const source = program.getSourceFile(file);
   const moduleSymbol = checker.getSymbolAtLocation(source);
-  return checker.getExportsOfModule(moduleSymbol).filter((s) => s.flags & ts.SymbolFlags.Variable).map((s) => s.name).sort();
+  return checker
+    .getExportsOfModule(moduleSymbol)
+    .filter((s) => s.flags & ts.SymbolFlags.Variable)
+    .map((s) => s.name)
+    .sort();
 }
 
 /** `export type X = { … }` for every exported constant whose `Static<typeof X>` is a type (the TypeBox schemas). */
@@ -56,7 +65,8 @@ function schemaTypes() {
   const source = program.getSourceFile(probe);
   const failing = new Set(ts.getPreEmitDiagnostics(program, source).map((d) => d.start !== undefined && source.getLineAndCharacterOfPosition(d.start).line));
   const printer = ts.createPrinter({ newLine: ts.NewLineKind.LineFeed });
-  const flags = ts.NodeBuilderFlags.NoTruncation | ts.NodeBuilderFlags.InTypeAlias | ts.NodeBuilderFlags.MultilineObjectLiterals | ts.NodeBuilderFlags.IgnoreErrors;
+  const flags =
+    ts.NodeBuilderFlags.NoTruncation | ts.NodeBuilderFlags.InTypeAlias | ts.NodeBuilderFlags.MultilineObjectLiterals | ts.NodeBuilderFlags.IgnoreErrors;
   const out = [];
   for (const st of source.statements) {
     if (!ts.isTypeAliasDeclaration(st) || failing.has(source.getLineAndCharacterOfPosition(st.getStart()).line)) continue;
@@ -83,7 +93,9 @@ function eventMatch() {
 
 const outputs = { 'api-types.ts': schemaTypes(), 'event-match.ts': eventMatch() };
 if (process.argv.includes('--check')) {
-  const stale = Object.entries(outputs).filter(([f, text]) => !existsSync(join(outDir, f)) || readFileSync(join(outDir, f), 'utf8') !== text).map(([f]) => f);
+  const stale = Object.entries(outputs)
+    .filter(([f, text]) => !existsSync(join(outDir, f)) || readFileSync(join(outDir, f), 'utf8') !== text)
+    .map(([f]) => f);
   if (stale.length) {
     console.error(`packages/client/src/generated/${stale.join(', ')} out of date: run npm run build -w @return-address/client`);
     process.exit(1);

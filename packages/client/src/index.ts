@@ -6,7 +6,7 @@ import type * as S from './generated/api-types.js';
 import type { EventMatch } from './generated/event-match.js';
 import { elementTexts, memberTexts, rememberSource, sourceOf } from './json-source.js';
 
-export { eventMatches, parseMatch, valueAt, type EventFilter, type EventMatch } from './generated/event-match.js';
+export { type EventFilter, type EventMatch, eventMatches, parseMatch, valueAt } from './generated/event-match.js';
 export { indentJson, sourceOf } from './json-source.js';
 
 export type Address = S.Address;
@@ -67,7 +67,12 @@ const MAX_POLL_SECONDS = 25;
  */
 export class ReturnAddressError extends Error {
   override readonly name = 'ReturnAddressError';
-  constructor(readonly status: number, readonly code: string, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }
@@ -178,12 +183,19 @@ export function resolveUrl(url?: string): string {
   return (url ?? envVar('RETURN_ADDRESS_URL') ?? DEFAULT_URL).replace(/\/+$/, '');
 }
 
-const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve, reject) => {
-  if (signal?.aborted) return reject(signal.reason as Error);
-  const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
-  const onAbort = () => { clearTimeout(t); reject(signal?.reason as Error); };
-  signal?.addEventListener('abort', onAbort, { once: true });
-});
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason as Error);
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal?.reason as Error);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 
 /** Retried by reads: no answer at all, or one that says "try again" (429, 5xx). */
 function transient(err: unknown): boolean {
@@ -196,9 +208,15 @@ function transient(err: unknown): boolean {
  * that failed on the server every time was retried forever, issue 27).
  */
 const INTERNAL_ERROR_ATTEMPTS = 3;
-const tryLater = (err: unknown) => err instanceof ReturnAddressError && (err.status === 0 || err.status === 429 || err.status === 502 || err.status === 503 || err.status === 504);
+const tryLater = (err: unknown) =>
+  err instanceof ReturnAddressError && (err.status === 0 || err.status === 429 || err.status === 502 || err.status === 503 || err.status === 504);
 
-async function request<T>(doFetch: typeof fetch, method: string, url: string, opts: { token?: string; json?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<T> {
+async function request<T>(
+  doFetch: typeof fetch,
+  method: string,
+  url: string,
+  opts: { token?: string; json?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<T> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
   if (opts.json !== undefined) headers['content-type'] = 'application/json';
@@ -209,7 +227,12 @@ async function request<T>(doFetch: typeof fetch, method: string, url: string, op
     text = await res.text();
   } catch (err) {
     if (opts.signal?.aborted && (opts.signal.reason as Error)?.name !== 'TimeoutError') throw err;
-    throw new ReturnAddressError(0, 'network_error', `${method} ${url}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`, { cause: err });
+    throw new ReturnAddressError(
+      0,
+      'network_error',
+      `${method} ${url}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`,
+      { cause: err },
+    );
   }
   let body: unknown = null;
   if (text !== '') {
@@ -268,20 +291,31 @@ export class ReturnAddress {
     if (opts.taskId !== undefined) body.task_id = opts.taskId;
     if (opts.ttl !== undefined) body.expires_in_seconds = opts.ttl;
     const createToken = opts.createToken ?? envVar('RETURN_ADDRESS_CREATE_TOKEN');
-    const created = await request<CreateAddressResponse>(opts.fetch ?? globalThis.fetch, 'POST', `${resolveUrl(opts.url)}/api/v1/addresses`, { json: body, token: createToken });
+    const created = await request<CreateAddressResponse>(opts.fetch ?? globalThis.fetch, 'POST', `${resolveUrl(opts.url)}/api/v1/addresses`, {
+      json: body,
+      token: createToken,
+    });
     return ReturnAddress.fromCreated(created, opts);
   }
 
   /** A client for an address created earlier, from its saved create response (and cursor). */
   static fromCreated(created: CreateAddressResponse & { cursor?: number }, opts: ClientOptions = {}): ReturnAddress {
     return new ReturnAddress({
-      ...opts, id: created.address.id, token: created.credentials.read_token, inboxUrl: created.endpoints.inbox_url, cursor: created.cursor ?? 0, created,
+      ...opts,
+      id: created.address.id,
+      token: created.credentials.read_token,
+      inboxUrl: created.endpoints.inbox_url,
+      cursor: created.cursor ?? 0,
+      created,
     });
   }
 
   /** Delivers an event to an inbox URL, as a third party would (no read token needed). */
   static deliverTo(inboxUrl: string, event: CreateEventBody = {}, opts: ClientOptions & { idempotencyKey?: string } = {}): Promise<EventDeliveryResponse> {
-    return request(opts.fetch ?? globalThis.fetch, 'POST', inboxUrl, { json: event, headers: opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {} });
+    return request(opts.fetch ?? globalThis.fetch, 'POST', inboxUrl, {
+      json: event,
+      headers: opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {},
+    });
   }
 
   private get base(): string {
@@ -328,9 +362,21 @@ export class ReturnAddress {
       if (opts.signal?.aborted) return;
       const wait = opts.idleSeconds ?? MAX_POLL_SECONDS;
       // A consumer reads one event a page: asking for the next one is what commits the last.
-      const page = await this.retrying(() => this.page({
-        after: position, consumer: opts.consumer, limit: named ? 1 : 20, wait, type: opts.type, match: opts.match, state: opts.state, signal: opts.signal,
-      }), Number.POSITIVE_INFINITY, opts.signal);
+      const page = await this.retrying(
+        () =>
+          this.page({
+            after: position,
+            consumer: opts.consumer,
+            limit: named ? 1 : 20,
+            wait,
+            type: opts.type,
+            match: opts.match,
+            state: opts.state,
+            signal: opts.signal,
+          }),
+        Number.POSITIVE_INFINITY,
+        opts.signal,
+      );
       for (const [i, event] of page.events.entries()) {
         for (let attempt = 1; ; attempt++) {
           try {
@@ -352,7 +398,12 @@ export class ReturnAddress {
         if (!named) this.cursor = position;
         if (opts.idleSeconds !== undefined && !page.has_more) {
           // Confirm how far the (filtered) scan got before returning.
-          if (named) await this.retrying(() => this.page({ after: position, consumer: opts.consumer, limit: 1, signal: opts.signal }), Number.POSITIVE_INFINITY, opts.signal);
+          if (named)
+            await this.retrying(
+              () => this.page({ after: position, consumer: opts.consumer, limit: 1, signal: opts.signal }),
+              Number.POSITIVE_INFINITY,
+              opts.signal,
+            );
           else await opts.onCommit?.(position);
           return;
         }
@@ -367,7 +418,11 @@ export class ReturnAddress {
   async *events(opts: EventsOptions = {}): AsyncGenerator<Event, void, undefined> {
     let after = opts.after ?? this.cursor;
     for (;;) {
-      const page = await this.retrying(() => this.page({ after, limit: opts.limit, type: opts.type, match: opts.match, state: opts.state, signal: opts.signal }), Date.now() + 30_000, opts.signal);
+      const page = await this.retrying(
+        () => this.page({ after, limit: opts.limit, type: opts.type, match: opts.match, state: opts.state, signal: opts.signal }),
+        Date.now() + 30_000,
+        opts.signal,
+      );
       for (const e of page.events) yield e;
       after = page.next_cursor;
       if (!page.has_more) return;
@@ -387,7 +442,11 @@ export class ReturnAddress {
     let after = opts.after ?? this.cursor;
     for (;;) {
       const wait = Math.min(MAX_POLL_SECONDS, Math.max(0, Math.ceil((deadline - Date.now()) / 1000)));
-      const page = await this.retrying(() => this.page({ after, limit: 1, wait, type: opts.type, match: opts.match, state: opts.state, signal: opts.signal }), deadline, opts.signal);
+      const page = await this.retrying(
+        () => this.page({ after, limit: 1, wait, type: opts.type, match: opts.match, state: opts.state, signal: opts.signal }),
+        deadline,
+        opts.signal,
+      );
       after = page.next_cursor;
       const event = page.events[0];
       if (event) {
@@ -453,7 +512,12 @@ export class ReturnAddress {
       const claims = await this.retrying(() => this.claim(ask, opts.signal), Number.POSITIVE_INFINITY, opts.signal);
       if (claims.length === 0 && opts.idleSeconds !== undefined) return;
       for (const c of claims) {
-        const keepAlive = setInterval(() => { this.extendClaim(c.lease_id, leaseSeconds).catch(() => {}); }, (leaseSeconds * 1000) / 2);
+        const keepAlive = setInterval(
+          () => {
+            this.extendClaim(c.lease_id, leaseSeconds).catch(() => {});
+          },
+          (leaseSeconds * 1000) / 2,
+        );
         let failure: { err: unknown } | undefined;
         try {
           await handler(c.event, c);
@@ -467,8 +531,11 @@ export class ReturnAddress {
           else {
             opts.onError?.(failure.err, c);
             const delay = Math.min(60, 2 ** (c.delivery_count - 1));
-            await this.retrying(() => this.nackClaim(c.lease_id, { delay_seconds: delay, reason: String((failure.err as Error)?.message ?? failure.err).slice(0, 500) }),
-              Number.POSITIVE_INFINITY, opts.signal);
+            await this.retrying(
+              () => this.nackClaim(c.lease_id, { delay_seconds: delay, reason: String((failure.err as Error)?.message ?? failure.err).slice(0, 500) }),
+              Number.POSITIVE_INFINITY,
+              opts.signal,
+            );
           }
         } catch (err) {
           if (!(err instanceof ReturnAddressError && err.code === 'lease_lost')) throw err;
@@ -486,12 +553,15 @@ export class ReturnAddress {
   /** Extends a lease: it now ends `leaseSeconds` from now. Returns the new end (ISO 8601). */
   async extendClaim(leaseId: string, leaseSeconds?: number): Promise<string> {
     const json = leaseSeconds === undefined ? {} : { lease_seconds: leaseSeconds };
-    return (await request<{ lease_expires_at: string }>(this.fetch, 'POST', `${this.base}/claims/${encodeURIComponent(leaseId)}/extend`, { token: this.token, json })).lease_expires_at;
+    return (
+      await request<{ lease_expires_at: string }>(this.fetch, 'POST', `${this.base}/claims/${encodeURIComponent(leaseId)}/extend`, { token: this.token, json })
+    ).lease_expires_at;
   }
 
   /** Gives a claimed event back: claimable again after `delay_seconds`, or dead (after max_deliveries, or with `dead: true`). */
   async nackClaim(leaseId: string, opts: { delay_seconds?: number; reason?: string; dead?: boolean } = {}): Promise<Event> {
-    return (await request<{ event: Event }>(this.fetch, 'POST', `${this.base}/claims/${encodeURIComponent(leaseId)}/nack`, { token: this.token, json: opts })).event;
+    return (await request<{ event: Event }>(this.fetch, 'POST', `${this.base}/claims/${encodeURIComponent(leaseId)}/nack`, { token: this.token, json: opts }))
+      .event;
   }
 
   /** Deletes the address and all its events. */
@@ -500,19 +570,29 @@ export class ReturnAddress {
   }
 
   /** Creates an approval (POST …/approvals); its `url` is shown only here. Not retried: a retry could create a second one. */
-  createApproval(body: { question: string; details?: string; options?: { id: string; label: string }[]; fields?: ApprovalFieldSpec[];
-    expires_in_seconds?: number; max_responses?: number }): Promise<Approval> {
+  createApproval(body: {
+    question: string;
+    details?: string;
+    options?: { id: string; label: string }[];
+    fields?: ApprovalFieldSpec[];
+    expires_in_seconds?: number;
+    max_responses?: number;
+  }): Promise<Approval> {
     return request<{ approval: Approval }>(this.fetch, 'POST', `${this.base}/approvals`, { token: this.token, json: body }).then((r) => r.approval);
   }
 
   /** An approval's status and answers. */
   getApproval(approvalId: string): Promise<Approval> {
-    return request<{ approval: Approval }>(this.fetch, 'GET', `${this.base}/approvals/${encodeURIComponent(approvalId)}`, { token: this.token }).then((r) => r.approval);
+    return request<{ approval: Approval }>(this.fetch, 'GET', `${this.base}/approvals/${encodeURIComponent(approvalId)}`, { token: this.token }).then(
+      (r) => r.approval,
+    );
   }
 
   /** Cancels a pending approval (approval.cancelled). */
   cancelApproval(approvalId: string): Promise<Approval> {
-    return request<{ approval: Approval }>(this.fetch, 'DELETE', `${this.base}/approvals/${encodeURIComponent(approvalId)}`, { token: this.token }).then((r) => r.approval);
+    return request<{ approval: Approval }>(this.fetch, 'DELETE', `${this.base}/approvals/${encodeURIComponent(approvalId)}`, { token: this.token }).then(
+      (r) => r.approval,
+    );
   }
 
   /**

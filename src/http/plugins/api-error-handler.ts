@@ -1,12 +1,13 @@
 // One place that turns every failure into the documented error body (design.md, "Errors"):
 // thrown ApiErrors, Fastify's own errors (validation, body parsing, limits), undecodable URLs.
 // 5xx details go to the log, never to the client.
-import { CaptureBudgetExceeded } from '../../capture/inflight-budget.js';
-import { isStoreUnavailable, unavailableError, type WriteHealth } from '../../storage/store-unavailable.js';
+
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, INTERNAL_MESSAGE, errorBody } from '../../domain/errors.js';
-import { type AjvIssue, describeValidation } from './validation-messages.js';
+import { CaptureBudgetExceeded } from '../../capture/inflight-budget.js';
+import { ApiError, errorBody, INTERNAL_MESSAGE } from '../../domain/errors.js';
+import { isStoreUnavailable, unavailableError, type WriteHealth } from '../../storage/store-unavailable.js';
 import { closeAfterDrainingBody } from './body-draining.js';
+import { type AjvIssue, describeValidation } from './validation-messages.js';
 
 /** Maps any error reaching Fastify's handler to an ApiError; null means "internal". */
 export function toApiError(err: FastifyError | ApiError | Error, payloadLimit?: number, limitName = 'MAX_PAYLOAD_BYTES'): ApiError | null {
@@ -19,11 +20,17 @@ export function toApiError(err: FastifyError | ApiError | Error, payloadLimit?: 
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ApiError('unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError('payload_too_large', `The request body is larger than this service accepts (${limitName}${payloadLimit === undefined ? '' : ` = ${payloadLimit} bytes`}): send a smaller body.`);
+      return new ApiError(
+        'payload_too_large',
+        `The request body is larger than this service accepts (${limitName}${payloadLimit === undefined ? '' : ` = ${payloadLimit} bytes`}): send a smaller body.`,
+      );
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new ApiError('invalid_request', 'The body must be a JSON object; it was empty.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new ApiError('invalid_request', 'The body\'s length differs from the Content-Length header: send Content-Length equal to the body\'s size in bytes.');
+      return new ApiError(
+        'invalid_request',
+        "The body's length differs from the Content-Length header: send Content-Length equal to the body's size in bytes.",
+      );
     case 'FST_ERR_CTP_EMPTY_TYPE':
     case 'FST_ERR_CTP_INVALID_TYPE':
       return new ApiError('invalid_request', 'The Content-Type header is empty or malformed: send Content-Type: application/json.');
@@ -44,7 +51,11 @@ export function toApiError(err: FastifyError | ApiError | Error, payloadLimit?: 
 }
 
 export function sendApiError(reply: FastifyReply, e: ApiError): FastifyReply {
-  return reply.code(e.status).headers(e.headers).type('application/json; charset=utf-8').send(JSON.stringify(errorBody(e.code, e.message)));
+  return reply
+    .code(e.status)
+    .headers(e.headers)
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify(errorBody(e.code, e.message)));
 }
 
 function sendInternal(reply: FastifyReply): FastifyReply {

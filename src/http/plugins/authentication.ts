@@ -13,10 +13,7 @@ const authenticated = new WeakMap<FastifyRequest, AddressRecord>();
  * when it cannot tell) and else asynchronously (`later`). A callback hook, not an async one, so the
  * in-memory case answers in this turn.
  */
-function guard(
-  now: (request: FastifyRequest) => AddressRecord | undefined,
-  later: (request: FastifyRequest) => Promise<AddressRecord>,
-): onRequestHookHandler {
+function guard(now: (request: FastifyRequest) => AddressRecord | undefined, later: (request: FastifyRequest) => Promise<AddressRecord>): onRequestHookHandler {
   return (request, _reply, done) => {
     let address: AddressRecord | undefined;
     try {

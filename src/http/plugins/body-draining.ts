@@ -1,7 +1,8 @@
 // Early answers to a request whose body is still arriving (design.md, "Errors": early errors carry
 // Connection: close after a bounded amount of body is read and dropped).
-import type { FastifyReply, FastifyRequest } from 'fastify';
+
 import type { Socket } from 'node:net';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /**
  * For an error answered while the request body is still arriving (413; a credential refused before

@@ -1,12 +1,14 @@
 // Broken HTTP (design.md, "Errors"): what Node's parser refuses before a request exists is answered
 // on the raw socket in the documented error shape, naming the part of the request at fault.
 import type { Socket } from 'node:net';
-import { errorBody, type ERROR_CATALOGUE } from '../../domain/errors.js';
+import { type ERROR_CATALOGUE, errorBody } from '../../domain/errors.js';
 
 const HTTP_ERROR_BODY = (status: number, code: keyof typeof ERROR_CATALOGUE, message: string) => {
   const body = JSON.stringify(errorBody(code, message));
-  return `HTTP/1.1 ${status} ${status === 400 ? 'Bad Request' : status === 408 ? 'Request Timeout' : status === 431 ? 'Request Header Fields Too Large' : 'Error'}\r\n` +
-    `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+  return (
+    `HTTP/1.1 ${status} ${status === 400 ? 'Bad Request' : status === 408 ? 'Request Timeout' : status === 431 ? 'Request Header Fields Too Large' : 'Error'}\r\n` +
+    `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  );
 };
 
 interface ParserError extends NodeJS.ErrnoException {
@@ -40,8 +42,10 @@ function describeParseError(err: ParserError): string {
       return 'Malformed HTTP request: the connection ended before the whole request arrived; send as many body bytes as Content-Length says.';
     case 'HPE_INVALID_HEADER_TOKEN': {
       const name = headerAt(err);
-      return `Malformed HTTP request: ${name === undefined ? 'a header' : `the ${name} header`} holds a character HTTP does not allow ` +
-        '(a control character, or a space or other separator in a header name); remove it.';
+      return (
+        `Malformed HTTP request: ${name === undefined ? 'a header' : `the ${name} header`} holds a character HTTP does not allow ` +
+        '(a control character, or a space or other separator in a header name); remove it.'
+      );
     }
     case 'HPE_INVALID_METHOD':
       return 'Malformed HTTP request: the method is not one HTTP knows; use GET, POST or DELETE.';
@@ -66,10 +70,11 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
     return;
   }
   const code = err.code;
-  const response = code === 'HPE_HEADER_OVERFLOW'
-    ? HTTP_ERROR_BODY(431, 'invalid_request', 'Request headers are too large: send fewer or shorter headers (at most 16 KiB in all).')
-    : code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? HTTP_ERROR_BODY(408, 'invalid_request', 'The request was not received in time: send the whole request, headers and body, without pausing.')
-      : HTTP_ERROR_BODY(400, 'invalid_request', describeParseError(err as ParserError));
+  const response =
+    code === 'HPE_HEADER_OVERFLOW'
+      ? HTTP_ERROR_BODY(431, 'invalid_request', 'Request headers are too large: send fewer or shorter headers (at most 16 KiB in all).')
+      : code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? HTTP_ERROR_BODY(408, 'invalid_request', 'The request was not received in time: send the whole request, headers and body, without pausing.')
+        : HTTP_ERROR_BODY(400, 'invalid_request', describeParseError(err as ParserError));
   socket.end(response);
 }

@@ -11,9 +11,10 @@ import { unauthorized } from '../../domain/errors.js';
 
 const digest = (token: string) => createHash('sha256').update(token, 'utf8').digest();
 
-const MISSING = 'This instance requires a create token to create an address: send Authorization: Bearer <create token> ' +
+const MISSING =
+  'This instance requires a create token to create an address: send Authorization: Bearer <create token> ' +
   '(one of the tokens its operator set in CREATE_TOKENS; ask the operator for one).';
-const WRONG = 'This bearer token is not one of this instance\'s create tokens (CREATE_TOKENS): send a token its operator gave you.';
+const WRONG = "This bearer token is not one of this instance's create tokens (CREATE_TOKENS): send a token its operator gave you.";
 
 /** The onRequest check of POST /api/v1/addresses for the configured tokens. */
 export function requireCreateToken(tokens: readonly string[]): (request: FastifyRequest) => Promise<void> {

@@ -41,7 +41,10 @@ export function parseJsonBody(text: string): unknown {
   }
   // After the depth check: a reviver recurses.
   if (MAYBE_OUT_OF_RANGE.test(text) && hasNonFiniteNumber(text)) {
-    throw new ApiError('invalid_request', 'A number in the body is beyond the range of a 64-bit float (such as 1e999) and would be stored as null: send it as a string.');
+    throw new ApiError(
+      'invalid_request',
+      'A number in the body is beyond the range of a 64-bit float (such as 1e999) and would be stored as null: send it as a string.',
+    );
   }
   return value;
 }

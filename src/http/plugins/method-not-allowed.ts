@@ -41,7 +41,10 @@ export function registerMethodNotAllowed(app: FastifyInstance, opts: { maxDiscar
       }
     });
     if (allowed.length > 0) {
-      return sendApiError(reply, new ApiError('method_not_allowed', `${request.method} is not allowed here; use ${allowed.join(' or ')}.`, { allow: allowed.join(', ') }));
+      return sendApiError(
+        reply,
+        new ApiError('method_not_allowed', `${request.method} is not allowed here; use ${allowed.join(' or ')}.`, { allow: allowed.join(', ') }),
+      );
     }
     return sendApiError(reply, new ApiError('not_found', 'Not found: no such route.'));
   });

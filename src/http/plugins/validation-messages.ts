@@ -10,11 +10,18 @@ export interface AjvIssue {
   params?: Record<string, unknown>;
   /** With ajv's verbose option: the value that failed, and the schema holding the failed keyword. */
   data?: unknown;
-  parentSchema?: { type?: string; minimum?: number; maximum?: number; minLength?: number; maxLength?: number; pattern?: string; properties?: Record<string, unknown> };
+  parentSchema?: {
+    type?: string;
+    minimum?: number;
+    maximum?: number;
+    minLength?: number;
+    maxLength?: number;
+    pattern?: string;
+    properties?: Record<string, unknown>;
+  };
 }
 
 const PART_NAMES: Record<string, string> = { body: 'body field', querystring: 'query parameter', params: 'path parameter', headers: 'header' };
-
 
 /** What the value must be, from the failing schema: "an integer from 0 to 100", "1-255 characters". */
 function expectation(issue: AjvIssue): string {
@@ -22,8 +29,14 @@ function expectation(issue: AjvIssue): string {
   const k = issue.keyword;
   if (k === 'type' && Array.isArray(issue.data)) return 'is given more than once; send it once';
   if ((k === 'type' || k === 'minimum' || k === 'maximum') && s.type === 'integer') {
-    const range = s.minimum !== undefined && s.maximum !== undefined ? ` from ${s.minimum} to ${s.maximum}`
-      : s.minimum !== undefined ? ` of at least ${s.minimum}` : s.maximum !== undefined ? ` of at most ${s.maximum}` : '';
+    const range =
+      s.minimum !== undefined && s.maximum !== undefined
+        ? ` from ${s.minimum} to ${s.maximum}`
+        : s.minimum !== undefined
+          ? ` of at least ${s.minimum}`
+          : s.maximum !== undefined
+            ? ` of at most ${s.maximum}`
+            : '';
     const exactly = s.maximum === Number.MAX_SAFE_INTEGER ? ' (the largest integer JavaScript holds exactly, Number.MAX_SAFE_INTEGER)' : '';
     return `must be an integer${range}${exactly}, written in plain decimal digits`;
   }
@@ -42,11 +55,15 @@ export function describeValidation(issue: AjvIssue | undefined, context: string 
     const name = String(params.additionalProperty);
     const allowed = Object.keys(issue.parentSchema?.properties ?? {});
     if (context === 'querystring') {
-      return `Unknown query parameter '${name}': ` +
-        (allowed.length === 0 ? 'this endpoint takes no query parameters.' : `the allowed ones are ${allowed.join(', ')}.`);
+      return (
+        `Unknown query parameter '${name}': ` +
+        (allowed.length === 0 ? 'this endpoint takes no query parameters.' : `the allowed ones are ${allowed.join(', ')}.`)
+      );
     }
-    return `Unknown property '${name}' in the ${context ?? 'body'}: ` +
-      (allowed.length === 0 ? 'no properties are allowed.' : `the allowed ones are ${allowed.join(', ')}.`);
+    return (
+      `Unknown property '${name}' in the ${context ?? 'body'}: ` +
+      (allowed.length === 0 ? 'no properties are allowed.' : `the allowed ones are ${allowed.join(', ')}.`)
+    );
   }
   const path = (issue?.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
   const field = issue?.keyword === 'required' ? String(params.missingProperty) : path;

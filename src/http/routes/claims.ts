@@ -16,108 +16,134 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 /** ClaimResponse as JSON text (events rendered from their stored JSON, as pages are). */
 export function claimResponseJson(batch: ClaimBatch): string {
-  return `{"claims":[${batch.claims.map((c) =>
-    `{"event":${eventJson(c.event)},"lease_id":"${c.leaseId}","lease_expires_at":"${iso(c.leaseExpiresAt)}","delivery_count":${c.event.deliveryCount ?? 1}}`).join(',')}]}`;
+  return `{"claims":[${batch.claims
+    .map(
+      (c) =>
+        `{"event":${eventJson(c.event)},"lease_id":"${c.leaseId}","lease_expires_at":"${iso(c.leaseExpiresAt)}","delivery_count":${c.event.deliveryCount ?? 1}}`,
+    )
+    .join(',')}]}`;
 }
 
 const emptyBodyIsObject = async (request: { body: unknown }) => {
   if (request.body === undefined) request.body = {};
 };
 
-export const claimRoutes = ({ service }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
-  const auth = requireReadToken(service);
-  const claims = service.claims;
+export const claimRoutes =
+  ({ service }: AppDeps): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    const auth = requireReadToken(service);
+    const claims = service.claims;
 
-  app.post('/api/v1/addresses/:addressId/claims', {
-    onRequest: auth,
-    preValidation: emptyBodyIsObject,
-    schema: {
-      operationId: 'claimEvents',
-      summary: 'Lease events to one of several workers',
-      description: 'Leases up to max of the oldest claimable events (not acknowledged, not dead, no live lease, not delayed) to this caller for ' +
-        'lease_seconds. Parallel claimers, also on other instances, never hold live leases on the same event. Settle each claim with its lease_id: ' +
-        'ack when handled, extend to keep working, nack to give it back (with a delay, or as dead). A lease that runs out makes the event ' +
-        'claimable again; after max_deliveries claims it becomes dead instead (the next claim on the address marks it). With wait > 0 and nothing ' +
-        'claimable, the request is held until something is, or wait seconds pass ({"claims": []}). Cursor reads (GET …/events) are unaffected.',
-      tags: ['claims'],
-      security: BEARER,
-      params: AddressParams,
-      [OPTIONAL_BODY]: true,
-      body: ClaimBody,
-      response: { 200: ClaimResponse, ...errorResponses(401, 404, 413, 415) },
-    },
-  }, (request, reply) => {
-    // As GET …/events: not async; a held claim is a ClaimWait on the follower and nothing suspended.
-    const input = request.body as ClaimInput;
-    const holds = input.wait > 0;
-    const wait = claims.claim(authenticatedAddress(request), input, (err, batch) => {
-      if (holds) reply.raw.removeListener('close', onClose);
-      let body: string | undefined;
-      try {
-        body = batch && claimResponseJson(batch);
-      } catch (renderError) {
-        err = renderError;
-      }
-      if (body !== undefined) sendJsonText(reply, body);
-      else (reply as FastifyReply).send(err);
-    });
-    const onClose = () => wait.cancel();
-    if (holds) reply.raw.once('close', onClose);
-  });
+    app.post(
+      '/api/v1/addresses/:addressId/claims',
+      {
+        onRequest: auth,
+        preValidation: emptyBodyIsObject,
+        schema: {
+          operationId: 'claimEvents',
+          summary: 'Lease events to one of several workers',
+          description:
+            'Leases up to max of the oldest claimable events (not acknowledged, not dead, no live lease, not delayed) to this caller for ' +
+            'lease_seconds. Parallel claimers, also on other instances, never hold live leases on the same event. Settle each claim with its lease_id: ' +
+            'ack when handled, extend to keep working, nack to give it back (with a delay, or as dead). A lease that runs out makes the event ' +
+            'claimable again; after max_deliveries claims it becomes dead instead (the next claim on the address marks it). With wait > 0 and nothing ' +
+            'claimable, the request is held until something is, or wait seconds pass ({"claims": []}). Cursor reads (GET …/events) are unaffected.',
+          tags: ['claims'],
+          security: BEARER,
+          params: AddressParams,
+          [OPTIONAL_BODY]: true,
+          body: ClaimBody,
+          response: { 200: ClaimResponse, ...errorResponses(401, 404, 413, 415) },
+        },
+      },
+      (request, reply) => {
+        // As GET …/events: not async; a held claim is a ClaimWait on the follower and nothing suspended.
+        const input = request.body as ClaimInput;
+        const holds = input.wait > 0;
+        const wait = claims.claim(authenticatedAddress(request), input, (err, batch) => {
+          if (holds) reply.raw.removeListener('close', onClose);
+          let body: string | undefined;
+          try {
+            body = batch && claimResponseJson(batch);
+          } catch (renderError) {
+            err = renderError;
+          }
+          if (body !== undefined) sendJsonText(reply, body);
+          else (reply as FastifyReply).send(err);
+        });
+        const onClose = () => wait.cancel();
+        if (holds) reply.raw.once('close', onClose);
+      },
+    );
 
-  app.post('/api/v1/addresses/:addressId/claims/:leaseId/ack', {
-    onRequest: auth,
-    schema: {
-      operationId: 'ackClaim',
-      summary: 'Acknowledge a claimed event',
-      description: 'Marks the event handled (acknowledged_at, as POST …/events/{eventId}/ack does) through its lease. Idempotent for the same lease. ' +
-        'A lease that ran out may still ack while no other claim has taken the event; once one has, 409 lease_lost. Send no body.',
-      tags: ['claims'],
-      security: BEARER,
-      params: LeaseParams,
-      response: { 200: EventResponse, ...errorResponses(401, 404, 409, 413, 415) },
-    },
-  }, async (request, reply) => {
-    const event = await claims.ack(authenticatedAddress(request), request.params.leaseId);
-    return sendJsonText(reply, `{"event":${eventJson(event)}}`);
-  });
+    app.post(
+      '/api/v1/addresses/:addressId/claims/:leaseId/ack',
+      {
+        onRequest: auth,
+        schema: {
+          operationId: 'ackClaim',
+          summary: 'Acknowledge a claimed event',
+          description:
+            'Marks the event handled (acknowledged_at, as POST …/events/{eventId}/ack does) through its lease. Idempotent for the same lease. ' +
+            'A lease that ran out may still ack while no other claim has taken the event; once one has, 409 lease_lost. Send no body.',
+          tags: ['claims'],
+          security: BEARER,
+          params: LeaseParams,
+          response: { 200: EventResponse, ...errorResponses(401, 404, 409, 413, 415) },
+        },
+      },
+      async (request, reply) => {
+        const event = await claims.ack(authenticatedAddress(request), request.params.leaseId);
+        return sendJsonText(reply, `{"event":${eventJson(event)}}`);
+      },
+    );
 
-  app.post('/api/v1/addresses/:addressId/claims/:leaseId/extend', {
-    onRequest: auth,
-    preValidation: emptyBodyIsObject,
-    schema: {
-      operationId: 'extendClaim',
-      summary: 'Extend a lease',
-      description: 'The lease now ends lease_seconds from now (a heartbeat for long work). 409 lease_lost once the event was claimed again, acknowledged, nacked or dead.',
-      tags: ['claims'],
-      security: BEARER,
-      params: LeaseParams,
-      [OPTIONAL_BODY]: true,
-      body: ExtendBody,
-      response: { 200: ExtendResponse, ...errorResponses(401, 404, 409, 413, 415) },
-    },
-  }, async (request) => {
-    const ends = await claims.extend(authenticatedAddress(request), request.params.leaseId, request.body.lease_seconds as number);
-    return { lease_expires_at: iso(ends) };
-  });
+    app.post(
+      '/api/v1/addresses/:addressId/claims/:leaseId/extend',
+      {
+        onRequest: auth,
+        preValidation: emptyBodyIsObject,
+        schema: {
+          operationId: 'extendClaim',
+          summary: 'Extend a lease',
+          description:
+            'The lease now ends lease_seconds from now (a heartbeat for long work). 409 lease_lost once the event was claimed again, acknowledged, nacked or dead.',
+          tags: ['claims'],
+          security: BEARER,
+          params: LeaseParams,
+          [OPTIONAL_BODY]: true,
+          body: ExtendBody,
+          response: { 200: ExtendResponse, ...errorResponses(401, 404, 409, 413, 415) },
+        },
+      },
+      async (request) => {
+        const ends = await claims.extend(authenticatedAddress(request), request.params.leaseId, request.body.lease_seconds as number);
+        return { lease_expires_at: iso(ends) };
+      },
+    );
 
-  app.post('/api/v1/addresses/:addressId/claims/:leaseId/nack', {
-    onRequest: auth,
-    preValidation: emptyBodyIsObject,
-    schema: {
-      operationId: 'nackClaim',
-      summary: 'Give a claimed event back',
-      description: 'Ends the lease: the event is claimable again after delay_seconds, unless this was its max_deliveries-th claim or dead is true, ' +
-        'in which case it becomes dead (dead_at, dead_reason) and is never claimed again. Answers the event as it now is. 409 lease_lost once superseded.',
-      tags: ['claims'],
-      security: BEARER,
-      params: LeaseParams,
-      [OPTIONAL_BODY]: true,
-      body: NackBody,
-      response: { 200: EventResponse, ...errorResponses(401, 404, 409, 413, 415) },
-    },
-  }, async (request, reply) => {
-    const event = await claims.nack(authenticatedAddress(request), request.params.leaseId, request.body);
-    return sendJsonText(reply, `{"event":${eventJson(event)}}`);
-  });
-};
+    app.post(
+      '/api/v1/addresses/:addressId/claims/:leaseId/nack',
+      {
+        onRequest: auth,
+        preValidation: emptyBodyIsObject,
+        schema: {
+          operationId: 'nackClaim',
+          summary: 'Give a claimed event back',
+          description:
+            'Ends the lease: the event is claimable again after delay_seconds, unless this was its max_deliveries-th claim or dead is true, ' +
+            'in which case it becomes dead (dead_at, dead_reason) and is never claimed again. Answers the event as it now is. 409 lease_lost once superseded.',
+          tags: ['claims'],
+          security: BEARER,
+          params: LeaseParams,
+          [OPTIONAL_BODY]: true,
+          body: NackBody,
+          response: { 200: EventResponse, ...errorResponses(401, 404, 409, 413, 415) },
+        },
+      },
+      async (request, reply) => {
+        const event = await claims.nack(authenticatedAddress(request), request.params.leaseId, request.body);
+        return sendJsonText(reply, `{"event":${eventJson(event)}}`);
+      },
+    );
+  };

@@ -25,50 +25,69 @@ const BYTES = {
   description: 'The exact bytes, with the Content-Type they were stored with, Content-Length and ETag: "<sha256 hex>" (the same sha256 as in the event).',
   content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
   headers: {
-    ETag: Type.String({ description: 'The bytes\' SHA-256, lower-case hex, in quotes.' }),
+    ETag: Type.String({ description: "The bytes' SHA-256, lower-case hex, in quotes." }),
     'Content-Length': Type.Integer({ minimum: 0, description: 'The size of the bytes.' }),
   },
 };
 
-export const eventBlobRoutes = ({ service }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
-  const auth = requireReadToken(service);
+export const eventBlobRoutes =
+  ({ service }: AppDeps): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    const auth = requireReadToken(service);
 
-  const send = async (eventId: string, name: BlobName, ifNoneMatch: string | undefined, reply: FastifyReply) => {
-    const blob = await service.openBlob(authenticatedAddress(reply.request), eventId, name);
-    const etag = `"${blob.sha256}"`;
-    reply.header('etag', etag).header('x-content-type-options', 'nosniff').header('content-security-policy', 'sandbox')
-      .header('content-disposition', 'attachment').header('cache-control', 'private, no-cache');
-    if (ifNoneMatch?.split(',').some((t) => t.trim() === etag || t.trim() === '*')) return reply.code(304).send();
-    return reply.code(200).type(blob.contentType).header('content-length', String(blob.size)).send(Readable.from(blob.chunks(), { objectMode: false }));
+    const send = async (eventId: string, name: BlobName, ifNoneMatch: string | undefined, reply: FastifyReply) => {
+      const blob = await service.openBlob(authenticatedAddress(reply.request), eventId, name);
+      const etag = `"${blob.sha256}"`;
+      reply
+        .header('etag', etag)
+        .header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', 'sandbox')
+        .header('content-disposition', 'attachment')
+        .header('cache-control', 'private, no-cache');
+      if (ifNoneMatch?.split(',').some((t) => t.trim() === etag || t.trim() === '*')) return reply.code(304).send();
+      return reply
+        .code(200)
+        .type(blob.contentType)
+        .header('content-length', String(blob.size))
+        .send(Readable.from(blob.chunks(), { objectMode: false }));
+    };
+
+    app.get(
+      '/api/v1/addresses/:addressId/events/:eventId/raw',
+      {
+        onRequest: auth,
+        schema: {
+          operationId: 'getEventRaw',
+          summary: 'Download the raw bytes of an event',
+          description:
+            'The body of a captured request, or the whole message of an email, when the event stores it beside its JSON (data.raw.url): ' +
+            'a body too large to sit inline (MAX_EVENT_BYTES), or a message that could not be parsed. 404 when the event has no such bytes. ' +
+            'Honours If-None-Match (304).',
+          tags: ['events'],
+          security: BEARER,
+          params: RawParams,
+          response: { 200: BYTES, 304: { description: 'If-None-Match matched the ETag.', type: 'null' }, ...errorResponses(401, 404) },
+        },
+      },
+      async (request, reply) => send(request.params.eventId, 'raw', request.headers['if-none-match'], reply),
+    );
+
+    app.get(
+      '/api/v1/addresses/:addressId/events/:eventId/attachments/:n',
+      {
+        onRequest: auth,
+        schema: {
+          operationId: 'getEventAttachment',
+          summary: 'Download an attachment of an event',
+          description:
+            'Attachment n (the index in data.attachments) when it is stored beside the event (its entry has url instead of content_base64). ' +
+            '404 when there is no such attachment or it is inline. Honours If-None-Match (304).',
+          tags: ['events'],
+          security: BEARER,
+          params: AttachmentParams,
+          response: { 200: BYTES, 304: { description: 'If-None-Match matched the ETag.', type: 'null' }, ...errorResponses(400, 401, 404) },
+        },
+      },
+      async (request, reply) => send(request.params.eventId, `attachments/${Number(request.params.n)}`, request.headers['if-none-match'], reply),
+    );
   };
-
-  app.get('/api/v1/addresses/:addressId/events/:eventId/raw', {
-    onRequest: auth,
-    schema: {
-      operationId: 'getEventRaw',
-      summary: 'Download the raw bytes of an event',
-      description: 'The body of a captured request, or the whole message of an email, when the event stores it beside its JSON (data.raw.url): ' +
-        'a body too large to sit inline (MAX_EVENT_BYTES), or a message that could not be parsed. 404 when the event has no such bytes. ' +
-        'Honours If-None-Match (304).',
-      tags: ['events'],
-      security: BEARER,
-      params: RawParams,
-      response: { 200: BYTES, 304: { description: 'If-None-Match matched the ETag.', type: 'null' }, ...errorResponses(401, 404) },
-    },
-  }, async (request, reply) => send(request.params.eventId, 'raw', request.headers['if-none-match'], reply));
-
-  app.get('/api/v1/addresses/:addressId/events/:eventId/attachments/:n', {
-    onRequest: auth,
-    schema: {
-      operationId: 'getEventAttachment',
-      summary: 'Download an attachment of an event',
-      description: 'Attachment n (the index in data.attachments) when it is stored beside the event (its entry has url instead of content_base64). ' +
-        '404 when there is no such attachment or it is inline. Honours If-None-Match (304).',
-      tags: ['events'],
-      security: BEARER,
-      params: AttachmentParams,
-      response: { 200: BYTES, 304: { description: 'If-None-Match matched the ETag.', type: 'null' }, ...errorResponses(400, 401, 404) },
-    },
-  }, async (request, reply) =>
-    send(request.params.eventId, `attachments/${Number(request.params.n)}`, request.headers['if-none-match'], reply));
-};

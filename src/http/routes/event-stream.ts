@@ -2,36 +2,49 @@
 // The domain's EventStream decides what to send and when; this file only frames it as SSE and
 // bounds what one client may cost: a page is written only once the previous one has drained, and
 // a client that has not drained its buffer within SSE_DRAIN_TIMEOUT_MS is dropped.
+
+import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
-import type { ServerResponse } from 'node:http';
 import { Type } from 'typebox';
+import { Consumers } from '../../consumers/consumers.js';
 import { clientKey } from '../../domain/client-key.js';
-import { ApiError, INTERNAL_MESSAGE, errorBody } from '../../domain/errors.js';
+import { ApiError, errorBody, INTERNAL_MESSAGE } from '../../domain/errors.js';
 import type { EventStream } from '../../domain/event-stream.js';
 import type { EventRecord } from '../../domain/model.js';
 import { eventJson } from '../../domain/representation.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
+import { READ_OPTION_PROPERTIES, readOptions, SCAN_BOUND_TEXT } from '../read-options.js';
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, BEARER, errorResponses } from '../schemas.js';
-import { Consumers } from '../../consumers/consumers.js';
-import { READ_OPTION_PROPERTIES, readOptions, SCAN_BOUND_TEXT } from '../read-options.js';
 
 const MAX_CURSOR = Number.MAX_SAFE_INTEGER;
 
-export const StreamQuery = Type.Object({
-  after: Type.Optional(Type.Integer({
-    minimum: 0, maximum: MAX_CURSOR,
-    description: 'Send the events whose sequence is greater than this cursor (default 0: the whole queue). A Last-Event-ID header takes precedence.',
-  })),
-  ...READ_OPTION_PROPERTIES,
-}, { additionalProperties: false, description: `Only after, ${Object.keys(READ_OPTION_PROPERTIES).join(', ')}: any other query parameter is 400 invalid_request naming it.` });
+export const StreamQuery = Type.Object(
+  {
+    after: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_CURSOR,
+        description: 'Send the events whose sequence is greater than this cursor (default 0: the whole queue). A Last-Event-ID header takes precedence.',
+      }),
+    ),
+    ...READ_OPTION_PROPERTIES,
+  },
+  {
+    additionalProperties: false,
+    description: `Only after, ${Object.keys(READ_OPTION_PROPERTIES).join(', ')}: any other query parameter is 400 invalid_request naming it.`,
+  },
+);
 
 const StreamHeaders = Type.Object({
-  'last-event-id': Type.Optional(Type.String({
-    pattern: '^[0-9]{1,16}$',
-    description: 'The id of the last event received (its sequence), which a reconnecting EventSource sends: the stream resumes after it. Takes precedence over ?after.',
-  })),
+  'last-event-id': Type.Optional(
+    Type.String({
+      pattern: '^[0-9]{1,16}$',
+      description:
+        'The id of the last event received (its sequence), which a reconnecting EventSource sends: the stream resumes after it. Takes precedence over ?after.',
+    }),
+  ),
 });
 
 /**
@@ -101,145 +114,176 @@ interface OpenStream {
   res: ServerResponse;
 }
 
-export const eventStreamRoutes = ({ service, config, store }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
-  const auth = requireReadToken(service);
-  const consumers = new Consumers(store);
-  const streams = new Set<OpenStream>();
-  const perAddress = new StreamCounts(config.maxStreamsPerAddress);
-  const perClient = new StreamCounts(config.maxStreamsPerClient);
+export const eventStreamRoutes =
+  ({ service, config, store }: AppDeps): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    const auth = requireReadToken(service);
+    const consumers = new Consumers(store);
+    const streams = new Set<OpenStream>();
+    const perAddress = new StreamCounts(config.maxStreamsPerAddress);
+    const perClient = new StreamCounts(config.maxStreamsPerClient);
 
-  // Streams are not idle connections, so closing the server would wait for them: end them first.
-  // (The hub's shutdown has ended every stream that was waiting; this catches one blocked on a
-  // full buffer or between reads.)
-  app.addHook('preClose', (done) => {
-    for (const s of [...streams]) {
-      s.stream.cancel();
-      if (s.res.writableNeedDrain) s.res.destroy();
-      else s.res.end(': shutting down\n\n');
-    }
-    streams.clear();
-    done();
-  });
+    // Streams are not idle connections, so closing the server would wait for them: end them first.
+    // (The hub's shutdown has ended every stream that was waiting; this catches one blocked on a
+    // full buffer or between reads.)
+    app.addHook('preClose', (done) => {
+      for (const s of [...streams]) {
+        s.stream.cancel();
+        if (s.res.writableNeedDrain) s.res.destroy();
+        else s.res.end(': shutting down\n\n');
+      }
+      streams.clear();
+      done();
+    });
 
-  app.get('/api/v1/addresses/:addressId/events/stream', {
-    onRequest: auth,
-    schema: {
-      operationId: 'streamEvents',
-      summary: 'Stream the event queue live (Server-Sent Events)',
-      description: 'A text/event-stream of every event with sequence > after, in order and without a gap, then each new one as it is ' +
-        'committed; resume with `Last-Event-ID` (or `?after=`). Message format, heartbeats (SSE_HEARTBEAT_MS) and disconnects: ' +
-        '/llms-full.txt, section "Live event stream". ' +
-        'With type, match or state, only matching events are sent, and each message\'s id is still its sequence, so Last-Event-ID resumes ' +
-        `without a gap (events after it are examined again). ${SCAN_BOUND_TEXT.replace('A filtered read', 'Each filtered read of the stream')} ` +
-        'With consumer=NAME the stream starts after the consumer\'s stored position, or at Last-Event-ID / after, which is stored first: ' +
-        'reconnecting with Last-Event-ID confirms what was received.' +
-        ` An address has at most ${config.maxStreamsPerAddress} open streams (MAX_STREAMS_PER_ADDRESS) and a client at most ` +
-        `${config.maxStreamsPerClient} (MAX_STREAMS_PER_CLIENT); one more is 429 too_many_streams with Retry-After.`,
-      tags: ['events'],
-      security: BEARER,
-      params: AddressParams,
-      querystring: StreamQuery,
-      headers: StreamHeaders,
-      response: {
-        200: { description: 'The event stream.', content: { 'text/event-stream': { schema: Type.String({ description: 'Server-Sent Events: messages of `id`, `event: event` and `data` lines; `: ping` comments.' }) } } },
-        ...errorResponses(400, 401, 404, 409, 429),
+    app.get(
+      '/api/v1/addresses/:addressId/events/stream',
+      {
+        onRequest: auth,
+        schema: {
+          operationId: 'streamEvents',
+          summary: 'Stream the event queue live (Server-Sent Events)',
+          description:
+            'A text/event-stream of every event with sequence > after, in order and without a gap, then each new one as it is ' +
+            'committed; resume with `Last-Event-ID` (or `?after=`). Message format, heartbeats (SSE_HEARTBEAT_MS) and disconnects: ' +
+            '/llms-full.txt, section "Live event stream". ' +
+            "With type, match or state, only matching events are sent, and each message's id is still its sequence, so Last-Event-ID resumes " +
+            `without a gap (events after it are examined again). ${SCAN_BOUND_TEXT.replace('A filtered read', 'Each filtered read of the stream')} ` +
+            "With consumer=NAME the stream starts after the consumer's stored position, or at Last-Event-ID / after, which is stored first: " +
+            'reconnecting with Last-Event-ID confirms what was received.' +
+            ` An address has at most ${config.maxStreamsPerAddress} open streams (MAX_STREAMS_PER_ADDRESS) and a client at most ` +
+            `${config.maxStreamsPerClient} (MAX_STREAMS_PER_CLIENT); one more is 429 too_many_streams with Retry-After.`,
+          tags: ['events'],
+          security: BEARER,
+          params: AddressParams,
+          querystring: StreamQuery,
+          headers: StreamHeaders,
+          response: {
+            200: {
+              description: 'The event stream.',
+              content: {
+                'text/event-stream': {
+                  schema: Type.String({ description: 'Server-Sent Events: messages of `id`, `event: event` and `data` lines; `: ping` comments.' }),
+                },
+              },
+            },
+            ...errorResponses(400, 401, 404, 409, 429),
+          },
+        },
       },
-    },
-  }, (request, reply) => {
-    const address = authenticatedAddress(request);
-    const { filter, consumer } = readOptions(request);
-    const lastEventId = request.headers['last-event-id'];
-    const given = lastEventId !== undefined ? Number(lastEventId) : request.query.after;
-    if (given !== undefined && given > MAX_CURSOR) {
-      throw new ApiError('invalid_request', `Invalid header 'Last-Event-ID': must be an integer from 0 to ${MAX_CURSOR}, written in plain decimal digits.`);
-    }
-    // Every open stream costs a socket, a waiter and its buffered frames: bounded per address and per client.
-    // An IPv6 client is one client per IPV6_PREFIX_BITS prefix (a /64 owner has 2^64 addresses).
-    const client = clientKey(request.ip, config.ipv6PrefixBits);
-    const retry = { 'retry-after': String(TOO_MANY_STREAMS_RETRY_AFTER_SECONDS) };
-    if (perAddress.full(address.id)) {
-      throw new ApiError('too_many_streams', `This address already has ${config.maxStreamsPerAddress} open event streams (MAX_STREAMS_PER_ADDRESS): ` +
-        'close one, or share one stream among your readers.', retry);
-    }
-    if (perClient.full(client)) {
-      throw new ApiError('too_many_streams', `This client already holds ${config.maxStreamsPerClient} open event streams (MAX_STREAMS_PER_CLIENT): close some first.`, retry);
-    }
-    if (request.raw.method !== 'HEAD') {
-      perAddress.add(address.id);
-      perClient.add(client);
-      reply.raw.once('close', () => {
-        perAddress.remove(address.id);
-        perClient.remove(client);
-      });
-    }
-    if (consumer === undefined) return open(given ?? 0);
-    // The position is stored (when given) before the stream starts.
-    consumers.start(address, consumer, given).then(open, (err: unknown) => (reply as FastifyReply).send(err));
+      (request, reply) => {
+        const address = authenticatedAddress(request);
+        const { filter, consumer } = readOptions(request);
+        const lastEventId = request.headers['last-event-id'];
+        const given = lastEventId !== undefined ? Number(lastEventId) : request.query.after;
+        if (given !== undefined && given > MAX_CURSOR) {
+          throw new ApiError('invalid_request', `Invalid header 'Last-Event-ID': must be an integer from 0 to ${MAX_CURSOR}, written in plain decimal digits.`);
+        }
+        // Every open stream costs a socket, a waiter and its buffered frames: bounded per address and per client.
+        // An IPv6 client is one client per IPV6_PREFIX_BITS prefix (a /64 owner has 2^64 addresses).
+        const client = clientKey(request.ip, config.ipv6PrefixBits);
+        const retry = { 'retry-after': String(TOO_MANY_STREAMS_RETRY_AFTER_SECONDS) };
+        if (perAddress.full(address.id)) {
+          throw new ApiError(
+            'too_many_streams',
+            `This address already has ${config.maxStreamsPerAddress} open event streams (MAX_STREAMS_PER_ADDRESS): ` +
+              'close one, or share one stream among your readers.',
+            retry,
+          );
+        }
+        if (perClient.full(client)) {
+          throw new ApiError(
+            'too_many_streams',
+            `This client already holds ${config.maxStreamsPerClient} open event streams (MAX_STREAMS_PER_CLIENT): close some first.`,
+            retry,
+          );
+        }
+        if (request.raw.method !== 'HEAD') {
+          perAddress.add(address.id);
+          perClient.add(client);
+          reply.raw.once('close', () => {
+            perAddress.remove(address.id);
+            perClient.remove(client);
+          });
+        }
+        if (consumer === undefined) return open(given ?? 0);
+        // The position is stored (when given) before the stream starts.
+        consumers.start(address, consumer, given).then(open, (err: unknown) => (reply as FastifyReply).send(err));
 
-    function open(after: number): void {
-      // The client left while the consumer's position was being stored: no 'close' would come now.
-      if (reply.raw.destroyed) return;
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-store',
-        // A reverse proxy (nginx) must pass each message on at once.
-        'x-accel-buffering': 'no',
-        // A stream's connection is not reused: once it ends, nothing holds a server shutdown.
-        connection: 'close',
-      });
-      // HEAD (which Fastify routes here too) gets the headers only: no body, so nothing to hold open.
-      if (request.raw.method === 'HEAD') return void res.end();
-      res.write(`retry: 1000\n: stream of ${address.id} after ${after}\n\n`);
+        function open(after: number): void {
+          // The client left while the consumer's position was being stored: no 'close' would come now.
+          if (reply.raw.destroyed) return;
+          reply.hijack();
+          const res = reply.raw;
+          res.writeHead(200, {
+            'content-type': 'text/event-stream; charset=utf-8',
+            'cache-control': 'no-store',
+            // A reverse proxy (nginx) must pass each message on at once.
+            'x-accel-buffering': 'no',
+            // A stream's connection is not reused: once it ends, nothing holds a server shutdown.
+            connection: 'close',
+          });
+          // HEAD (which Fastify routes here too) gets the headers only: no body, so nothing to hold open.
+          if (request.raw.method === 'HEAD') return void res.end();
+          res.write(`retry: 1000\n: stream of ${address.id} after ${after}\n\n`);
 
-      const opened = performance.now();
-      let drainTimer: NodeJS.Timeout | undefined;
-      const entry: OpenStream = {
-        res,
-        stream: service.streamEvents(address, after, config.sseHeartbeatMs, {
-          send(events, resume) {
-            let writable = true;
-            res.cork();
-            for (const e of events) writable = res.write(frameOf(e));
-            res.uncork();
-            if (writable) return true;
-            // Nothing more is read for this client until it has taken what it was given.
-            drainTimer = setTimeout(() => {
-              request.log.info({ addressId: address.id, buffered: res.writableLength }, 'event stream dropped: the client did not read');
-              res.destroy();
-            }, config.sseDrainTimeoutMs);
-            res.once('drain', () => {
-              clearTimeout(drainTimer);
-              resume();
-            });
-            return false;
-          },
-          heartbeat() {
-            res.write(': ping\n\n');
-          },
-          end(err) {
+          const opened = performance.now();
+          let drainTimer: NodeJS.Timeout | undefined;
+          const entry: OpenStream = {
+            res,
+            stream: service.streamEvents(
+              address,
+              after,
+              config.sseHeartbeatMs,
+              {
+                send(events, resume) {
+                  let writable = true;
+                  res.cork();
+                  for (const e of events) writable = res.write(frameOf(e));
+                  res.uncork();
+                  if (writable) return true;
+                  // Nothing more is read for this client until it has taken what it was given.
+                  drainTimer = setTimeout(() => {
+                    request.log.info({ addressId: address.id, buffered: res.writableLength }, 'event stream dropped: the client did not read');
+                    res.destroy();
+                  }, config.sseDrainTimeoutMs);
+                  res.once('drain', () => {
+                    clearTimeout(drainTimer);
+                    resume();
+                  });
+                  return false;
+                },
+                heartbeat() {
+                  res.write(': ping\n\n');
+                },
+                end(err) {
+                  streams.delete(entry);
+                  if (err === undefined) {
+                    res.end(': shutting down\n\n');
+                  } else if (err instanceof ApiError) {
+                    res.end(errorFrame(err.code, err.message));
+                  } else {
+                    request.log.error({ err }, 'event stream failed');
+                    res.end(errorFrame('internal', INTERNAL_MESSAGE));
+                  }
+                },
+              },
+              filter,
+            ),
+          };
+          streams.add(entry);
+          res.once('close', () => {
+            clearTimeout(drainTimer);
+            entry.stream.cancel();
             streams.delete(entry);
-            if (err === undefined) {
-              res.end(': shutting down\n\n');
-            } else if (err instanceof ApiError) {
-              res.end(errorFrame(err.code, err.message));
-            } else {
-              request.log.error({ err }, 'event stream failed');
-              res.end(errorFrame('internal', INTERNAL_MESSAGE));
-            }
-          },
-        }, filter),
-      };
-      streams.add(entry);
-      res.once('close', () => {
-        clearTimeout(drainTimer);
-        entry.stream.cancel();
-        streams.delete(entry);
-        // A hijacked reply gets no "request completed" line from Fastify: this is that line.
-        request.log.info({ addressId: address.id, from: after, to: entry.stream.position, responseTime: performance.now() - opened }, 'event stream closed');
-      });
-      entry.stream.start();
-    }
-  });
-};
+            // A hijacked reply gets no "request completed" line from Fastify: this is that line.
+            request.log.info(
+              { addressId: address.id, from: after, to: entry.stream.position, responseTime: performance.now() - opened },
+              'event stream closed',
+            );
+          });
+          entry.stream.start();
+        }
+      },
+    );
+  };

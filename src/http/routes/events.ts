@@ -4,98 +4,113 @@ import { Type } from 'typebox';
 import { Consumers } from '../../consumers/consumers.js';
 import type { LongPoll } from '../../domain/long-poll.js';
 import type { Page } from '../../domain/model.js';
-import { READ_OPTION_PROPERTIES, readOptions, SCAN_BOUND_TEXT } from '../read-options.js';
 import { eventJson, eventPageBody } from '../../domain/representation.js';
-import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import { sendJsonText } from '../json-text.js';
+import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
+import { READ_OPTION_PROPERTIES, readOptions, SCAN_BOUND_TEXT } from '../read-options.js';
 import type { AppDeps } from '../route-deps.js';
-import { BEARER, EventPage, EventParams, EventResponse, EventsQuery, AddressParams, errorResponses } from '../schemas.js';
+import { AddressParams, BEARER, EventPage, EventParams, EventResponse, EventsQuery, errorResponses } from '../schemas.js';
 
 /** Endpoint 4's parameters, with the filter and consumer of every read. */
-export const EventsReadQuery = Type.Object({ ...EventsQuery.properties, ...READ_OPTION_PROPERTIES }, {
-  additionalProperties: false,
-  description: `Only after, limit, wait, ${Object.keys(READ_OPTION_PROPERTIES).join(', ')}: any other query parameter is 400 invalid_request naming it.`,
-});
+export const EventsReadQuery = Type.Object(
+  { ...EventsQuery.properties, ...READ_OPTION_PROPERTIES },
+  {
+    additionalProperties: false,
+    description: `Only after, limit, wait, ${Object.keys(READ_OPTION_PROPERTIES).join(', ')}: any other query parameter is 400 invalid_request naming it.`,
+  },
+);
 
-export const eventRoutes = ({ service, store }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
-  const auth = requireReadToken(service);
-  const consumers = new Consumers(store);
+export const eventRoutes =
+  ({ service, store }: AppDeps): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    const auth = requireReadToken(service);
+    const consumers = new Consumers(store);
 
-  app.get('/api/v1/addresses/:addressId/events', {
-    onRequest: auth,
-    schema: {
-      operationId: 'listEvents',
-      summary: 'Read the ordered event queue',
-      description: 'Events with sequence > after, ascending, acknowledged or not. Use next_cursor as the next after. ' +
-        'With wait > 0 and nothing after the cursor, the request is held until an event arrives (it returns within milliseconds), ' +
-        'or wait seconds pass (empty page). Deleting the address ends the wait with 404; a server shutdown ends it with an empty page. ' +
-        'after takes any integer up to 9007199254740991. ' +
-        'Filters (type, match, state) are evaluated by the service: events then holds only matching events, and next_cursor is the last ' +
-        'event examined, matching or not, so after=next_cursor never re-scans and never skips; a filtered wait holds until a matching ' +
-        `event exists. ${SCAN_BOUND_TEXT} ` +
-        'consumer=NAME reads for a named consumer whose position the service keeps (see the parameter). ' +
-        `A query parameter other than after, limit, wait, ${Object.keys(READ_OPTION_PROPERTIES).join(', ')} is 400 invalid_request naming it.`,
-      tags: ['events'],
-      security: BEARER,
-      params: AddressParams,
-      querystring: EventsReadQuery,
-      response: { 200: EventPage, ...errorResponses(400, 401, 404, 409) },
-    },
-  }, (request, reply) => {
-    // Not async, and nothing returned: Fastify then waits for reply.send(). (An async handler
-    // returning the reply would make Fastify await it as a thenable, attaching a stream-finished
-    // watcher to every held response.) While a long-poll waits, nothing here is suspended: 10,000
-    // held polls cost their sockets, the request objects and one small LongPoll each.
-    // ajv's useDefaults has filled in every omitted parameter (they are optional only to callers).
-    const query = request.query as Required<typeof request.query>;
-    const { filter, consumer, afterGiven } = readOptions(request);
-    const address = authenticatedAddress(request);
-    const holds = query.wait > 0;
-    let poll: LongPoll | undefined;
-    let gone = false;
-    // The client going away ends the wait and frees the waiter.
-    const onClose = () => {
-      gone = true;
-      poll?.cancel();
-    };
-    if (holds) reply.raw.once('close', onClose);
-    const answer = (err: unknown, page: Page | undefined) => {
-      if (holds) reply.raw.removeListener('close', onClose);
-      // This runs from a store read's completion, a timer or a wake-up: whatever it throws would
-      // be an uncaught exception that ends the process, so rendering fails into the reply instead.
-      let body: Buffer | undefined;
-      try {
-        body = page && eventPageBody(page);
-      } catch (renderError) {
-        err = renderError;
-      }
-      if (body) sendJsonText(reply, body);
-      // Through the error handler, as a thrown error would go: not_found, or a logged 500.
-      else (reply as FastifyReply).send(err);
-    };
-    const read = (after: number) => {
-      poll = service.pollEvents(address, { ...query, after, filter }, answer);
-      if (gone) poll.cancel();
-    };
-    if (consumer === undefined) return read(query.after);
-    // The consumer's position is stored (when after is given) before the read, so before the answer.
-    consumers.start(address, consumer, afterGiven ? query.after : undefined).then(read, (err: unknown) => answer(err, undefined));
-  });
+    app.get(
+      '/api/v1/addresses/:addressId/events',
+      {
+        onRequest: auth,
+        schema: {
+          operationId: 'listEvents',
+          summary: 'Read the ordered event queue',
+          description:
+            'Events with sequence > after, ascending, acknowledged or not. Use next_cursor as the next after. ' +
+            'With wait > 0 and nothing after the cursor, the request is held until an event arrives (it returns within milliseconds), ' +
+            'or wait seconds pass (empty page). Deleting the address ends the wait with 404; a server shutdown ends it with an empty page. ' +
+            'after takes any integer up to 9007199254740991. ' +
+            'Filters (type, match, state) are evaluated by the service: events then holds only matching events, and next_cursor is the last ' +
+            'event examined, matching or not, so after=next_cursor never re-scans and never skips; a filtered wait holds until a matching ' +
+            `event exists. ${SCAN_BOUND_TEXT} ` +
+            'consumer=NAME reads for a named consumer whose position the service keeps (see the parameter). ' +
+            `A query parameter other than after, limit, wait, ${Object.keys(READ_OPTION_PROPERTIES).join(', ')} is 400 invalid_request naming it.`,
+          tags: ['events'],
+          security: BEARER,
+          params: AddressParams,
+          querystring: EventsReadQuery,
+          response: { 200: EventPage, ...errorResponses(400, 401, 404, 409) },
+        },
+      },
+      (request, reply) => {
+        // Not async, and nothing returned: Fastify then waits for reply.send(). (An async handler
+        // returning the reply would make Fastify await it as a thenable, attaching a stream-finished
+        // watcher to every held response.) While a long-poll waits, nothing here is suspended: 10,000
+        // held polls cost their sockets, the request objects and one small LongPoll each.
+        // ajv's useDefaults has filled in every omitted parameter (they are optional only to callers).
+        const query = request.query as Required<typeof request.query>;
+        const { filter, consumer, afterGiven } = readOptions(request);
+        const address = authenticatedAddress(request);
+        const holds = query.wait > 0;
+        let poll: LongPoll | undefined;
+        let gone = false;
+        // The client going away ends the wait and frees the waiter.
+        const onClose = () => {
+          gone = true;
+          poll?.cancel();
+        };
+        if (holds) reply.raw.once('close', onClose);
+        const answer = (err: unknown, page: Page | undefined) => {
+          if (holds) reply.raw.removeListener('close', onClose);
+          // This runs from a store read's completion, a timer or a wake-up: whatever it throws would
+          // be an uncaught exception that ends the process, so rendering fails into the reply instead.
+          let body: Buffer | undefined;
+          try {
+            body = page && eventPageBody(page);
+          } catch (renderError) {
+            err = renderError;
+          }
+          if (body) sendJsonText(reply, body);
+          // Through the error handler, as a thrown error would go: not_found, or a logged 500.
+          else (reply as FastifyReply).send(err);
+        };
+        const read = (after: number) => {
+          poll = service.pollEvents(address, { ...query, after, filter }, answer);
+          if (gone) poll.cancel();
+        };
+        if (consumer === undefined) return read(query.after);
+        // The consumer's position is stored (when after is given) before the read, so before the answer.
+        consumers.start(address, consumer, afterGiven ? query.after : undefined).then(read, (err: unknown) => answer(err, undefined));
+      },
+    );
 
-  app.post('/api/v1/addresses/:addressId/events/:eventId/ack', {
-    onRequest: auth,
-    schema: {
-      operationId: 'ackEvent',
-      summary: 'Acknowledge an event',
-      description: 'Marks the event handled. Idempotent: a second ack returns 200 and the same acknowledged_at. Send no body ' +
-        '(one sent anyway is parsed if it claims to be JSON, so malformed JSON is 400 and another Content-Type 415).',
-      tags: ['events'],
-      security: BEARER,
-      params: EventParams,
-      response: { 200: EventResponse, ...errorResponses(401, 404, 413, 415) },
-    },
-  }, async (request, reply) => {
-    const event = await service.ackEvent(authenticatedAddress(request), request.params.eventId);
-    return sendJsonText(reply, `{"event":${eventJson(event)}}`);
-  });
-};
+    app.post(
+      '/api/v1/addresses/:addressId/events/:eventId/ack',
+      {
+        onRequest: auth,
+        schema: {
+          operationId: 'ackEvent',
+          summary: 'Acknowledge an event',
+          description:
+            'Marks the event handled. Idempotent: a second ack returns 200 and the same acknowledged_at. Send no body ' +
+            '(one sent anyway is parsed if it claims to be JSON, so malformed JSON is 400 and another Content-Type 415).',
+          tags: ['events'],
+          security: BEARER,
+          params: EventParams,
+          response: { 200: EventResponse, ...errorResponses(401, 404, 413, 415) },
+        },
+      },
+      async (request, reply) => {
+        const event = await service.ackEvent(authenticatedAddress(request), request.params.eventId);
+        return sendJsonText(reply, `{"event":${eventJson(event)}}`);
+      },
+    );
+  };

@@ -5,7 +5,7 @@ import { errorBody } from '../../domain/errors.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../storage/store-unavailable.js';
 import { writeHealthOf } from '../plugins/api-error-handler.js';
 import type { AppDeps } from '../route-deps.js';
-import { NO_AUTH, errorResponses } from '../schemas.js';
+import { errorResponses, NO_AUTH } from '../schemas.js';
 
 const Status = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
 
@@ -22,41 +22,56 @@ async function logProbe(request: FastifyRequest, reply: FastifyReply): Promise<v
   request.log.debug({ req: request, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime }, 'health probe answered');
 }
 
-export const healthRoutes = ({ store }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
-  app.get('/healthz', {
-    onResponse: logProbe,
-    schema: {
-      operationId: 'getHealth',
-      summary: 'Liveness: the process is up',
-      description: 'Answers 200 {"status":"ok"} while the process runs; it does not touch storage.',
-      tags: ['operations'],
-      security: NO_AUTH,
-      response: { 200: Status, ...errorResponses() },
-    },
-  }, async () => ({ status: 'ok' as const }));
+export const healthRoutes =
+  ({ store }: AppDeps): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    app.get(
+      '/healthz',
+      {
+        onResponse: logProbe,
+        schema: {
+          operationId: 'getHealth',
+          summary: 'Liveness: the process is up',
+          description: 'Answers 200 {"status":"ok"} while the process runs; it does not touch storage.',
+          tags: ['operations'],
+          security: NO_AUTH,
+          response: { 200: Status, ...errorResponses() },
+        },
+      },
+      async () => ({ status: 'ok' as const }),
+    );
 
-  app.get('/readyz', {
-    onResponse: logProbe,
-    schema: {
-      operationId: 'getReadiness',
-      summary: 'Readiness: storage is reachable and writable',
-      description: 'Answers 200 {"status":"ok"} while the store (and, on PostgreSQL, the LISTEN connection) answers and can write; 503 unavailable with ' +
-        'Retry-After otherwise: unreachable, a disk below the free space one event needs (SQLite), or a write refused by the store in the last 10 s.',
-      tags: ['operations'],
-      security: NO_AUTH,
-      response: { 200: Status, ...errorResponses(), 503: { ...errorResponses()[503], description: 'Storage cannot be reached or written (code unavailable), with Retry-After.' } },
-    },
-  }, async (request, reply) => {
-    const unready = (message: string) =>
-      reply.code(503).header('retry-after', String(UNAVAILABLE_RETRY_AFTER_SECONDS)).send(errorBody('unavailable', message));
-    try {
-      await store.ping();
-    } catch (err) {
-      request.log.warn({ err }, 'readiness check failed');
-      return unready(`Storage is unreachable or cannot write: ${err instanceof Error && err.name === 'StoreNotWritable' ? err.message : 'see the log'}.`);
-    }
-    const age = writeHealthOf(app)?.recentFailure();
-    if (age !== undefined) return unready(`Storage refused a write ${Math.round(age / 1000)} s ago.`);
-    return { status: 'ok' as const };
-  });
-};
+    app.get(
+      '/readyz',
+      {
+        onResponse: logProbe,
+        schema: {
+          operationId: 'getReadiness',
+          summary: 'Readiness: storage is reachable and writable',
+          description:
+            'Answers 200 {"status":"ok"} while the store (and, on PostgreSQL, the LISTEN connection) answers and can write; 503 unavailable with ' +
+            'Retry-After otherwise: unreachable, a disk below the free space one event needs (SQLite), or a write refused by the store in the last 10 s.',
+          tags: ['operations'],
+          security: NO_AUTH,
+          response: {
+            200: Status,
+            ...errorResponses(),
+            503: { ...errorResponses()[503], description: 'Storage cannot be reached or written (code unavailable), with Retry-After.' },
+          },
+        },
+      },
+      async (request, reply) => {
+        const unready = (message: string) =>
+          reply.code(503).header('retry-after', String(UNAVAILABLE_RETRY_AFTER_SECONDS)).send(errorBody('unavailable', message));
+        try {
+          await store.ping();
+        } catch (err) {
+          request.log.warn({ err }, 'readiness check failed');
+          return unready(`Storage is unreachable or cannot write: ${err instanceof Error && err.name === 'StoreNotWritable' ? err.message : 'see the log'}.`);
+        }
+        const age = writeHealthOf(app)?.recentFailure();
+        if (age !== undefined) return unready(`Storage refused a write ${Math.round(age / 1000)} s ago.`);
+        return { status: 'ok' as const };
+      },
+    );
+  };

@@ -8,11 +8,11 @@ import { type CapturedRequest, headersFromRaw } from '../../capture/captured-req
 import { handshakeAnswer } from '../../capture/handshake.js';
 import { InflightCaptureBudget } from '../../capture/inflight-budget.js';
 import { sendJsonText } from '../json-text.js';
+import { PER_METHOD } from '../openapi-document.js';
 import { errorHandler } from '../plugins/api-error-handler.js';
 import { authenticatedAddress, requireInboxSecret } from '../plugins/authentication.js';
 import type { AppDeps } from '../route-deps.js';
-import { AnyQuery, CaptureReceipt, HookParams, HookSubPathParams, NO_AUTH, errorResponses } from '../schemas.js';
-import { PER_METHOD } from '../openapi-document.js';
+import { AnyQuery, CaptureReceipt, errorResponses, HookParams, HookSubPathParams, NO_AUTH } from '../schemas.js';
 
 const CAPTURE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 const ALLOW = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
@@ -22,7 +22,8 @@ const EMPTY = Buffer.alloc(0);
  * What a person's browser sees after an OAuth redirect or a link: static, so nothing from the request
  * (a code, a state, an error text) is ever echoed into a page; no script, no style, no request out.
  */
-export const RECEIVED_PAGE = '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">' +
+export const RECEIVED_PAGE =
+  '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">' +
   '<meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex">' +
   '<title>Received</title></head><body><h1>Received</h1>' +
   '<p>This request reached its return address and was stored for the agent that is waiting for it.</p>' +
@@ -54,87 +55,109 @@ function takeAnyContentType(request: FastifyRequest, _reply: FastifyReply, done:
 /** One budget per service: every capture route shares it (MAX_INFLIGHT_CAPTURE_BYTES). */
 const budgets = new WeakMap<AppDeps['config'], InflightCaptureBudget>();
 
-export const hookRoutes = ({ service, capture, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
-  const bodyLimit = config.maxCaptureBytes;
-  let inflight = budgets.get(config);
-  if (!inflight) budgets.set(config, (inflight = new InflightCaptureBudget(config.maxInflightCaptureBytes)));
-  const budget = inflight;
-  /** Counts the body against the shared in-flight budget; every byte is given back when the answer is done. */
-  const meterBody: preParsingHookHandler = (request, reply, payload, done) => {
-    const declared = request.headers['content-length'];
-    const release = budget.meter(payload, declared === undefined || !/^\d+$/.test(declared) ? undefined : Number(declared));
-    if (release instanceof Error) return done(release);
-    reply.raw.once('close', release);
-    done(null, payload);
-  };
-
-  app.removeAllContentTypeParsers();
-  // '*' also takes a body sent without any Content-Type.
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => done(null, body));
-  app.setErrorHandler(errorHandler({ maxPayloadBytes: bodyLimit, payloadLimitName: 'MAX_CAPTURE_BYTES', maxDiscardBytes: config.maxDiscardBytes }));
-
-  async function captureRequest(request: FastifyRequest, reply: FastifyReply) {
-    const url = request.url;
-    const q = url.indexOf('?');
-    const captured: CapturedRequest = {
-      method: request.method,
-      subPath: subPathOf(url),
-      query: q === -1 ? '' : url.slice(q + 1),
-      headers: headersFromRaw(request.raw.rawHeaders),
-      body: Buffer.isBuffer(request.body) ? request.body : EMPTY,
-      remoteIp: request.ip,
+export const hookRoutes =
+  ({ service, capture, config }: AppDeps): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    const bodyLimit = config.maxCaptureBytes;
+    let inflight = budgets.get(config);
+    if (!inflight) budgets.set(config, (inflight = new InflightCaptureBudget(config.maxInflightCaptureBytes)));
+    const budget = inflight;
+    /** Counts the body against the shared in-flight budget; every byte is given back when the answer is done. */
+    const meterBody: preParsingHookHandler = (request, reply, payload, done) => {
+      const declared = request.headers['content-length'];
+      const release = budget.meter(payload, declared === undefined || !/^\d+$/.test(declared) ? undefined : Number(declared));
+      if (release instanceof Error) return done(release);
+      reply.raw.once('close', release);
+      done(null, payload);
     };
-    const { secret } = request.params as { secret: string };
-    const { delivery, body } = await capture.capture(authenticatedAddress(request), secret, captured);
-    const handshake = handshakeAnswer(request.method, captured.query, body);
-    if (handshake) return reply.code(200).header('x-content-type-options', 'nosniff').type(handshake.contentType).send(handshake.body);
-    if (isBrowserNavigation(request.method, captured.headers)) {
-      return reply.code(200).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(RECEIVED_PAGE);
+
+    app.removeAllContentTypeParsers();
+    // '*' also takes a body sent without any Content-Type.
+    app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, done) => done(null, body));
+    app.setErrorHandler(errorHandler({ maxPayloadBytes: bodyLimit, payloadLimitName: 'MAX_CAPTURE_BYTES', maxDiscardBytes: config.maxDiscardBytes }));
+
+    async function captureRequest(request: FastifyRequest, reply: FastifyReply) {
+      const url = request.url;
+      const q = url.indexOf('?');
+      const captured: CapturedRequest = {
+        method: request.method,
+        subPath: subPathOf(url),
+        query: q === -1 ? '' : url.slice(q + 1),
+        headers: headersFromRaw(request.raw.rawHeaders),
+        body: Buffer.isBuffer(request.body) ? request.body : EMPTY,
+        remoteIp: request.ip,
+      };
+      const { secret } = request.params as { secret: string };
+      const { delivery, body } = await capture.capture(authenticatedAddress(request), secret, captured);
+      const handshake = handshakeAnswer(request.method, captured.query, body);
+      if (handshake) return reply.code(200).header('x-content-type-options', 'nosniff').type(handshake.contentType).send(handshake.body);
+      if (isBrowserNavigation(request.method, captured.headers)) {
+        return reply.code(200).headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(RECEIVED_PAGE);
+      }
+      const { event, duplicate } = delivery;
+      return sendJsonText(reply, `{"event":{"id":"${event.id}","sequence":${event.sequence}},"duplicate":${duplicate}}`, duplicate ? 200 : 202);
     }
-    const { event, duplicate } = delivery;
-    return sendJsonText(reply, `{"event":{"id":"${event.id}","sequence":${event.sequence}},"duplicate":${duplicate}}`, duplicate ? 200 : 202);
-  }
 
-  const description = 'Takes any request as it is and stores it as one event (any method of GET, POST, PUT, PATCH, DELETE, ' +
-    `any sub-path, any content type, at most ${bodyLimit} bytes: MAX_CAPTURE_BYTES); a 2xx means it is durably stored. ` +
-    'The secret in the path is the only credential and it cannot read. Event shape, sender recognition, dedupe keys, ' +
-    'handshakes, signatures, GitHub\'s form-encoded payloads and the browser page (a GET or a form POST whose Accept includes text/html): /llms-full.txt, section "Capture URL".' +
-    ` Past ${config.maxInflightCaptureBytes} capture bytes being received by all clients at once (MAX_INFLIGHT_CAPTURE_BYTES): 503 unavailable with Retry-After.`;
-  const responses = {
-    200: {
-      description: 'A handshake answered, the browser page, or a repeated idempotency key (duplicate: true).',
-      content: {
-        'application/json': { schema: CaptureReceipt },
-        'text/plain': { schema: { type: 'string', description: 'The Meta hub.challenge or Microsoft Graph validationToken, as sent.' } },
-        'text/html': { schema: { type: 'string', description: 'A static "received, you may close this tab" page.' } },
+    const description =
+      'Takes any request as it is and stores it as one event (any method of GET, POST, PUT, PATCH, DELETE, ' +
+      `any sub-path, any content type, at most ${bodyLimit} bytes: MAX_CAPTURE_BYTES); a 2xx means it is durably stored. ` +
+      'The secret in the path is the only credential and it cannot read. Event shape, sender recognition, dedupe keys, ' +
+      'handshakes, signatures, GitHub\'s form-encoded payloads and the browser page (a GET or a form POST whose Accept includes text/html): /llms-full.txt, section "Capture URL".' +
+      ` Past ${config.maxInflightCaptureBytes} capture bytes being received by all clients at once (MAX_INFLIGHT_CAPTURE_BYTES): 503 unavailable with Retry-After.`;
+    const responses = {
+      200: {
+        description: 'A handshake answered, the browser page, or a repeated idempotency key (duplicate: true).',
+        content: {
+          'application/json': { schema: CaptureReceipt },
+          'text/plain': { schema: { type: 'string', description: 'The Meta hub.challenge or Microsoft Graph validationToken, as sent.' } },
+          'text/html': { schema: { type: 'string', description: 'A static "received, you may close this tab" page.' } },
+        },
       },
-    },
-    202: { ...CaptureReceipt, description: 'A new event, durably stored.' },
-    ...errorResponses(400, 404, 410, 413, 429, 503),
+      202: { ...CaptureReceipt, description: 'A new event, durably stored.' },
+      ...errorResponses(400, 404, 410, 413, 429, 503),
+    };
+
+    for (const [url, params, hide] of [
+      ['/api/v1/hooks/:addressId/:secret', HookParams, false],
+      ['/api/v1/hooks/:addressId/:secret/*', HookSubPathParams, true],
+    ] as const) {
+      app.route({
+        method: [...CAPTURE_METHODS],
+        url,
+        bodyLimit,
+        exposeHeadRoute: false,
+        onRequest: [requireInboxSecret(service), takeAnyContentType],
+        preParsing: meterBody,
+        schema: {
+          operationId: `capture${PER_METHOD}`,
+          summary: 'Capture any request (write-only)',
+          description,
+          tags: ['capture'],
+          security: NO_AUTH,
+          hide,
+          params,
+          querystring: AnyQuery,
+          response: responses,
+        },
+        handler: captureRequest,
+      });
+      app.route({
+        method: ['HEAD', 'OPTIONS'],
+        url,
+        bodyLimit,
+        onRequest: [requireInboxSecret(service), takeAnyContentType],
+        schema: {
+          operationId: `probeCapture${PER_METHOD}`,
+          summary: 'Check the capture URL (stores nothing)',
+          description: 'HEAD and OPTIONS answer 200 with an empty body and store nothing, for senders that probe a URL first.',
+          tags: ['capture'],
+          security: NO_AUTH,
+          hide,
+          params,
+          querystring: AnyQuery,
+          response: { 200: { type: 'null', description: 'Empty; Allow lists the methods.' }, ...errorResponses(404) },
+        },
+        handler: async (_request, reply) => reply.code(200).header('allow', ALLOW).send(null),
+      });
+    }
   };
-
-  for (const [url, params, hide] of [['/api/v1/hooks/:addressId/:secret', HookParams, false], ['/api/v1/hooks/:addressId/:secret/*', HookSubPathParams, true]] as const) {
-    app.route({
-      method: [...CAPTURE_METHODS],
-      url,
-      bodyLimit,
-      exposeHeadRoute: false,
-      onRequest: [requireInboxSecret(service), takeAnyContentType],
-      preParsing: meterBody,
-      schema: { operationId: `capture${PER_METHOD}`, summary: 'Capture any request (write-only)', description, tags: ['capture'], security: NO_AUTH, hide, params, querystring: AnyQuery, response: responses },
-      handler: captureRequest,
-    });
-    app.route({
-      method: ['HEAD', 'OPTIONS'],
-      url,
-      bodyLimit,
-      onRequest: [requireInboxSecret(service), takeAnyContentType],
-      schema: {
-        operationId: `probeCapture${PER_METHOD}`, summary: 'Check the capture URL (stores nothing)', description: 'HEAD and OPTIONS answer 200 with an empty body and store nothing, for senders that probe a URL first.',
-        tags: ['capture'], security: NO_AUTH, hide, params, querystring: AnyQuery,
-        response: { 200: { type: 'null', description: 'Empty; Allow lists the methods.' }, ...errorResponses(404) },
-      },
-      handler: async (_request, reply) => reply.code(200).header('allow', ALLOW).send(null),
-    });
-  }
-};

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { eventJson } from '../../domain/representation.js';
 import { utf8HeaderValue } from '../../domain/header-text.js';
-import { authenticatedAddress, requireInboxSecret } from '../plugins/authentication.js';
+import { eventJson } from '../../domain/representation.js';
 import { sendJsonText } from '../json-text.js';
+import { authenticatedAddress, requireInboxSecret } from '../plugins/authentication.js';
 import type { AppDeps } from '../route-deps.js';
-import { CreateEventBody, EventDeliveryResponse, InboxHeaders, InboxParams, NO_AUTH, errorResponses } from '../schemas.js';
+import { CreateEventBody, EventDeliveryResponse, errorResponses, InboxHeaders, InboxParams, NO_AUTH } from '../schemas.js';
 
 /** Before the header is validated (its length counts characters) and compared with dedupe_key. */
 function idempotencyKeyAsUtf8(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
@@ -14,28 +14,35 @@ function idempotencyKeyAsUtf8(request: FastifyRequest, _reply: FastifyReply, don
   done();
 }
 
-export const inboxRoutes = ({ service, config }: AppDeps): FastifyPluginAsyncTypebox => async (app) => {
-  app.post('/api/v1/inbox/:addressId/:secret', {
-    onRequest: [requireInboxSecret(service), idempotencyKeyAsUtf8],
-    schema: {
-      operationId: 'deliverEvent',
-      summary: 'Deliver an event (write-only)',
-      description: 'The secret in the path is the only credential; it cannot read the queue. A 2xx means the event is durably stored; ' +
-        `a repeated Idempotency-Key (or dedupe_key) answers 200 with the original event. JSON, at most ${config.maxPayloadBytes} bytes. ` +
-        'Order of checks, idempotency and every error: /llms-full.txt, section "Deliver".',
-      tags: ['inbox'],
-      security: NO_AUTH,
-      params: InboxParams,
-      headers: InboxHeaders,
-      body: CreateEventBody,
-      response: {
-        200: { ...EventDeliveryResponse, description: 'A repeat of an idempotency key: the original event, duplicate: true.' },
-        202: { ...EventDeliveryResponse, description: 'A new event, queued and durably stored; duplicate: false.' },
-        ...errorResponses(400, 404, 409, 410, 413, 415, 429),
+export const inboxRoutes =
+  ({ service, config }: AppDeps): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    app.post(
+      '/api/v1/inbox/:addressId/:secret',
+      {
+        onRequest: [requireInboxSecret(service), idempotencyKeyAsUtf8],
+        schema: {
+          operationId: 'deliverEvent',
+          summary: 'Deliver an event (write-only)',
+          description:
+            'The secret in the path is the only credential; it cannot read the queue. A 2xx means the event is durably stored; ' +
+            `a repeated Idempotency-Key (or dedupe_key) answers 200 with the original event. JSON, at most ${config.maxPayloadBytes} bytes. ` +
+            'Order of checks, idempotency and every error: /llms-full.txt, section "Deliver".',
+          tags: ['inbox'],
+          security: NO_AUTH,
+          params: InboxParams,
+          headers: InboxHeaders,
+          body: CreateEventBody,
+          response: {
+            200: { ...EventDeliveryResponse, description: 'A repeat of an idempotency key: the original event, duplicate: true.' },
+            202: { ...EventDeliveryResponse, description: 'A new event, queued and durably stored; duplicate: false.' },
+            ...errorResponses(400, 404, 409, 410, 413, 415, 429),
+          },
+        },
       },
-    },
-  }, async (request, reply) => {
-    const { event, duplicate } = await service.deliverToInbox(authenticatedAddress(request), request.body, request.headers['idempotency-key']);
-    return sendJsonText(reply, `{"event":${eventJson(event)},"duplicate":${duplicate}}`, duplicate ? 200 : 202);
-  });
-};
+      async (request, reply) => {
+        const { event, duplicate } = await service.deliverToInbox(authenticatedAddress(request), request.body, request.headers['idempotency-key']);
+        return sendJsonText(reply, `{"event":${eventJson(event)},"duplicate":${duplicate}}`, duplicate ? 200 : 202);
+      },
+    );
+  };

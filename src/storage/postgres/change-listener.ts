@@ -11,7 +11,7 @@
 // A connection that silently died (half-open TCP) is found by keepalive and by a periodic
 // `SELECT 1` with a timeout; either way it counts as lost and is replaced.
 import pg from 'pg';
-import { SILENT_LOG, type Log } from '../../domain/ports.js';
+import { type Log, SILENT_LOG } from '../../domain/ports.js';
 
 export type ListenerState = 'connecting' | 'listening' | 'waiting' | 'closed';
 
@@ -94,8 +94,10 @@ export class ChangeListener {
     }
     if (this.client !== client) return; // lost or closed meanwhile
     if (this.downSince !== undefined) {
-      this.log.info({ downMs: Date.now() - this.downSince, attempts: this.failures, losses: this.losses },
-        'LISTEN connection back; waking every waiter to re-read what may have been missed');
+      this.log.info(
+        { downMs: Date.now() - this.downSince, attempts: this.failures, losses: this.losses },
+        'LISTEN connection back; waking every waiter to re-read what may have been missed',
+      );
     }
     this.state = 'listening';
     this.failures = 0;

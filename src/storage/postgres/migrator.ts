@@ -7,7 +7,7 @@
 // connection. A database that has recorded a migration number above this release's highest is
 // refused (SchemaTooNewError) before anything is applied.
 import pg from 'pg';
-import { SILENT_LOG, type Log } from '../../domain/ports.js';
+import { type Log, SILENT_LOG } from '../../domain/ports.js';
 import { assertSchemaNotNewer, readMigrations } from '../migration-files.js';
 
 /** Any fixed key works; advisory locks are scoped to the current database. */

@@ -10,17 +10,33 @@
 // instance re-read at its commit.
 import type pg from 'pg';
 import { type ClaimBatch, type ClaimRequest, leaseLostReason, type Settlement, type SettleResult } from '../../claims/claim-rules.js';
+import {
+  type ClaimedRow,
+  claimable,
+  EXPIRED_REASON,
+  finalLeaseOver,
+  intParam,
+  type LeaseStateRow,
+  leaseAssignments,
+  leaseStateSql,
+  nextChangeSql,
+  OPEN,
+  SETTLED_COLUMNS,
+  type SettledRow,
+  settleSet,
+  settleWhere,
+  toLeaseState,
+} from '../claim-sql.js';
 import { filterSql, needsDataJson, postgresJsonb, SqlParams } from '../event-filter-sql.js';
 import { toEvent } from '../rows.js';
-import {
-  claimable, type ClaimedRow, EXPIRED_REASON, finalLeaseOver, intParam, leaseAssignments, leaseStateSql, type LeaseStateRow, nextChangeSql, OPEN,
-  SETTLED_COLUMNS, settleSet, settleWhere, type SettledRow, toLeaseState,
-} from '../claim-sql.js';
 
 type ClaimRow = { [K in keyof ClaimedRow]: ClaimedRow[K] | null } & { died: string; address_found: string };
 
 export class PostgresClaims {
-  constructor(private readonly pool: pg.Pool, private readonly channel: string) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly channel: string,
+  ) {}
 
   async claim(addressId: string, r: ClaimRequest): Promise<ClaimBatch | null> {
     const p = new SqlParams('postgres');
@@ -42,7 +58,9 @@ export class PostgresClaims {
       ), claimed AS (
         UPDATE events SET ${set} FROM picked
         WHERE events.address_id = picked.address_id AND events.sequence = picked.sequence
-        RETURNING ${SETTLED_COLUMNS.split(', ').map((c) => `events.${c}`).join(', ')}, events.lease_id
+        RETURNING ${SETTLED_COLUMNS.split(', ')
+          .map((c) => `events.${c}`)
+          .join(', ')}, events.lease_id
       )
       SELECT c.*, s.died, s.address_found FROM (
         SELECT (SELECT count(*) FROM died) AS died, (SELECT count(*) FROM addresses WHERE id = ${a}) AS address_found
@@ -51,9 +69,13 @@ export class PostgresClaims {
     const res = await this.pool.query<ClaimRow>(sql, p.bound());
     const summary = res.rows[0];
     if (!summary || Number(summary.address_found) === 0) return null;
-    const claims = res.rows.filter((row) => row.id !== null).map((row) => ({
-      event: toEvent(row as ClaimedRow), leaseId: row.lease_id as string, leaseExpiresAt: Number(row.lease_expires_at),
-    }));
+    const claims = res.rows
+      .filter((row) => row.id !== null)
+      .map((row) => ({
+        event: toEvent(row as ClaimedRow),
+        leaseId: row.lease_id as string,
+        leaseExpiresAt: Number(row.lease_expires_at),
+      }));
     let nextChangeAt: number | null = null;
     if (claims.length === 0) {
       const n = new SqlParams('postgres');
@@ -72,7 +94,9 @@ export class PostgresClaims {
     // instance hear of it at the commit.
     const notify = s.kind === 'nack' ? `, pg_notify(${p.add(this.channel)}, u.address_id)` : '';
     const res = await this.pool.query<SettledRow>(
-      `WITH u AS (UPDATE events SET ${set} WHERE ${where} RETURNING ${SETTLED_COLUMNS}) SELECT u.*${notify} FROM u`, p.bound());
+      `WITH u AS (UPDATE events SET ${set} WHERE ${where} RETURNING ${SETTLED_COLUMNS}) SELECT u.*${notify} FROM u`,
+      p.bound(),
+    );
     const row = res.rows[0];
     if (row) return { outcome: 'settled', event: toEvent(row), leaseExpiresAt: row.lease_expires_at === null ? null : Number(row.lease_expires_at) };
     const q = new SqlParams('postgres');

@@ -9,7 +9,12 @@ export class PostgresConsumerPositions implements ConsumerPositions {
   constructor(private readonly pool: pg.Pool) {}
 
   async seek(addressId: string, name: string, cursor: number, now: number, maxPerAddress: number): Promise<SeekResult> {
-    const moved = await this.pool.query('UPDATE consumers SET cursor = $1, updated_at = $2 WHERE address_id = $3 AND name = $4', [cursor, now, addressId, name]);
+    const moved = await this.pool.query('UPDATE consumers SET cursor = $1, updated_at = $2 WHERE address_id = $3 AND name = $4', [
+      cursor,
+      now,
+      addressId,
+      name,
+    ]);
     if (moved.rowCount === 1) return 'stored';
     const client = await this.pool.connect();
     try {
@@ -43,7 +48,9 @@ export class PostgresConsumerPositions implements ConsumerPositions {
 
   async list(addressId: string): Promise<ConsumerRecord[]> {
     const r = await this.pool.query<{ name: string; cursor: string; updated_at: string }>(
-      'SELECT name, cursor, updated_at FROM consumers WHERE address_id = $1 ORDER BY name', [addressId]);
+      'SELECT name, cursor, updated_at FROM consumers WHERE address_id = $1 ORDER BY name',
+      [addressId],
+    );
     return r.rows.map((row) => ({ name: row.name, cursor: Number(row.cursor), updatedAt: Number(row.updated_at) }));
   }
 

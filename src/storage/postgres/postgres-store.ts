@@ -21,22 +21,22 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from '../../approvals/approval-model.js';
+import { BLOB_CHUNK_BYTES, type BlobInput, type BlobName, blobBytes, type StoredBlob } from '../../blobs/event-blob.js';
+import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../../claims/claim-rules.js';
+import type { ConsumerPositions } from '../../consumers/consumer-positions.js';
 import { type EventFilter, SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
-import type { ConsumerPositions } from '../../consumers/consumer-positions.js';
-import { PostgresConsumerPositions } from './postgres-consumers.js';
-import { filterSql, filterSqlParts, needsDataJson, postgresJsonb, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
-import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
-import { ADDRESS_COLUMNS, EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
-import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from '../../approvals/approval-model.js';
-import { APPROVAL_COLUMNS, approvalValues, toAnswer, toApproval, type ApprovalAnswerRow, type ApprovalRow } from '../approval-rows.js';
+import { type Log, SILENT_LOG, type Store, StoreClosedError, type StoreLimits } from '../../domain/ports.js';
+import { retryAfterSeconds, staleRateWindowsBefore, windowStartOf } from '../../domain/rate-window.js';
+import { APPROVAL_COLUMNS, type ApprovalAnswerRow, type ApprovalRow, approvalValues, toAnswer, toApproval } from '../approval-rows.js';
+import { filterSql, filterSqlParts, needsDataJson, postgresJsonb, type ScanRow, SqlParams, scanPage, scanSql } from '../event-filter-sql.js';
+import { ADDRESS_COLUMNS, type AddressRow, boundedPageSql, cutPage, EVENT_COLUMNS, EVENT_ID_TIME_SQL, type EventRow, toAddress, toEvent } from '../rows.js';
 import { AppendBatcher } from './append-batcher.js';
-import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../../claims/claim-rules.js';
-import { PostgresClaims } from './postgres-claims.js';
-import { BLOB_CHUNK_BYTES, blobBytes, type BlobInput, type BlobName, type StoredBlob } from '../../blobs/event-blob.js';
 import { ChangeListener, type ListenerState } from './change-listener.js';
 import { runMigrations } from './migrator.js';
-import { retryAfterSeconds, staleRateWindowsBefore, windowStartOf } from '../../domain/rate-window.js';
+import { PostgresClaims } from './postgres-claims.js';
+import { PostgresConsumerPositions } from './postgres-consumers.js';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -87,7 +87,6 @@ function toAppendResult(row: EventRowOrNull & { outcome: string }): AppendResult
 }
 
 const compareIds = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
 
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
@@ -196,8 +195,21 @@ export class PostgresStore implements Store {
        )
        INSERT INTO addresses (${ADDRESS_COLUMNS}, created_ip)
        SELECT $4::text, $5::text, $6::text, $7::text, $8::bytea, $9::bytea, $10::bytea, $11::bigint, $12::bigint, $13::text FROM counted`,
-      [rate.key, windowStart, rate.limit, a.id, a.slug, a.name, a.taskId, a.readTokenHash, a.inboxSecretHash, a.signingKeys, a.createdAt, a.expiresAt,
-        a.createdIp ?? null],
+      [
+        rate.key,
+        windowStart,
+        rate.limit,
+        a.id,
+        a.slug,
+        a.name,
+        a.taskId,
+        a.readTokenHash,
+        a.inboxSecretHash,
+        a.signingKeys,
+        a.createdAt,
+        a.expiresAt,
+        a.createdIp ?? null,
+      ],
     );
     if (r.rowCount === 1) return { allowed: true };
     // Refused: the wait runs to the end of the stored window, which a lagging clock's attempt
@@ -307,9 +319,19 @@ export class PostgresStore implements Store {
     const sorted = order.map((i) => inputs[i]!.event);
     const r = await this.pool.query<EventRowOrNull & { ord: number; outcome: string }>(
       'SELECT * FROM ra_append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
-      [sorted.map((e) => e.addressId), sorted.map((e) => e.id), sorted.map((e) => e.type), sorted.map((e) => e.source),
-        sorted.map((e) => e.data), sorted.map((e) => e.metadata), sorted.map((e) => e.dedupeKey), sorted.map((e) => e.createdAt),
-        inputs[0]!.limits.maxEventsPerAddress, inputs[0]!.limits.maxBytesPerAddress, CHANGE_CHANNEL],
+      [
+        sorted.map((e) => e.addressId),
+        sorted.map((e) => e.id),
+        sorted.map((e) => e.type),
+        sorted.map((e) => e.source),
+        sorted.map((e) => e.data),
+        sorted.map((e) => e.metadata),
+        sorted.map((e) => e.dedupeKey),
+        sorted.map((e) => e.createdAt),
+        inputs[0]!.limits.maxEventsPerAddress,
+        inputs[0]!.limits.maxBytesPerAddress,
+        CHANGE_CHANNEL,
+      ],
     );
     if (r.rows.length !== inputs.length) throw new Error(`ra_append_events answered ${r.rows.length} rows for ${inputs.length} events`);
     const results = new Array<AppendResult>(inputs.length);
@@ -332,10 +354,19 @@ export class PostgresStore implements Store {
   /** One round trip: ra_append_event (migration 0002) locks, dedupes, prunes, inserts and notifies. */
   private async appendOnce(e: NewEvent, limits: StoreLimits): Promise<AppendResult> {
     if (e.blobs !== undefined && e.blobs.length > 0) return this.appendWithBlobs(e, e.blobs, limits);
-    const r = await this.pool.query<EventRowOrNull & { outcome: string }>(
-      'SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
-      [e.addressId, e.id, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt, limits.maxEventsPerAddress, limits.maxBytesPerAddress, CHANGE_CHANNEL],
-    );
+    const r = await this.pool.query<EventRowOrNull & { outcome: string }>('SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)', [
+      e.addressId,
+      e.id,
+      e.type,
+      e.source,
+      e.data,
+      e.metadata,
+      e.dedupeKey,
+      e.createdAt,
+      limits.maxEventsPerAddress,
+      limits.maxBytesPerAddress,
+      CHANGE_CHANNEL,
+    ]);
     const row = r.rows[0];
     if (!row) throw new Error('ra_append_event answered no row');
     return toAppendResult(row);
@@ -350,18 +381,34 @@ export class PostgresStore implements Store {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
-      const r = await client.query<EventRowOrNull & { outcome: string }>(
-        'SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)',
-        [e.addressId, e.id, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt, limits.maxEventsPerAddress, limits.maxBytesPerAddress,
-          CHANGE_CHANNEL, blobBytes(blobs)],
-      );
+      const r = await client.query<EventRowOrNull & { outcome: string }>('SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)', [
+        e.addressId,
+        e.id,
+        e.type,
+        e.source,
+        e.data,
+        e.metadata,
+        e.dedupeKey,
+        e.createdAt,
+        limits.maxEventsPerAddress,
+        limits.maxBytesPerAddress,
+        CHANGE_CHANNEL,
+        blobBytes(blobs),
+      ]);
       const row = r.rows[0];
       if (!row) throw new Error('ra_append_event answered no row');
       const result = toAppendResult(row);
       if (result.kind === 'created') {
         for (const b of blobs) {
-          await client.query('INSERT INTO event_blobs (address_id, sequence, name, content_type, sha256, size, bytes) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-            [e.addressId, result.event.sequence, b.name, b.contentType, b.sha256, b.bytes.byteLength, Buffer.from(b.bytes.buffer, b.bytes.byteOffset, b.bytes.byteLength)]);
+          await client.query('INSERT INTO event_blobs (address_id, sequence, name, content_type, sha256, size, bytes) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+            e.addressId,
+            result.event.sequence,
+            b.name,
+            b.contentType,
+            b.sha256,
+            b.bytes.byteLength,
+            Buffer.from(b.bytes.buffer, b.bytes.byteOffset, b.bytes.byteLength),
+          ]);
         }
       }
       await client.query('COMMIT');
@@ -408,13 +455,21 @@ export class PostgresStore implements Store {
     // One statement: no row when the address does not exist, one row of NULLs when its page is empty.
     const r = await this.pool.query<{ [K in keyof EventRow]: EventRow[K] | null } & { fetched: string | null }>(
       `SELECT e.* FROM addresses a
-       LEFT JOIN LATERAL (${boundedPageSql('octet_length(data) + coalesce(octet_length(metadata), 0)',
-        { address: 'a.id', after: '$2', below: null, limit: '$3', budget: '$4' })}) e ON true
+       LEFT JOIN LATERAL (${boundedPageSql('octet_length(data) + coalesce(octet_length(metadata), 0)', {
+         address: 'a.id',
+         after: '$2',
+         below: null,
+         limit: '$3',
+         budget: '$4',
+       })}) e ON true
        WHERE a.id = $1`,
       [addressId, after, limit + 1, maxBytes],
     );
     if (r.rows.length === 0) return null;
-    const { rows, hasMore } = cutPage(r.rows.filter((row): row is EventRow & { fetched: string } => row.id !== null), limit);
+    const { rows, hasMore } = cutPage(
+      r.rows.filter((row): row is EventRow & { fetched: string } => row.id !== null),
+      limit,
+    );
     return { events: rows.map(toEvent), hasMore };
   }
 
@@ -422,8 +477,14 @@ export class PostgresStore implements Store {
   async scanEvents(addressId: string, after: number, filter: EventFilter, limit: number, maxBytes: number): Promise<ScanPageRecord | null> {
     const p = new SqlParams('postgres');
     const sql = scanSql({
-      address: p.add(addressId), after: p.add(after), below: null, scanEvents: SCAN_EVENTS, scanBytes: SCAN_BYTES,
-      limit: `${p.add(limit + 1)}::bigint`, budget: p.add(maxBytes), bytes: 'octet_length(data) + coalesce(octet_length(metadata), 0)',
+      address: p.add(addressId),
+      after: p.add(after),
+      below: null,
+      scanEvents: SCAN_EVENTS,
+      scanBytes: SCAN_BYTES,
+      limit: `${p.add(limit + 1)}::bigint`,
+      budget: p.add(maxBytes),
+      bytes: 'octet_length(data) + coalesce(octet_length(metadata), 0)',
       ...(needsDataJson(filter)
         ? (({ plain, json }) => ({ filter: plain, dataJson: { expr: postgresJsonb('data'), filter: json } }))(filterSqlParts(filter, p))
         : { filter: filterSql(filter, p), dataJson: null }),
@@ -465,13 +526,17 @@ export class PostgresStore implements Store {
   async getApproval(approvalId: string): Promise<{ approval: ApprovalRecord; answers: ApprovalAnswerRecord[] } | null> {
     const r = await this.pool.query<ApprovalRow>(`SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE id = $1`, [approvalId]);
     if (!r.rows[0]) return null;
-    const answers = await this.pool.query<ApprovalAnswerRow>('SELECT n, event_id, answer FROM approval_answers WHERE approval_id = $1 ORDER BY n', [approvalId]);
+    const answers = await this.pool.query<ApprovalAnswerRow>('SELECT n, event_id, answer FROM approval_answers WHERE approval_id = $1 ORDER BY n', [
+      approvalId,
+    ]);
     return { approval: toApproval(r.rows[0]), answers: answers.rows.map(toAnswer) };
   }
 
   async dueApprovals(now: number, limit: number): Promise<ApprovalRecord[]> {
     const r = await this.pool.query<ApprovalRow>(
-      `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`, [now, limit]);
+      `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+      [now, limit],
+    );
     return r.rows.map(toApproval);
   }
 
@@ -479,10 +544,19 @@ export class PostgresStore implements Store {
   async approvalStep(step: ApprovalStep, limits: StoreLimits): Promise<ApprovalStepResult> {
     if (this.closing) throw new StoreClosedError();
     const e = step.event;
-    const r = await this.pool.query<EventRowOrNull & { outcome: string }>(
-      'SELECT * FROM ra_approval_step($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
-      [step.kind, step.approvalId, e.addressId, e.id, e.type, e.source, e.data, e.createdAt, limits.maxEventsPerAddress, limits.maxBytesPerAddress, CHANGE_CHANNEL],
-    );
+    const r = await this.pool.query<EventRowOrNull & { outcome: string }>('SELECT * FROM ra_approval_step($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)', [
+      step.kind,
+      step.approvalId,
+      e.addressId,
+      e.id,
+      e.type,
+      e.source,
+      e.data,
+      e.createdAt,
+      limits.maxEventsPerAddress,
+      limits.maxBytesPerAddress,
+      CHANGE_CHANNEL,
+    ]);
     const row = r.rows[0];
     if (!row) throw new Error('ra_approval_step answered no row');
     if (row.outcome === 'refused' || row.outcome === 'closed') return { kind: row.outcome };

@@ -20,8 +20,9 @@
 //     other writes meanwhile just append to the WAL, which then starts over later.
 // A failed fdatasync of the database file keeps the read transaction open for good (the WAL stays
 // the durable copy) and fails the sync, which fails the store.
-import Database from 'better-sqlite3';
+
 import { closeSync, fdatasync, openSync } from 'node:fs';
+import Database from 'better-sqlite3';
 
 /**
  * At most one checkpoint this often. Each adds a database fdatasync to one sync, during which the

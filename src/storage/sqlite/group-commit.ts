@@ -141,7 +141,10 @@ export class GroupCommit<I, O> {
    * @param commit writes all inputs in one transaction and returns one outcome per input, in
    *   order. If it throws, the whole batch failed and every caller gets the error.
    */
-  constructor(private readonly commit: (inputs: readonly I[]) => ItemOutcome<O>[], opts: GroupCommitOptions<I, O> = {}) {
+  constructor(
+    private readonly commit: (inputs: readonly I[]) => ItemOutcome<O>[],
+    opts: GroupCommitOptions<I, O> = {},
+  ) {
     this.maxBatch = opts.maxBatch ?? 1000;
     this.durability = opts.durability;
     this.policy = opts.policy ?? new QuietTurnPolicy();
@@ -316,7 +319,10 @@ export class GroupCommit<I, O> {
         for (const p of batch) p.reject(error);
         continue;
       }
-      this.durability?.onDurable?.(batch.map((p) => p.input), outcomes);
+      this.durability?.onDurable?.(
+        batch.map((p) => p.input),
+        outcomes,
+      );
       batch.forEach((p, i) => {
         const o = outcomes[i];
         if (o === undefined) p.reject(new Error('group commit returned fewer outcomes than inputs'));

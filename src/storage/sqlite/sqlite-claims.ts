@@ -6,12 +6,24 @@
 // before the claim or settlement is on disk.
 import type Database from 'better-sqlite3';
 import { type ClaimBatch, type ClaimRequest, leaseLostReason, type Settlement, type SettleResult } from '../../claims/claim-rules.js';
+import {
+  type ClaimedRow,
+  claimable,
+  EXPIRED_REASON,
+  finalLeaseOver,
+  type LeaseStateRow,
+  leaseAssignments,
+  leaseStateSql,
+  nextChangeSql,
+  OPEN,
+  SETTLED_COLUMNS,
+  type SettledRow,
+  settleSet,
+  settleWhere,
+  toLeaseState,
+} from '../claim-sql.js';
 import { filterSql, SqlParams } from '../event-filter-sql.js';
 import { toEvent } from '../rows.js';
-import {
-  claimable, type ClaimedRow, EXPIRED_REASON, finalLeaseOver, leaseAssignments, leaseStateSql, type LeaseStateRow, nextChangeSql, OPEN,
-  SETTLED_COLUMNS, settleSet, settleWhere, type SettledRow, toLeaseState,
-} from '../claim-sql.js';
 
 /** Prepared statements kept, by their SQL (one per filter shape and settlement kind). */
 const STATEMENTS = 64;
@@ -37,41 +49,44 @@ export class SqliteClaims {
 
   /** One transaction; null when the address does not exist. */
   claim(addressId: string, r: ClaimRequest): ClaimBatch | null {
-    return this.db.transaction((): ClaimBatch | null => {
-      if (!this.stmt<{ one: number }>('SELECT 1 AS one FROM addresses WHERE id = ?').get(addressId)) return null;
-      const below = this.visibleBelow(addressId);
-      const d = new SqlParams('sqlite');
-      const dA = d.add(addressId);
-      const dNow = d.add(r.now);
-      const died = this.stmt(`UPDATE events SET dead_at = ${dNow}, dead_reason = ${EXPIRED_REASON}
+    return this.db
+      .transaction((): ClaimBatch | null => {
+        if (!this.stmt<{ one: number }>('SELECT 1 AS one FROM addresses WHERE id = ?').get(addressId)) return null;
+        const below = this.visibleBelow(addressId);
+        const d = new SqlParams('sqlite');
+        const dA = d.add(addressId);
+        const dNow = d.add(r.now);
+        const died = this.stmt(`UPDATE events SET dead_at = ${dNow}, dead_reason = ${EXPIRED_REASON}
         WHERE address_id = ${dA} AND ${OPEN} AND ${finalLeaseOver(dNow)}`).run(...d.bound()).changes;
-      const p = new SqlParams('sqlite');
-      const a = p.add(addressId);
-      const now = p.add(r.now);
-      const set = leaseAssignments({ now, leaseMs: p.add(r.leaseMs), nonce: p.add(r.nonce), maxDeliveries: p.add(r.maxDeliveries) });
-      const sql = `UPDATE events SET ${set} WHERE address_id = ${a} AND sequence IN (
+        const p = new SqlParams('sqlite');
+        const a = p.add(addressId);
+        const now = p.add(r.now);
+        const set = leaseAssignments({ now, leaseMs: p.add(r.leaseMs), nonce: p.add(r.nonce), maxDeliveries: p.add(r.maxDeliveries) });
+        const sql = `UPDATE events SET ${set} WHERE address_id = ${a} AND sequence IN (
           SELECT sequence FROM events WHERE address_id = ${a} AND ${OPEN} AND sequence < ${p.add(below)} AND ${claimable(now)}
             AND ${filterSql(r.filter, p)}
           ORDER BY sequence LIMIT ${p.add(r.max)})
         RETURNING ${SETTLED_COLUMNS}, lease_id`;
-      const rows = this.stmt<ClaimedRow>(sql).all(...p.bound());
-      rows.sort((x, y) => Number(x.sequence) - Number(y.sequence));
-      const claims = rows.map((row) => ({ event: toEvent(row), leaseId: row.lease_id, leaseExpiresAt: Number(row.lease_expires_at) }));
-      let nextChangeAt: number | null = null;
-      if (claims.length === 0) {
-        const n = new SqlParams('sqlite');
-        const next = this.stmt<{ next_change: number | null }>(nextChangeSql(n.add(addressId), n.add(r.now))).get(...n.bound());
-        nextChangeAt = next?.next_change ?? null;
-      }
-      return { claims, nextChangeAt, died };
-    }).immediate();
+        const rows = this.stmt<ClaimedRow>(sql).all(...p.bound());
+        rows.sort((x, y) => Number(x.sequence) - Number(y.sequence));
+        const claims = rows.map((row) => ({ event: toEvent(row), leaseId: row.lease_id, leaseExpiresAt: Number(row.lease_expires_at) }));
+        let nextChangeAt: number | null = null;
+        if (claims.length === 0) {
+          const n = new SqlParams('sqlite');
+          const next = this.stmt<{ next_change: number | null }>(nextChangeSql(n.add(addressId), n.add(r.now))).get(...n.bound());
+          nextChangeAt = next?.next_change ?? null;
+        }
+        return { claims, nextChangeAt, died };
+      })
+      .immediate();
   }
 
   settle(addressId: string, eventId: string, leaseId: string, s: Settlement, now: number): SettleResult {
     const p = new SqlParams('sqlite');
     const set = settleSet(p, s, now);
-    const row = this.stmt<SettledRow>(`UPDATE events SET ${set} WHERE ${settleWhere(p, addressId, eventId, leaseId, s)} RETURNING ${SETTLED_COLUMNS}`)
-      .get(...p.bound());
+    const row = this.stmt<SettledRow>(`UPDATE events SET ${set} WHERE ${settleWhere(p, addressId, eventId, leaseId, s)} RETURNING ${SETTLED_COLUMNS}`).get(
+      ...p.bound(),
+    );
     if (row) return { outcome: 'settled', event: toEvent(row), leaseExpiresAt: row.lease_expires_at === null ? null : Number(row.lease_expires_at) };
     const q = new SqlParams('sqlite');
     const state = this.stmt<LeaseStateRow>(leaseStateSql(q, addressId, eventId)).get(...q.bound());

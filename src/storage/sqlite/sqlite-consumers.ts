@@ -8,7 +8,10 @@ export class SqliteConsumerPositions implements ConsumerPositions {
   private readonly q;
   private readonly seekNow: Database.Transaction<(addressId: string, name: string, cursor: number, now: number, max: number) => SeekResult>;
 
-  constructor(db: Database.Database, private readonly durable: () => Promise<void>) {
+  constructor(
+    db: Database.Database,
+    private readonly durable: () => Promise<void>,
+  ) {
     this.q = {
       update: db.prepare<[number, number, string, string]>('UPDATE consumers SET cursor = ?, updated_at = ? WHERE address_id = ? AND name = ?'),
       count: db.prepare<[string], number>('SELECT count(*) FROM consumers WHERE address_id = ?').pluck(),
@@ -16,7 +19,8 @@ export class SqliteConsumerPositions implements ConsumerPositions {
       insert: db.prepare<[string, string, number, number]>('INSERT INTO consumers (address_id, name, cursor, updated_at) VALUES (?, ?, ?, ?)'),
       position: db.prepare<[string, string], number>('SELECT cursor FROM consumers WHERE address_id = ? AND name = ?').pluck(),
       list: db.prepare<[string], { name: string; cursor: number; updated_at: number }>(
-        'SELECT name, cursor, updated_at FROM consumers WHERE address_id = ? ORDER BY name'),
+        'SELECT name, cursor, updated_at FROM consumers WHERE address_id = ? ORDER BY name',
+      ),
       remove: db.prepare<[string, string]>('DELETE FROM consumers WHERE address_id = ? AND name = ?'),
     };
     this.seekNow = db.transaction((addressId: string, name: string, cursor: number, now: number, max: number): SeekResult => {

@@ -1,9 +1,10 @@
 // The SQLite migration runner: numbered plain-SQL files in ./migrations, applied in order, each in
 // its own transaction, each logged (docs/design.md, "Running it: start, signals, schema versions").
 // It runs in SqliteStore's constructor, before any statement is prepared against the schema.
-import type Database from 'better-sqlite3';
+
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type Database from 'better-sqlite3';
 import type { Log } from '../../domain/ports.js';
 import { assertSchemaNotNewer, readMigrations } from '../migration-files.js';
 

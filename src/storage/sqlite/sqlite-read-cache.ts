@@ -39,7 +39,10 @@ export class SqliteReadCache {
   private onExternalChange: (() => void) | undefined;
 
   /** `isClosed`: once the store is closed its connection is gone, and nothing is checked. */
-  constructor(db: Database.Database, private readonly isClosed: () => boolean) {
+  constructor(
+    db: Database.Database,
+    private readonly isClosed: () => boolean,
+  ) {
     this.dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
     this.seenDataVersion = this.dataVersion.get() as number;
   }

@@ -19,29 +19,41 @@
 // Caches: address rows and pages of events, dropped on every change this process makes and, through
 // PRAGMA data_version, on any other process's commit (sqlite-read-cache.ts).
 // Migrations run in the constructor (sqlite-migrations.ts).
-import Database from 'better-sqlite3';
+
 import { chmodSync, closeSync, existsSync, fdatasync, mkdirSync, openSync, statfsSync } from 'node:fs';
 import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { type ApprovalAnswerRecord, type ApprovalRecord, type ApprovalStep, type ApprovalStepResult, stepDedupeKey } from '../../approvals/approval-model.js';
+import { BLOB_CHUNK_BYTES, type BlobName, blobBytes, type StoredBlob } from '../../blobs/event-blob.js';
+import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../../claims/claim-rules.js';
+import type { ConsumerPositions } from '../../consumers/consumer-positions.js';
 import type { EventFilter } from '../../domain/event-filter.js';
 import { SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
-import { BLOB_CHUNK_BYTES, blobBytes, type BlobName, type StoredBlob } from '../../blobs/event-blob.js';
-import type { ConsumerPositions } from '../../consumers/consumer-positions.js';
-import { SqliteConsumerPositions } from './sqlite-consumers.js';
-import { filterSql, scanPage, scanSql, SqlParams, type ScanRow } from '../event-filter-sql.js';
+import { type Log, SILENT_LOG, type Store, StoreClosedError, type StoreLimits } from '../../domain/ports.js';
 import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
-import { migrateSqlite } from './sqlite-migrations.js';
-import { SqliteReadCache } from './sqlite-read-cache.js';
-import { EventVisibility } from './event-visibility.js';
-import { SqliteQueueTotals, type QueueTotals } from './sqlite-queue-totals.js';
-import { ADDRESS_COLUMNS, EVENT_COLUMNS, INSERTED_EVENT_COLUMNS, boundedPageSql, cutPage, EVENT_ID_TIME_SQL, toAddress, toEvent, type AddressRow, type EventRow } from '../rows.js';
-import { SILENT_LOG, StoreClosedError, type Store, type StoreLimits, type Log } from '../../domain/ports.js';
-import { stepDedupeKey, type ApprovalAnswerRecord, type ApprovalRecord, type ApprovalStep, type ApprovalStepResult } from '../../approvals/approval-model.js';
-import { APPROVAL_COLUMNS, approvalValues, toAnswer, toApproval, type ApprovalAnswerRow, type ApprovalRow } from '../approval-rows.js';
+import { APPROVAL_COLUMNS, type ApprovalAnswerRow, type ApprovalRow, approvalValues, toAnswer, toApproval } from '../approval-rows.js';
+import { filterSql, type ScanRow, SqlParams, scanPage, scanSql } from '../event-filter-sql.js';
+import {
+  ADDRESS_COLUMNS,
+  type AddressRow,
+  boundedPageSql,
+  cutPage,
+  EVENT_COLUMNS,
+  EVENT_ID_TIME_SQL,
+  type EventRow,
+  INSERTED_EVENT_COLUMNS,
+  toAddress,
+  toEvent,
+} from '../rows.js';
 import { Checkpointer, type CheckpointerOptions, type SyncFile } from './checkpointer.js';
+import { EventVisibility } from './event-visibility.js';
 import { GroupCommit, GroupCommitStats, type ItemOutcome } from './group-commit.js';
-import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../../claims/claim-rules.js';
 import { SqliteClaims } from './sqlite-claims.js';
+import { SqliteConsumerPositions } from './sqlite-consumers.js';
+import { migrateSqlite } from './sqlite-migrations.js';
+import { type QueueTotals, SqliteQueueTotals } from './sqlite-queue-totals.js';
+import { SqliteReadCache } from './sqlite-read-cache.js';
 
 /** Prepared statements of filtered scans kept (each filter shape is one). */
 const SCAN_STATEMENTS = 64;
@@ -193,23 +205,26 @@ export class SqliteStore implements Store {
       const totalChanges = this.db.prepare<[], number>('SELECT total_changes()').pluck();
       const idleFds = [...this.walFds];
       const syncWal: SyncFile = opts.syncWal ?? ((fd, done) => fdatasync(fd, (err) => done(err)));
-      this.appends = new GroupCommit((inputs) => this.commitAppends(inputs), { observer, durability: {
-        maxSyncsInFlight: this.walFds.length,
-        sync: (done) => {
-          // The group commit never has more syncs in flight than there are descriptors.
-          const fd = idleFds.pop() as number;
-          // Every committed write changes rows, so an unchanged count means the WAL holds nothing
-          // committed after this fdatasync began: all of it is on disk when it returns.
-          const changesBefore = totalChanges.get();
-          syncWal(fd, (err) => {
-            idleFds.push(fd);
-            if (err) return done(err);
-            checkpointer.afterWalSync(totalChanges.get() === changesBefore, done);
-          });
+      this.appends = new GroupCommit((inputs) => this.commitAppends(inputs), {
+        observer,
+        durability: {
+          maxSyncsInFlight: this.walFds.length,
+          sync: (done) => {
+            // The group commit never has more syncs in flight than there are descriptors.
+            const fd = idleFds.pop() as number;
+            // Every committed write changes rows, so an unchanged count means the WAL holds nothing
+            // committed after this fdatasync began: all of it is on disk when it returns.
+            const changesBefore = totalChanges.get();
+            syncWal(fd, (err) => {
+              idleFds.push(fd);
+              if (err) return done(err);
+              checkpointer.afterWalSync(totalChanges.get() === changesBefore, done);
+            });
+          },
+          onDurable: (_inputs, outcomes) => this.markDurable(outcomes),
+          quiet: () => checkpointer.wantsQuietSync(),
         },
-        onDurable: (_inputs, outcomes) => this.markDurable(outcomes),
-        quiet: () => checkpointer.wantsQuietSync(),
-      } });
+      });
     }
     // Debugging aid (RA_DEBUG_GROUP_COMMIT=1): the group commit's counters every second while it
     // works (how many batches, how large, how long commits and syncs take).
@@ -231,12 +246,8 @@ export class SqliteStore implements Store {
   private prepare() {
     const db = this.db;
     return {
-      getAddress: db.prepare<[string], AddressRow>(
-        `SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE id = ?`,
-      ),
-      getAddressBySlug: db.prepare<[string], AddressRow>(
-        `SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE slug = ?`,
-      ),
+      getAddress: db.prepare<[string], AddressRow>(`SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE id = ?`),
+      getAddressBySlug: db.prepare<[string], AddressRow>(`SELECT ${ADDRESS_COLUMNS} FROM addresses WHERE slug = ?`),
       addressExists: db.prepare<[string], { one: number }>('SELECT 1 AS one FROM addresses WHERE id = ?'),
       insertAddress: db.prepare(
         `INSERT INTO addresses (${ADDRESS_COLUMNS}, created_ip)
@@ -283,16 +294,26 @@ export class SqliteStore implements Store {
       blobChunk: db.prepare<[number, number, string, number, string], { chunk: Buffer }>(
         'SELECT substr(bytes, ?, ?) AS chunk FROM event_blobs WHERE address_id = ? AND sequence = ? AND name = ?',
       ),
-      page: db.prepare<[string, number, number, number, number], EventRow & { fetched: number }>(boundedPageSql(
-        'length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0)',
-        { address: '?', after: '?', below: '?', limit: '?', budget: '?' },
-      )),
+      page: db.prepare<[string, number, number, number, number], EventRow & { fetched: number }>(
+        boundedPageSql('length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0)', {
+          address: '?',
+          after: '?',
+          below: '?',
+          limit: '?',
+          budget: '?',
+        }),
+      ),
       // The event id is bound twice: its time part leads the index on ids (EVENT_ID_TIME_SQL).
-      insertApproval: db.prepare(`INSERT INTO approvals (${APPROVAL_COLUMNS}) VALUES (${APPROVAL_COLUMNS.split(',').map(() => '?').join(', ')})`),
+      insertApproval: db.prepare(
+        `INSERT INTO approvals (${APPROVAL_COLUMNS}) VALUES (${APPROVAL_COLUMNS.split(',')
+          .map(() => '?')
+          .join(', ')})`,
+      ),
       approval: db.prepare<[string], ApprovalRow>(`SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE id = ?`),
       approvalAnswers: db.prepare<[string], ApprovalAnswerRow>('SELECT n, event_id, answer FROM approval_answers WHERE approval_id = ? ORDER BY n'),
       dueApprovals: db.prepare<[number, number], ApprovalRow>(
-        `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?`),
+        `SELECT ${APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?`,
+      ),
       closeApproval: db.prepare<[string, number | null, number, string]>('UPDATE approvals SET status = ?, closed_at = ?, responses = ? WHERE id = ?'),
       insertAnswer: db.prepare<[string, number, string, string]>('INSERT INTO approval_answers (approval_id, n, event_id, answer) VALUES (?, ?, ?, ?)'),
       ack: db.prepare<[number, string, string, string], EventRow>(
@@ -310,7 +331,9 @@ export class SqliteStore implements Store {
       const fs = statfsSync(dirname(this.path));
       const free = fs.bavail * fs.bsize;
       if (free < this.minFreeBytes) {
-        throw Object.assign(new Error(`the disk holding the database has ${free} bytes free, below the ${this.minFreeBytes} a write may need`), { name: 'StoreNotWritable' });
+        throw Object.assign(new Error(`the disk holding the database has ${free} bytes free, below the ${this.minFreeBytes} a write may need`), {
+          name: 'StoreNotWritable',
+        });
       }
     }
   }
@@ -337,14 +360,16 @@ export class SqliteStore implements Store {
   }
 
   async createAddress(a: AddressRecord, rate: { key: string; limit: number; windowMs: number; now: number }): Promise<RateDecision> {
-    const decision = this.db.transaction((): RateDecision => {
-      const w = this.q.rateWindow.get(rate.key);
-      const attempt = countAttempt(w && { windowStart: w.window_start, count: w.count }, rate);
-      if (!attempt.allowed) return attempt;
-      this.q.upsertRateWindow.run(rate.key, attempt.row.windowStart, attempt.row.count);
-      this.q.insertAddress.run({ ...a, createdIp: a.createdIp ?? null });
-      return { allowed: true };
-    }).immediate();
+    const decision = this.db
+      .transaction((): RateDecision => {
+        const w = this.q.rateWindow.get(rate.key);
+        const attempt = countAttempt(w && { windowStart: w.window_start, count: w.count }, rate);
+        if (!attempt.allowed) return attempt;
+        this.q.upsertRateWindow.run(rate.key, attempt.row.windowStart, attempt.row.count);
+        this.q.insertAddress.run({ ...a, createdIp: a.createdIp ?? null });
+        return { allowed: true };
+      })
+      .immediate();
     if (decision.allowed) await this.durable();
     return decision;
   }
@@ -373,28 +398,32 @@ export class SqliteStore implements Store {
 
   async countRate(rate: { key: string; limit: number; windowMs: number; now: number }): Promise<RateDecision> {
     // Not awaited to disk: a rate window lost to a power cut only lets a few more deliveries in.
-    return this.db.transaction((): RateDecision => {
-      const w = this.q.rateWindow.get(rate.key);
-      const attempt = countAttempt(w && { windowStart: w.window_start, count: w.count }, rate);
-      if (!attempt.allowed) return attempt;
-      this.q.upsertRateWindow.run(rate.key, attempt.row.windowStart, attempt.row.count);
-      return { allowed: true };
-    }).immediate();
+    return this.db
+      .transaction((): RateDecision => {
+        const w = this.q.rateWindow.get(rate.key);
+        const attempt = countAttempt(w && { windowStart: w.window_start, count: w.count }, rate);
+        if (!attempt.allowed) return attempt;
+        this.q.upsertRateWindow.run(rate.key, attempt.row.windowStart, attempt.row.count);
+        return { allowed: true };
+      })
+      .immediate();
   }
 
   async deleteAcknowledgedBefore(cutoff: number, batchSize: number): Promise<number> {
-    const perAddress = this.db.transaction(() => {
-      const per = new Map<string, { n: number; bytes: number }>();
-      for (const row of this.q.deleteAcknowledged.all(cutoff, batchSize)) {
-        const p = per.get(row.address_id);
-        if (p) {
-          p.n++;
-          p.bytes += row.bytes;
-        } else per.set(row.address_id, { n: 1, bytes: row.bytes });
-      }
-      for (const [id, p] of per) this.q.subtractCounters.run(p.n, p.bytes, id);
-      return per;
-    }).immediate();
+    const perAddress = this.db
+      .transaction(() => {
+        const per = new Map<string, { n: number; bytes: number }>();
+        for (const row of this.q.deleteAcknowledged.all(cutoff, batchSize)) {
+          const p = per.get(row.address_id);
+          if (p) {
+            p.n++;
+            p.bytes += row.bytes;
+          } else per.set(row.address_id, { n: 1, bytes: row.bytes });
+        }
+        for (const [id, p] of per) this.q.subtractCounters.run(p.n, p.bytes, id);
+        return per;
+      })
+      .immediate();
     let deleted = 0;
     for (const [id, p] of perAddress) {
       this.forget(id);
@@ -457,13 +486,15 @@ export class SqliteStore implements Store {
   }
 
   async deleteExpired(cutoff: number, batchSize: number): Promise<string[]> {
-    const ids = this.db.transaction(() => {
-      const ids = this.q.expiredIds.all(cutoff, batchSize).map((r) => r.id);
-      for (const id of ids) this.q.deleteAddress.run(id);
-      // Rate windows older than a day cannot matter to any configured window that still runs.
-      this.q.pruneRateWindows.run(staleRateWindowsBefore(cutoff));
-      return ids;
-    }).immediate();
+    const ids = this.db
+      .transaction(() => {
+        const ids = this.q.expiredIds.all(cutoff, batchSize).map((r) => r.id);
+        for (const id of ids) this.q.deleteAddress.run(id);
+        // Rate windows older than a day cannot matter to any configured window that still runs.
+        this.q.pruneRateWindows.run(staleRateWindowsBefore(cutoff));
+        return ids;
+      })
+      .immediate();
     for (const id of ids) this.forget(id, true);
     await this.durable();
     return ids;
@@ -508,10 +539,13 @@ export class SqliteStore implements Store {
     const row = this.q.approval.get(step.approvalId);
     const a = row !== undefined && row.address_id === e.addressId ? toApproval(row) : undefined;
     const now = e.createdAt;
-    if (a?.status !== 'pending' ||
+    if (
+      a?.status !== 'pending' ||
       (step.kind === 'respond' && (a.expiresAt <= now || a.responses >= a.maxResponses)) ||
       (step.kind === 'cancel' && a.expiresAt <= now) ||
-      (step.kind === 'expire' && a.expiresAt > now)) return { kind: 'refused' };
+      (step.kind === 'expire' && a.expiresAt > now)
+    )
+      return { kind: 'refused' };
     if (step.kind === 'expire' && a.responses > 0) {
       this.q.closeApproval.run('decided', a.expiresAt, a.responses, a.id);
       return { kind: 'closed' };
@@ -536,22 +570,24 @@ export class SqliteStore implements Store {
    * (bench/README.md, "Measurements behind small choices")).
    */
   private commitAppends(inputs: readonly AppendInput[]): ItemOutcome<ApprovalStepResult>[] {
-    const outcomes = this.db.transaction(() => {
-      const counters = new Map<string, QueueCounters | null>();
-      const result = inputs.map((input): ItemOutcome<ApprovalStepResult> => {
-        try {
-          return { ok: true, value: input.approval ? this.approvalItem(input.approval, input.limits, counters) : this.appendItem(input, counters) };
-        } catch (error) {
-          if (error instanceof QueueFull) return { ok: true, value: { kind: 'queue_full' } };
-          // Some errors (a full disk, an I/O error) make SQLite roll the whole transaction back:
-          // the items after this one would run outside it, so the batch fails as a whole.
-          if (!this.db.inTransaction) throw error;
-          return { ok: false, error };
-        }
-      });
-      for (const [addressId, c] of counters) if (c?.changed) this.q.setCounters.run(c.lastSequence, c.eventCount, c.eventBytes, addressId);
-      return result;
-    }).immediate();
+    const outcomes = this.db
+      .transaction(() => {
+        const counters = new Map<string, QueueCounters | null>();
+        const result = inputs.map((input): ItemOutcome<ApprovalStepResult> => {
+          try {
+            return { ok: true, value: input.approval ? this.approvalItem(input.approval, input.limits, counters) : this.appendItem(input, counters) };
+          } catch (error) {
+            if (error instanceof QueueFull) return { ok: true, value: { kind: 'queue_full' } };
+            // Some errors (a full disk, an I/O error) make SQLite roll the whole transaction back:
+            // the items after this one would run outside it, so the batch fails as a whole.
+            if (!this.db.inTransaction) throw error;
+            return { ok: false, error };
+          }
+        });
+        for (const [addressId, c] of counters) if (c?.changed) this.q.setCounters.run(c.lastSequence, c.eventCount, c.eventBytes, addressId);
+        return result;
+      })
+      .immediate();
     // Committed but not durable yet: hidden from readers until markDurable. This runs in the same
     // synchronous turn as the commit, so no read can come in between.
     for (const [addressId, first] of firstCreated(outcomes)) {
@@ -635,9 +671,16 @@ export class SqliteStore implements Store {
     const p = new SqlParams('sqlite');
     const visibleBelow = this.visibility.visibleBelow(addressId);
     const sql = scanSql({
-      address: p.add(addressId), after: p.add(after), below: p.add(visibleBelow), scanEvents: SCAN_EVENTS, scanBytes: SCAN_BYTES,
-      limit: p.add(limit + 1), budget: p.add(maxBytes), bytes: 'length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0)',
-      filter: filterSql(filter, p), dataJson: null,
+      address: p.add(addressId),
+      after: p.add(after),
+      below: p.add(visibleBelow),
+      scanEvents: SCAN_EVENTS,
+      scanBytes: SCAN_BYTES,
+      limit: p.add(limit + 1),
+      budget: p.add(maxBytes),
+      bytes: 'length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0)',
+      filter: filterSql(filter, p),
+      dataJson: null,
     });
     let stmt = this.scanStatements.get(sql);
     if (stmt === undefined) {
