@@ -61,13 +61,28 @@ export const newInboxSecret = () => `aa_ingress_${randomBytes(32).toString('base
 export const hashSecret = (secret: string): Buffer => hash('sha256', secret, 'buffer');
 
 /**
+ * The last presented secret that matched each stored hash, kept as long as the hash itself: the
+ * hash is a field of an address row the store holds in memory (SqliteReadCache), so the entry goes
+ * when the row does (deleted, swept, evicted). A delivery or read that presents the same secret as
+ * the last one is then compared in constant time without taking a SHA-256 of it, the largest single
+ * cost of a delivery after storage (bench/README.md, "Where each µs of a delivery goes"). The
+ * process already holds every secret it checks while it checks it; this keeps one per held row, and
+ * the database still stores only hashes (design.md, "Identifiers and secrets").
+ */
+const lastMatch = new WeakMap<Buffer, string>();
+
+/**
  * Constant-time check of a presented secret against a stored hash. It runs on every delivery and
- * every read, so the digest is taken as hex and compared with the stored bytes' hex: a Buffer digest
- * is a new ArrayBuffer per call, whose GC and allocation cost more than the hashing itself
+ * every read. On a miss the digest is taken as hex and compared with the stored bytes' hex: a Buffer
+ * digest is a new ArrayBuffer per call, whose GC and allocation cost more than the hashing itself
  * (bench/README.md, "Measurements behind small choices").
  */
 export function secretMatches(presented: string, storedHash: Buffer): boolean {
-  return equalInConstantTime(hash('sha256', presented, 'hex'), storedHash.toString('hex'));
+  const known = lastMatch.get(storedHash);
+  if (known !== undefined && equalInConstantTime(presented, known)) return true;
+  const matches = equalInConstantTime(hash('sha256', presented, 'hex'), storedHash.toString('hex'));
+  if (matches) lastMatch.set(storedHash, presented);
+  return matches;
 }
 
 /** Compares every character whatever the first difference, so the time tells nothing of where it is. */

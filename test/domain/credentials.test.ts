@@ -70,4 +70,25 @@ describe('credentials', () => {
     assert.equal(secretMatches(newReadToken(), h), false);
     assert.equal(secretMatches(t, h.subarray(0, 16)), false);
   });
+
+  it('a secret remembered after a match still matches only itself, and only for the hash it matched', () => {
+    const t = newInboxSecret();
+    const h = hashSecret(t);
+    assert.equal(secretMatches(t, h), true); // remembered from here on
+    assert.equal(secretMatches(t, h), true);
+    // Near misses of the remembered secret: each falls through to the hash, which refuses it.
+    assert.equal(secretMatches(`${t}x`, h), false);
+    assert.equal(secretMatches(t.slice(0, -1), h), false);
+    assert.equal(secretMatches(`${t.slice(0, -1)}${t.endsWith('A') ? 'B' : 'A'}`, h), false);
+    assert.equal(secretMatches('', h), false);
+    // Another address's hash does not learn this secret, and its own secret still matches it.
+    const other = newInboxSecret();
+    const otherHash = hashSecret(other);
+    assert.equal(secretMatches(t, otherHash), false);
+    assert.equal(secretMatches(other, otherHash), true);
+    assert.equal(secretMatches(other, h), false);
+    // A second copy of the same hash bytes (a row read again from the store) checks by hashing.
+    assert.equal(secretMatches(t, Buffer.from(h)), true);
+    assert.equal(secretMatches(other, Buffer.from(h)), false);
+  });
 });
