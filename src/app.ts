@@ -11,6 +11,7 @@ import { clientErrorHandler } from './http/plugins/client-error-handler.js';
 import { registerErrorHandling } from './http/plugins/error-handling.js';
 import { suspendSocketTimeoutWhileHandling } from './http/plugins/in-flight-socket-timeout.js';
 import { registerJsonBody } from './http/plugins/json-body.js';
+import { lazyRequestLogger } from './http/plugins/lazy-request-logger.js';
 import { frameworkErrors } from './http/plugins/method-not-allowed.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { escapeUndecodableSegments, parseQuery } from './http/plugins/request-url.js';
@@ -46,6 +47,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: loggerOptions(config.logLevel) }),
     bodyLimit: config.maxPayloadBytes,
     logController: new LogController({ disableRequestLogging: isHealthProbe }), // probes log one debug line instead (health.ts)
+    childLoggerFactory: lazyRequestLogger,
     // A hop count as proxy-addr reads one (hop 0 is the socket's peer); Fastify's types take no number.
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     // Slow clients: the whole request (headers and body) must arrive within requestTimeout, the
