@@ -1,8 +1,8 @@
 // The SQLite store's read caches, and how they learn of writes made by another process.
 //
 // This process is the only service writing, so it knows every change it makes; the one other
-// writer, an operator's `admin delete`, is seen through PRAGMA data_version on every cache lookup
-// (and twice a second), which then drops all caches and wakes the waiters (docs/design.md,
+// writer, an operator's `admin delete`, is seen through PRAGMA data_version at the first cache lookup
+// of each turn of the event loop (and twice a second), which then drops all caches and wakes the waiters (docs/design.md,
 // "Operating a public instance": "An operator's write is seen at once"). Address rows (immutable
 // once created) are cached by id and dropped when the address is deleted or swept; pages of events
 // are cached per address and dropped on any change to that address's events (an append, a batch
@@ -37,11 +37,20 @@ export class SqliteReadCache {
   private seenDataVersion: number;
   private readonly dataVersion: Database.Statement<[], number>;
   private onExternalChange: (() => void) | undefined;
+  /** data_version was read in this turn of the event loop; a setImmediate clears it at the turn's end. */
+  private checkedThisTurn = false;
+  private readonly turnEnded = () => {
+    this.checkedThisTurn = false;
+  };
 
-  /** `isClosed`: once the store is closed its connection is gone, and nothing is checked. */
+  /**
+   * `isClosed`: once the store is closed its connection is gone, and nothing is checked.
+   * `beforeExternalChange`: the store's own state to refresh first (its queue counters).
+   */
   constructor(
     db: Database.Database,
     private readonly isClosed: () => boolean,
+    private readonly beforeExternalChange: () => void = () => {},
   ) {
     this.dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
     this.seenDataVersion = this.dataVersion.get() as number;
@@ -50,13 +59,21 @@ export class SqliteReadCache {
   /**
    * Another process committed (an operator's `admin delete` while this service runs): every cache
    * may be stale, so all of it goes, and the waiters re-read (a deleted address's long-polls end
-   * with 404). One PRAGMA read (~1 µs) per call.
+   * with 404). One PRAGMA read per turn of the event loop (design.md, "An operator's write is seen at once").
    */
   checkExternalChanges(): void {
-    if (this.isClosed()) return;
+    if (this.checkedThisTurn || this.isClosed()) return;
+    this.checkedThisTurn = true;
+    setImmediate(this.turnEnded);
+    this.checkExternalChangesNow();
+  }
+
+  /** The same check, whether or not this turn made it already (the writer, under its write lock). */
+  checkExternalChangesNow(): void {
     const version = this.dataVersion.get() as number;
     if (version === this.seenDataVersion) return;
     this.seenDataVersion = version;
+    this.beforeExternalChange();
     this.addresses.clear();
     this.pages.clear();
     this.cachedBytes = 0;
