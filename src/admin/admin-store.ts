@@ -103,6 +103,14 @@ const toSummary = (r: SummaryRow): AddressSummary => ({
 // Acknowledged events per address come from the partial index events_acknowledged (address_id, sequence).
 const SUMMARY_COLUMNS = `a.id, a.slug, a.name, a.task_id, a.created_at, a.expires_at, a.created_ip, a.event_count, a.event_bytes, a.last_sequence,
   (SELECT count(*) FROM events e WHERE e.address_id = a.id AND e.acknowledged_at IS NOT NULL) AS acked`;
+// A running SQLite service writes its counters to the addresses row lazily: the row counts the
+// events up to its last_sequence, and the events above it are added here (src/storage/sqlite/sqlite-queue-counters.ts).
+const SQLITE_EVENT_BYTES = 'length(CAST(e.data AS BLOB)) + ifnull(length(CAST(e.metadata AS BLOB)), 0) + e.blob_bytes';
+const SQLITE_SUMMARY_COLUMNS = `a.id, a.slug, a.name, a.task_id, a.created_at, a.expires_at, a.created_ip,
+  a.event_count + (SELECT count(*) FROM events e WHERE e.address_id = a.id AND e.sequence > a.last_sequence) AS event_count,
+  a.event_bytes + (SELECT ifnull(sum(${SQLITE_EVENT_BYTES}), 0) FROM events e WHERE e.address_id = a.id AND e.sequence > a.last_sequence) AS event_bytes,
+  max(a.last_sequence, ifnull((SELECT max(e.sequence) FROM events e WHERE e.address_id = a.id), 0)) AS last_sequence,
+  (SELECT count(*) FROM events e WHERE e.address_id = a.id AND e.acknowledged_at IS NOT NULL) AS acked`;
 
 export async function openAdminStore(config: Config): Promise<AdminStore> {
   if (config.databaseUrl !== undefined) return PostgresAdmin.open(config.databaseUrl);
@@ -142,15 +150,17 @@ class SqliteAdmin implements AdminStore {
   async list({ limit, ip }: ListOptions): Promise<AddressSummary[]> {
     const rows =
       ip === undefined
-        ? this.db.prepare<[number], SummaryRow>(`SELECT ${SUMMARY_COLUMNS} FROM addresses a ORDER BY a.created_at DESC, a.id LIMIT ?`).all(limit)
+        ? this.db.prepare<[number], SummaryRow>(`SELECT ${SQLITE_SUMMARY_COLUMNS} FROM addresses a ORDER BY a.created_at DESC, a.id LIMIT ?`).all(limit)
         : this.db
-            .prepare<[string, number], SummaryRow>(`SELECT ${SUMMARY_COLUMNS} FROM addresses a WHERE a.created_ip = ? ORDER BY a.created_at DESC, a.id LIMIT ?`)
+            .prepare<[string, number], SummaryRow>(
+              `SELECT ${SQLITE_SUMMARY_COLUMNS} FROM addresses a WHERE a.created_ip = ? ORDER BY a.created_at DESC, a.id LIMIT ?`,
+            )
             .all(ip, limit);
     return rows.map(toSummary);
   }
 
   async show(id: string): Promise<AddressSummary | null> {
-    const r = this.db.prepare<[string], SummaryRow>(`SELECT ${SUMMARY_COLUMNS} FROM addresses a WHERE a.id = ?`).get(id);
+    const r = this.db.prepare<[string], SummaryRow>(`SELECT ${SQLITE_SUMMARY_COLUMNS} FROM addresses a WHERE a.id = ?`).get(id);
     return r ? toSummary(r) : null;
   }
 
@@ -164,6 +174,14 @@ class SqliteAdmin implements AdminStore {
         'SELECT count(*) AS addresses, count(*) FILTER (WHERE expires_at <= ?) AS expired, ifnull(sum(event_count), 0) AS events, ifnull(sum(event_bytes), 0) AS bytes FROM addresses',
       )
       .get(now)!;
+    // The events above each row's last_sequence, which the rows do not count yet (SQLITE_SUMMARY_COLUMNS).
+    const ahead = this.db
+      .prepare<[], { n: number; bytes: number }>(
+        `SELECT count(*) AS n, ifnull(sum(${SQLITE_EVENT_BYTES}), 0) AS bytes FROM events e JOIN addresses a ON a.id = e.address_id WHERE e.sequence > a.last_sequence`,
+      )
+      .get()!;
+    t.events += ahead.n;
+    t.bytes += ahead.bytes;
     const unacked = this.db.prepare<[], number>('SELECT count(*) FROM events WHERE acknowledged_at IS NULL').pluck().get() as number;
     const oldest = this.db.prepare<[], number | null>('SELECT min(created_at) FROM events WHERE acknowledged_at IS NULL').pluck().get() ?? null;
     const pageSize = this.db.pragma('page_size', { simple: true }) as number;

@@ -9,8 +9,9 @@
 // only then may the WAL be restarted over them.
 // Every other write (addresses, acks, deletions) also waits for such an fdatasync before returning.
 // Ordering: better-sqlite3 is synchronous and this process is the only writer, so every write
-// transaction runs alone; sequences are allocated from addresses.last_sequence inside the same
-// transaction as the insert, hence gapless.
+// transaction runs alone; sequences are allocated from the address's counters inside the same
+// transaction as the insert, hence gapless. The counters live in memory and reach the addresses
+// row lazily (sqlite-queue-counters.ts): an append commit writes no addresses page.
 // Visibility: an appended event stays invisible to readers until its batch is durable, so a
 // reader never sees an event that a power cut could take back (and whose sequence could then be
 // reused); reads stop below the oldest batch not yet durable (event-visibility.ts), so what a reader
@@ -52,6 +53,7 @@ import { GroupCommit, GroupCommitStats, type ItemOutcome } from './group-commit.
 import { SqliteClaims } from './sqlite-claims.js';
 import { SqliteConsumerPositions } from './sqlite-consumers.js';
 import { migrateSqlite } from './sqlite-migrations.js';
+import { type QueueCounters, SqliteQueueCounters } from './sqlite-queue-counters.js';
 import { type QueueTotals, SqliteQueueTotals } from './sqlite-queue-totals.js';
 import { SqliteReadCache } from './sqlite-read-cache.js';
 
@@ -88,21 +90,21 @@ export interface SqliteStoreOptions {
 }
 
 /**
- * An address's queue counters while a batch is being written: read once per batch, advanced in
- * memory by each item that succeeds, written back once at the end of the batch's transaction.
+ * An address's queue counters while a batch is being written: loaded once per batch, advanced by
+ * each item that succeeds, handed back to SqliteQueueCounters once the transaction commits.
  */
-interface QueueCounters {
-  lastSequence: number;
-  eventCount: number;
-  /** UTF-8 bytes of the stored events' data and metadata (MAX_BYTES_PER_ADDRESS). */
-  eventBytes: number;
+interface BatchCounters extends QueueCounters {
   changed: boolean;
+  /** Acknowledged events were pruned: the row is written in the batch's transaction (the counters' invariant). */
+  pruned: boolean;
 }
 
 /** Pages an incremental vacuum gives back per step (1 MiB of 4 KiB pages): a few ms of write lock each. */
 const VACUUM_STEP_PAGES = 256;
 /** An address's acknowledged events, oldest first, with their stored bytes: what pruning may delete. */
-export const ACKED_SIZES_SQL = `SELECT sequence, length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) + blob_bytes AS bytes
+/** The bytes an event row holds in the address's byte quota: its data and metadata as UTF-8, and its blobs. */
+const STORED_BYTES_SQL = 'length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) + blob_bytes';
+export const ACKED_SIZES_SQL = `SELECT sequence, ${STORED_BYTES_SQL} AS bytes
   FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence`;
 
 /**
@@ -132,6 +134,8 @@ export class SqliteStore implements Store {
   /** Checkpoints the WAL after its fdatasyncs (see checkpointer.ts); undefined for :memory:. */
   readonly checkpointer: Checkpointer | undefined;
   private readonly totals: SqliteQueueTotals;
+  /** Each address's last sequence, events and bytes (sqlite-queue-counters.ts). */
+  private readonly counters: SqliteQueueCounters;
   /** Which committed events are durable, hence visible to readers (event-visibility.ts). */
   private readonly visibility = new EventVisibility();
   /** Address rows and pages of events (sqlite-read-cache.ts). */
@@ -142,7 +146,7 @@ export class SqliteStore implements Store {
   private readonly q: ReturnType<SqliteStore['prepare']>;
   private readonly claims: SqliteClaims;
   /** An append that must first prune acknowledged events, in a savepoint: a prune that frees too little rolls back. */
-  private readonly appendAfterPrune: (e: NewEvent, c: QueueCounters, size: number, needEvents: number, needBytes: number) => AppendResult;
+  private readonly appendAfterPrune: (e: NewEvent, c: BatchCounters, size: number, needEvents: number, needBytes: number) => AppendResult;
 
   constructor(path: string, opts: SqliteStoreOptions = {}) {
     this.path = path;
@@ -165,13 +169,19 @@ export class SqliteStore implements Store {
       throw err;
     }
     this.q = this.prepare();
-    this.cache = new SqliteReadCache(this.db, () => this.closed);
+    this.counters = new SqliteQueueCounters(this.db, STORED_BYTES_SQL);
+    // Another process's commit (an operator's delete): our counters are written, then loaded afresh.
+    this.cache = new SqliteReadCache(
+      this.db,
+      () => this.closed,
+      () => this.counters.reload(),
+    );
     this.totals = new SqliteQueueTotals(this.db);
     this.claims = new SqliteClaims(this.db, (addressId) => this.visibility.visibleBelow(addressId));
     this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
     // Room for both limits: the shortest run of oldest acknowledged events that frees enough
     // events and bytes, or QueueFull (the savepoint undoes nothing, since nothing was written).
-    this.appendAfterPrune = this.db.transaction((e: NewEvent, c: QueueCounters, size: number, needEvents: number, needBytes: number) => {
+    this.appendAfterPrune = this.db.transaction((e: NewEvent, c: BatchCounters, size: number, needEvents: number, needBytes: number) => {
       let pruned = 0;
       let prunedBytes = 0;
       let upto = -1;
@@ -183,12 +193,14 @@ export class SqliteStore implements Store {
       }
       if (pruned < needEvents || prunedBytes < needBytes) throw new QueueFull();
       this.q.pruneAckedUpTo.run(e.addressId, upto);
+      c.pruned = true;
       return this.insertNext(e, c, size, pruned, prunedBytes);
     });
     // The WAL exists while this connection is open and keeps its inode (it is restarted in place
     // after checkpoints, only deleted when the last connection closes), so these descriptors serve.
     const wal = `${path}-wal`;
     this.walFds = path !== ':memory:' && existsSync(wal) ? Array.from({ length: WAL_SYNCS_IN_FLIGHT }, () => openSync(wal, 'r+')) : [];
+    this.counters.start();
     this.appendStats = opts.logGroupCommitStats ? new GroupCommitStats() : undefined;
     const observer = this.appendStats;
     if (this.walFds.length === 0) {
@@ -257,9 +269,8 @@ export class SqliteStore implements Store {
       deleteAcknowledged: db.prepare<[number, number], { address_id: string; bytes: number }>(
         `DELETE FROM events WHERE rowid IN (
            SELECT rowid FROM events WHERE acknowledged_at IS NOT NULL AND acknowledged_at < ? ORDER BY acknowledged_at LIMIT ?)
-         RETURNING address_id, length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) + blob_bytes AS bytes`,
+         RETURNING address_id, ${STORED_BYTES_SQL} AS bytes`,
       ),
-      subtractCounters: db.prepare<[number, number, string]>('UPDATE addresses SET event_count = event_count - ?, event_bytes = event_bytes - ? WHERE id = ?'),
       freePages: db.prepare<[], number>('PRAGMA freelist_count').pluck(),
       deleteAddress: db.prepare<[string]>('DELETE FROM addresses WHERE id = ?'),
       signingSecrets: db.prepare<[string], { signing_secrets: Buffer | null }>('SELECT signing_secrets FROM addresses WHERE id = ?'),
@@ -271,13 +282,9 @@ export class SqliteStore implements Store {
          ON CONFLICT (key) DO UPDATE SET window_start = excluded.window_start, count = excluded.count`,
       ),
       pruneRateWindows: db.prepare<[number]>('DELETE FROM rate_windows WHERE window_start < ?'),
-      queueState: db.prepare<[string], { last_sequence: number; event_count: number; event_bytes: number }>(
-        'SELECT last_sequence, event_count, event_bytes FROM addresses WHERE id = ?',
-      ),
       eventByKey: db.prepare<[string, string], EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE address_id = ? AND dedupe_key = ?`),
       ackedSizes: db.prepare<[string], { sequence: number; bytes: number }>(ACKED_SIZES_SQL),
       pruneAckedUpTo: db.prepare<[string, number]>('DELETE FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL AND sequence <= ?'),
-      setCounters: db.prepare<[number, number, number, string]>('UPDATE addresses SET last_sequence = ?, event_count = ?, event_bytes = ? WHERE id = ?'),
       // Positional parameters: binding by name from an object costs more per event (bench/README.md).
       insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, number]>(
         `INSERT INTO events (${INSERTED_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
@@ -348,6 +355,8 @@ export class SqliteStore implements Store {
     // With two syncs in flight, one that began before the barrier may still run (or a failed
     // store may have one running): its descriptor and its checkpoint must outlive it.
     await this.appends.whenNoSyncInFlight();
+    // Every address's counters reach its row before the last checkpoint.
+    this.counters.close();
     // Its connections close first, so this one is the last and checkpoints and removes the WAL.
     this.checkpointer?.close();
     this.db.close();
@@ -420,12 +429,22 @@ export class SqliteStore implements Store {
             p.bytes += row.bytes;
           } else per.set(row.address_id, { n: 1, bytes: row.bytes });
         }
-        for (const [id, p] of per) this.q.subtractCounters.run(p.n, p.bytes, id);
-        return per;
+        // A deletion writes the address's counters in its own transaction (sqlite-queue-counters.ts).
+        const after = new Map<string, QueueCounters>();
+        for (const [id, p] of per) {
+          const c = this.counters.load(id);
+          if (!c) continue;
+          c.eventCount -= p.n;
+          c.eventBytes -= p.bytes;
+          this.counters.persist(id, c);
+          after.set(id, c);
+        }
+        return { per, after };
       })
       .immediate();
     let deleted = 0;
-    for (const [id, p] of perAddress) {
+    for (const [id, c] of perAddress.after) this.counters.persisted(id, c);
+    for (const [id, p] of perAddress.per) {
       this.forget(id);
       deleted += p.n;
     }
@@ -454,12 +473,15 @@ export class SqliteStore implements Store {
 
   /** For /metrics (sqlite-queue-totals.ts). */
   async queueTotals(countCap: number): Promise<QueueTotals> {
+    // The totals sum the addresses' rows, which may lag the counters held in memory by a flush.
+    this.counters.flush();
     return this.totals.read(countCap);
   }
 
   /** The address's rows changed (or it is gone): forget what is cached about it. */
   private forget(addressId: string, deleted = false): void {
     this.cache.forget(addressId, deleted);
+    if (deleted) this.counters.forget(addressId);
   }
 
   async getAddressBySlug(slug: string): Promise<AddressRecord | null> {
@@ -534,7 +556,7 @@ export class SqliteStore implements Store {
    * Unlike the event, the approval's row is readable as soon as the batch commits, a moment before
    * it is durable: a page may say "answered" while the answerer's 200 still waits for the fsync.
    */
-  private approvalItem(step: ApprovalStep, limits: StoreLimits, counters: Map<string, QueueCounters | null>): ApprovalStepResult {
+  private approvalItem(step: ApprovalStep, limits: StoreLimits, counters: Map<string, BatchCounters | null>): ApprovalStepResult {
     const e = step.event;
     const row = this.q.approval.get(step.approvalId);
     const a = row !== undefined && row.address_id === e.addressId ? toApproval(row) : undefined;
@@ -572,7 +594,10 @@ export class SqliteStore implements Store {
   private commitAppends(inputs: readonly AppendInput[]): ItemOutcome<ApprovalStepResult>[] {
     const outcomes = this.db
       .transaction(() => {
-        const counters = new Map<string, QueueCounters | null>();
+        // Under the write lock: an operator's delete committed since this turn's check is seen here,
+        // before any counter held for an address it removed is used.
+        this.cache.checkExternalChangesNow();
+        const counters = new Map<string, BatchCounters | null>();
         const result = inputs.map((input): ItemOutcome<ApprovalStepResult> => {
           try {
             return { ok: true, value: input.approval ? this.approvalItem(input.approval, input.limits, counters) : this.appendItem(input, counters) };
@@ -584,10 +609,20 @@ export class SqliteStore implements Store {
             return { ok: false, error };
           }
         });
-        for (const [addressId, c] of counters) if (c?.changed) this.q.setCounters.run(c.lastSequence, c.eventCount, c.eventBytes, addressId);
-        return result;
+        for (const [addressId, c] of counters) if (c?.pruned) this.counters.persist(addressId, c);
+        return { result, counters };
       })
       .immediate();
+    for (const [addressId, c] of outcomes.counters) {
+      if (!c?.changed) continue;
+      const kept = { lastSequence: c.lastSequence, eventCount: c.eventCount, eventBytes: c.eventBytes };
+      if (c.pruned) this.counters.persisted(addressId, kept);
+      else this.counters.commit(addressId, kept);
+    }
+    return this.afterCommit(outcomes.result);
+  }
+
+  private afterCommit(outcomes: ItemOutcome<ApprovalStepResult>[]): ItemOutcome<ApprovalStepResult>[] {
     // Committed but not durable yet: hidden from readers until markDurable. This runs in the same
     // synchronous turn as the commit, so no read can come in between.
     for (const [addressId, first] of firstCreated(outcomes)) {
@@ -611,12 +646,12 @@ export class SqliteStore implements Store {
    * item that fails leaves them as they were: the next item takes the same sequence, and sequences
    * stay gapless.
    */
-  private appendItem(input: AppendInput, counters: Map<string, QueueCounters | null>): AppendResult {
+  private appendItem(input: AppendInput, counters: Map<string, BatchCounters | null>): AppendResult {
     const { event: e, limits } = input;
     let c = counters.get(e.addressId);
     if (c === undefined) {
-      const row = this.q.queueState.get(e.addressId);
-      c = row ? { lastSequence: row.last_sequence, eventCount: row.event_count, eventBytes: row.event_bytes, changed: false } : null;
+      const held = this.counters.load(e.addressId);
+      c = held ? { ...held, changed: false, pruned: false } : null;
       counters.set(e.addressId, c);
     }
     if (!c) return { kind: 'address_gone' };
@@ -631,7 +666,7 @@ export class SqliteStore implements Store {
     return this.insertNext(e, c, size, 0, 0);
   }
 
-  private insertNext(e: NewEvent, c: QueueCounters, size: number, pruned: number, prunedBytes: number): AppendResult {
+  private insertNext(e: NewEvent, c: BatchCounters, size: number, pruned: number, prunedBytes: number): AppendResult {
     const sequence = c.lastSequence + 1;
     this.q.insertEvent.run(e.id, e.addressId, sequence, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt);
     if (e.blobs !== undefined && e.blobs.length > 0) {

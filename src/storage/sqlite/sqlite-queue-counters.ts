@@ -1,0 +1,120 @@
+// Each address's queue counters (the last sequence given, the events and bytes stored), held in
+// memory by the one writer and written to the address's row lazily (design.md, "Queue counters in
+// memory"). Writing them in every commit changed one page of the addresses table per address the
+// commit touched; now an append commit writes none of them.
+//
+// The invariant that makes a lazy row safe: the row's (last_sequence, event_count, event_bytes)
+// always counts exactly the stored events whose sequence is at most its last_sequence. Appends
+// only add events above it, so the true counters are the row plus the events above last_sequence,
+// which `load` counts through the (address_id, sequence) index when an address is first touched:
+// after a restart, a crash or an operator's write, that is at most the events of one flush
+// interval. Every transaction that deletes events of an address (pruning, retention) writes its
+// row in that same transaction (`persist`), so a deletion never breaks the invariant; an address
+// that is deleted takes its row with it.
+import type Database from 'better-sqlite3';
+
+export interface QueueCounters {
+  lastSequence: number;
+  eventCount: number;
+  /** Bytes of the stored events: their data and metadata as UTF-8, and the blobs beside them (MAX_BYTES_PER_ADDRESS). */
+  eventBytes: number;
+}
+
+/** How often counters changed by appends are written to their rows, bounding what a restart recounts. */
+const FLUSH_INTERVAL_MS = 1000;
+/** Clean counters held at most; beyond it they are dropped after a flush and loaded again when needed. */
+const MAX_HELD = 100_000;
+
+export class SqliteQueueCounters {
+  private readonly held = new Map<string, QueueCounters>();
+  /** Addresses whose held counters are ahead of their row. */
+  private readonly dirty = new Set<string>();
+  private readonly row: Database.Statement<[string], { last_sequence: number; event_count: number; event_bytes: number }>;
+  private readonly above: Database.Statement<[string, number], { n: number; bytes: number; last: number | null }>;
+  private readonly write: Database.Statement<[number, number, number, string]>;
+  private readonly flushAll: () => void;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly db: Database.Database,
+    /** SQL for the stored bytes of an event row (data, metadata and blob_bytes). */
+    eventBytesSql: string,
+  ) {
+    this.row = db.prepare('SELECT last_sequence, event_count, event_bytes FROM addresses WHERE id = ?');
+    this.above = db.prepare(
+      `SELECT count(*) AS n, ifnull(sum(${eventBytesSql}), 0) AS bytes, max(sequence) AS last FROM events WHERE address_id = ? AND sequence > ?`,
+    );
+    this.write = db.prepare('UPDATE addresses SET last_sequence = ?, event_count = ?, event_bytes = ? WHERE id = ?');
+    this.flushAll = db.transaction(() => {
+      for (const id of this.dirty) {
+        const c = this.held.get(id);
+        if (c) this.write.run(c.lastSequence, c.eventCount, c.eventBytes, id);
+      }
+      this.dirty.clear();
+    });
+  }
+
+  /** Writes dirty counters every FLUSH_INTERVAL_MS (unref'd: it never keeps the process alive). */
+  start(): void {
+    this.timer ??= setInterval(() => this.flush(), FLUSH_INTERVAL_MS).unref();
+  }
+
+  /**
+   * A copy of the address's counters, to advance in a transaction and hand back with `commit` or
+   * `persist` once it succeeds; null when the address does not exist. Runs inside the writer's
+   * transaction, so nothing can change between the read and the write.
+   */
+  load(addressId: string): QueueCounters | null {
+    const held = this.held.get(addressId);
+    if (held) return { ...held };
+    const r = this.row.get(addressId);
+    if (!r) return null;
+    const tail = this.above.get(addressId, r.last_sequence) as { n: number; bytes: number; last: number | null };
+    const c = { lastSequence: Math.max(r.last_sequence, tail.last ?? 0), eventCount: r.event_count + tail.n, eventBytes: r.event_bytes + tail.bytes };
+    this.held.set(addressId, c);
+    if (tail.n > 0) this.dirty.add(addressId);
+    return { ...c };
+  }
+
+  /** After a transaction that only appended: the row may lag behind (see the invariant above). */
+  commit(addressId: string, c: QueueCounters): void {
+    this.held.set(addressId, c);
+    this.dirty.add(addressId);
+  }
+
+  /** Inside a transaction that deleted events of the address: its row is written in that transaction. */
+  persist(addressId: string, c: QueueCounters): void {
+    this.write.run(c.lastSequence, c.eventCount, c.eventBytes, addressId);
+  }
+
+  /** After the transaction that called `persist` committed. */
+  persisted(addressId: string, c: QueueCounters): void {
+    this.held.set(addressId, c);
+    this.dirty.delete(addressId);
+  }
+
+  /** Writes every dirty row in one transaction (periodically, before an external change is applied, at close). */
+  flush(): void {
+    if (this.dirty.size > 0 && this.db.open) this.flushAll();
+    if (this.held.size > MAX_HELD && this.dirty.size === 0) this.held.clear();
+  }
+
+  /** The address is deleted (its row with it). */
+  forget(addressId: string): void {
+    this.held.delete(addressId);
+    this.dirty.delete(addressId);
+  }
+
+  /** Another process wrote (an operator's delete): flush ours, then load every address afresh. */
+  reload(): void {
+    this.flush();
+    this.held.clear();
+  }
+
+  /** Before the connection closes: every row is written. */
+  close(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.flush();
+  }
+}
