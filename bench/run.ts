@@ -7,7 +7,7 @@
 // bench/README.md. It reports; it gates nothing (exit code 0 unless the bench itself broke).
 //
 // Knobs (environment): BENCH_SECONDS (per round, default 4), BENCH_ROUNDS (default 3),
-// BENCH_ONLY (comma list of: hot, spread, capture, reads, wake, idle, streams, large, pg, untrusted, retention, filter), BENCH_IDLE_POLLS (default 10000),
+// BENCH_ONLY (comma list of: hot, spread, frames, capture, reads, wake, idle, streams, large, pg, untrusted, retention, filter), BENCH_IDLE_POLLS (default 10000),
 // BENCH_RETENTION_STORE (sqlite or postgres: run the retention scenario on that store only),
 // BENCH_STREAMS (event streams held on one address in the streams scenario, default 1000),
 // BENCH_SERVICE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service),
@@ -31,6 +31,7 @@ import { type Child, cpuMs, freePort, openFileLimits, rssBytes, sleep, startChil
 import { type Report, type Row, renderChart, renderTable, updateReadme } from './report.js';
 import { postgresTarget, retentionScenario, sqliteTarget } from './retention.js';
 import { untrustedParsingRows } from './untrusted-parsing.js';
+import { walFramesRows } from './wal-frames.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
@@ -38,7 +39,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 50;
 const IDLE_POLLS = Number(process.env.BENCH_IDLE_POLLS ?? 10_000);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000);
-const ALL_SCENARIOS = ['hot', 'spread', 'capture', 'reads', 'wake', 'idle', 'streams', 'large', 'pg', 'untrusted', 'retention', 'filter'];
+const ALL_SCENARIOS = ['hot', 'spread', 'frames', 'capture', 'reads', 'wake', 'idle', 'streams', 'large', 'pg', 'untrusted', 'retention', 'filter'];
 const ONLY = new Set((process.env.BENCH_ONLY ?? ALL_SCENARIOS.join(',')).split(',').map((s) => s.trim()));
 const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /**
@@ -899,6 +900,12 @@ async function main(): Promise<void> {
     if (ONLY.has('spread')) {
       const spread = await createAddresses(service.url, 100);
       await ingestScenario('spread', 'Ingest, 100 addresses', ceiling, [service], spread, service.url);
+    }
+    if (ONLY.has('frames')) {
+      log('WAL frames per commit: the domain service over a SqliteStore in this process, batches of 25 deliveries');
+      const frames = await walFramesRows(log);
+      rows.push(...frames.rows);
+      details.frames = frames.details;
     }
     if (ONLY.has('capture')) await captureScenario(service);
     if (ONLY.has('reads')) await readsScenario(ceiling, service);
