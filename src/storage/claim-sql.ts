@@ -29,10 +29,13 @@ export const leaseAssignments = (p: { now: string; leaseMs: string; nonce: strin
   `lease_id = 'lease_' || substr(id, 5) || '_' || ${p.nonce}, lease_expires_at = ${p.now} + ${p.leaseMs}, ` +
   `delivery_count = delivery_count + 1, max_deliveries = ${p.maxDeliveries}, available_at = NULL`;
 
-/** The earliest future moment an open event becomes claimable by time alone (a lease running out, a delay ending). */
-export const nextChangeSql = (address: string, now: string) =>
+/**
+ * The earliest future moment an open event becomes claimable by time alone (a lease running out, a
+ * delay ending). `open`: the store's condition for an open event (SQLite's names its index, SQLITE_OPEN).
+ */
+export const nextChangeSql = (address: string, now: string, open = OPEN) =>
   `SELECT MIN(CASE WHEN lease_expires_at > ${now} THEN lease_expires_at ELSE available_at END) AS next_change FROM events
-   WHERE address_id = ${address} AND ${OPEN} AND (lease_expires_at > ${now} OR available_at > ${now})`;
+   WHERE address_id = ${address} AND ${open} AND (lease_expires_at > ${now} OR available_at > ${now})`;
 
 /** Columns a settlement returns: the event, and its lease's end. */
 export const SETTLED_COLUMNS = `${EVENT_COLUMNS}, lease_expires_at`;

@@ -12,7 +12,7 @@ CREATE TABLE addresses (
   expires_at        INTEGER NOT NULL,   -- epoch ms
   last_sequence     INTEGER NOT NULL DEFAULT 0,  -- the sequence of the newest event ever appended
   event_count       INTEGER NOT NULL DEFAULT 0   -- events currently stored (acknowledged or not)
-, signing_keys BLOB, signing_secrets BLOB, event_bytes INTEGER NOT NULL DEFAULT 0, created_ip TEXT) STRICT;
+, signing_keys BLOB, signing_secrets BLOB, event_bytes INTEGER NOT NULL DEFAULT 0, created_ip TEXT, claims_indexed INTEGER NOT NULL DEFAULT 0) STRICT;
 
 CREATE TABLE approval_answers (
   approval_id TEXT    NOT NULL REFERENCES approvals (id) ON DELETE CASCADE,
@@ -68,7 +68,7 @@ CREATE TABLE events (
   metadata        TEXT,               -- JSON text of an object of strings
   dedupe_key      TEXT,
   created_at      INTEGER NOT NULL,
-  acknowledged_at INTEGER, blob_bytes INTEGER NOT NULL DEFAULT 0, delivery_count INTEGER NOT NULL DEFAULT 0, max_deliveries INTEGER, lease_id TEXT, lease_expires_at INTEGER, available_at INTEGER, dead_at INTEGER, dead_reason TEXT,
+  acknowledged_at INTEGER, blob_bytes INTEGER NOT NULL DEFAULT 0, delivery_count INTEGER NOT NULL DEFAULT 0, max_deliveries INTEGER, lease_id TEXT, lease_expires_at INTEGER, available_at INTEGER, dead_at INTEGER, dead_reason TEXT, claim_indexed INTEGER,
   -- A bug that reused a sequence must fail loudly instead of reordering a queue.
   UNIQUE (address_id, sequence)
 ) STRICT;
@@ -98,6 +98,6 @@ CREATE UNIQUE INDEX events_dedupe_key ON events (address_id, dedupe_key) WHERE d
 
 CREATE UNIQUE INDEX events_id ON events (substr(id, 10, 9), id);
 
-CREATE INDEX events_open ON events (address_id, sequence) WHERE acknowledged_at IS NULL AND dead_at IS NULL;
+CREATE INDEX events_open ON events (address_id, sequence) WHERE claim_indexed = 1 AND acknowledged_at IS NULL AND dead_at IS NULL;
 
 CREATE INDEX events_unacknowledged ON events (created_at) WHERE acknowledged_at IS NULL;

@@ -28,6 +28,21 @@ import { toEvent } from '../rows.js';
 /** Prepared statements kept, by their SQL (one per filter shape and settlement kind). */
 const STATEMENTS = 64;
 
+/**
+ * An open event of an address claimed from (migration 0011): SQLite indexes open events only for
+ * the addresses that use claims, and the first claim on an address indexes it (`indexForClaims`).
+ * Naming claim_indexed lets SQLite use the partial index events_open.
+ */
+const SQLITE_OPEN = `claim_indexed = 1 AND ${OPEN}`;
+
+/** The writer's record of which addresses have their open events indexed (sqlite-queue-counters.ts). */
+export interface ClaimsIndexState {
+  /** Whether the address's open events are indexed; null when the address does not exist. */
+  indexed(addressId: string): boolean | null;
+  /** After the transaction that indexed the address committed. */
+  markIndexed(addressId: string): void;
+}
+
 export class SqliteClaims {
   private readonly statements = new Map<string, Database.Statement<unknown[], unknown>>();
 
@@ -35,6 +50,7 @@ export class SqliteClaims {
     private readonly db: Database.Database,
     /** The first sequence not yet durable on the address (MAX_SAFE_INTEGER when all are). */
     private readonly visibleBelow: (addressId: string) => number,
+    private readonly index: ClaimsIndexState,
   ) {}
 
   private stmt<R>(sql: string): Database.Statement<unknown[], R> {
@@ -49,21 +65,30 @@ export class SqliteClaims {
 
   /** One transaction; null when the address does not exist. */
   claim(addressId: string, r: ClaimRequest): ClaimBatch | null {
-    return this.db
+    let indexedNow = false;
+    const batch = this.db
       .transaction((): ClaimBatch | null => {
-        if (!this.stmt<{ one: number }>('SELECT 1 AS one FROM addresses WHERE id = ?').get(addressId)) return null;
+        const indexed = this.index.indexed(addressId);
+        if (indexed === null) return null;
+        if (!indexed) {
+          // The first claim on this address: its open events enter events_open (at most
+          // MAX_EVENTS_PER_ADDRESS rows, once), and every later event of it as it is inserted.
+          this.stmt(`UPDATE events SET claim_indexed = 1 WHERE address_id = ? AND ${OPEN}`).run(addressId);
+          this.stmt('UPDATE addresses SET claims_indexed = 1 WHERE id = ?').run(addressId);
+          indexedNow = true;
+        }
         const below = this.visibleBelow(addressId);
         const d = new SqlParams('sqlite');
         const dA = d.add(addressId);
         const dNow = d.add(r.now);
         const died = this.stmt(`UPDATE events SET dead_at = ${dNow}, dead_reason = ${EXPIRED_REASON}
-        WHERE address_id = ${dA} AND ${OPEN} AND ${finalLeaseOver(dNow)}`).run(...d.bound()).changes;
+        WHERE address_id = ${dA} AND ${SQLITE_OPEN} AND ${finalLeaseOver(dNow)}`).run(...d.bound()).changes;
         const p = new SqlParams('sqlite');
         const a = p.add(addressId);
         const now = p.add(r.now);
         const set = leaseAssignments({ now, leaseMs: p.add(r.leaseMs), nonce: p.add(r.nonce), maxDeliveries: p.add(r.maxDeliveries) });
         const sql = `UPDATE events SET ${set} WHERE address_id = ${a} AND sequence IN (
-          SELECT sequence FROM events WHERE address_id = ${a} AND ${OPEN} AND sequence < ${p.add(below)} AND ${claimable(now)}
+          SELECT sequence FROM events WHERE address_id = ${a} AND ${SQLITE_OPEN} AND sequence < ${p.add(below)} AND ${claimable(now)}
             AND ${filterSql(r.filter, p)}
           ORDER BY sequence LIMIT ${p.add(r.max)})
         RETURNING ${SETTLED_COLUMNS}, lease_id`;
@@ -73,12 +98,14 @@ export class SqliteClaims {
         let nextChangeAt: number | null = null;
         if (claims.length === 0) {
           const n = new SqlParams('sqlite');
-          const next = this.stmt<{ next_change: number | null }>(nextChangeSql(n.add(addressId), n.add(r.now))).get(...n.bound());
+          const next = this.stmt<{ next_change: number | null }>(nextChangeSql(n.add(addressId), n.add(r.now), SQLITE_OPEN)).get(...n.bound());
           nextChangeAt = next?.next_change ?? null;
         }
         return { claims, nextChangeAt, died };
       })
       .immediate();
+    if (indexedNow) this.index.markIndexed(addressId);
+    return batch;
   }
 
   settle(addressId: string, eventId: string, leaseId: string, s: Settlement, now: number): SettleResult {

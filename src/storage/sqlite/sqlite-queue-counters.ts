@@ -18,6 +18,12 @@ export interface QueueCounters {
   eventCount: number;
   /** Bytes of the stored events: their data and metadata as UTF-8, and the blobs beside them (MAX_BYTES_PER_ADDRESS). */
   eventBytes: number;
+  /**
+   * The address has been claimed from, so its open events are in the claims' index (migration
+   * 0011): each event is inserted with claim_indexed = 1. Written to the row by the claim that set
+   * it (sqlite-claims.ts), never by a flush.
+   */
+  claimsIndexed: boolean;
 }
 
 /** How often counters changed by appends are written to their rows, bounding what a restart recounts. */
@@ -29,7 +35,7 @@ export class SqliteQueueCounters {
   private readonly held = new Map<string, QueueCounters>();
   /** Addresses whose held counters are ahead of their row. */
   private readonly dirty = new Set<string>();
-  private readonly row: Database.Statement<[string], { last_sequence: number; event_count: number; event_bytes: number }>;
+  private readonly row: Database.Statement<[string], { last_sequence: number; event_count: number; event_bytes: number; claims_indexed: number }>;
   private readonly above: Database.Statement<[string, number], { n: number; bytes: number; last: number | null }>;
   private readonly write: Database.Statement<[number, number, number, string]>;
   private readonly flushAll: () => void;
@@ -40,7 +46,7 @@ export class SqliteQueueCounters {
     /** SQL for the stored bytes of an event row (data, metadata and blob_bytes). */
     eventBytesSql: string,
   ) {
-    this.row = db.prepare('SELECT last_sequence, event_count, event_bytes FROM addresses WHERE id = ?');
+    this.row = db.prepare('SELECT last_sequence, event_count, event_bytes, claims_indexed FROM addresses WHERE id = ?');
     this.above = db.prepare(
       `SELECT count(*) AS n, ifnull(sum(${eventBytesSql}), 0) AS bytes, max(sequence) AS last FROM events WHERE address_id = ? AND sequence > ?`,
     );
@@ -70,7 +76,12 @@ export class SqliteQueueCounters {
     const r = this.row.get(addressId);
     if (!r) return null;
     const tail = this.above.get(addressId, r.last_sequence) as { n: number; bytes: number; last: number | null };
-    const c = { lastSequence: Math.max(r.last_sequence, tail.last ?? 0), eventCount: r.event_count + tail.n, eventBytes: r.event_bytes + tail.bytes };
+    const c = {
+      lastSequence: Math.max(r.last_sequence, tail.last ?? 0),
+      eventCount: r.event_count + tail.n,
+      eventBytes: r.event_bytes + tail.bytes,
+      claimsIndexed: r.claims_indexed === 1,
+    };
     this.held.set(addressId, c);
     if (tail.n > 0) this.dirty.add(addressId);
     return { ...c };
@@ -97,6 +108,12 @@ export class SqliteQueueCounters {
   flush(): void {
     if (this.dirty.size > 0 && this.db.open) this.flushAll();
     if (this.held.size > MAX_HELD && this.dirty.size === 0) this.held.clear();
+  }
+
+  /** After the claim that indexed the address's open events committed (its row says so already). */
+  markClaimsIndexed(addressId: string): void {
+    const c = this.held.get(addressId);
+    if (c) c.claimsIndexed = true;
   }
 
   /** The address is deleted (its row with it). */

@@ -177,7 +177,10 @@ export class SqliteStore implements Store {
       () => this.counters.reload(),
     );
     this.totals = new SqliteQueueTotals(this.db);
-    this.claims = new SqliteClaims(this.db, (addressId) => this.visibility.visibleBelow(addressId));
+    this.claims = new SqliteClaims(this.db, (addressId) => this.visibility.visibleBelow(addressId), {
+      indexed: (addressId) => this.counters.load(addressId)?.claimsIndexed ?? null,
+      markIndexed: (addressId) => this.counters.markClaimsIndexed(addressId),
+    });
     this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
     // Room for both limits: the shortest run of oldest acknowledged events that frees enough
     // events and bytes, or QueueFull (the savepoint undoes nothing, since nothing was written).
@@ -286,8 +289,8 @@ export class SqliteStore implements Store {
       ackedSizes: db.prepare<[string], { sequence: number; bytes: number }>(ACKED_SIZES_SQL),
       pruneAckedUpTo: db.prepare<[string, number]>('DELETE FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL AND sequence <= ?'),
       // Positional parameters: binding by name from an object costs more per event (bench/README.md).
-      insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, number]>(
-        `INSERT INTO events (${INSERTED_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
+      insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, number, number | null]>(
+        `INSERT INTO events (${INSERTED_EVENT_COLUMNS}, claim_indexed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)`,
       ),
       setBlobBytes: db.prepare<[number, string, number]>('UPDATE events SET blob_bytes = ? WHERE address_id = ? AND sequence = ?'),
       insertBlob: db.prepare<[string, number, string, string, string, number, Uint8Array]>(
@@ -615,7 +618,7 @@ export class SqliteStore implements Store {
       .immediate();
     for (const [addressId, c] of outcomes.counters) {
       if (!c?.changed) continue;
-      const kept = { lastSequence: c.lastSequence, eventCount: c.eventCount, eventBytes: c.eventBytes };
+      const kept = { lastSequence: c.lastSequence, eventCount: c.eventCount, eventBytes: c.eventBytes, claimsIndexed: c.claimsIndexed };
       if (c.pruned) this.counters.persisted(addressId, kept);
       else this.counters.commit(addressId, kept);
     }
@@ -668,7 +671,7 @@ export class SqliteStore implements Store {
 
   private insertNext(e: NewEvent, c: BatchCounters, size: number, pruned: number, prunedBytes: number): AppendResult {
     const sequence = c.lastSequence + 1;
-    this.q.insertEvent.run(e.id, e.addressId, sequence, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt);
+    this.q.insertEvent.run(e.id, e.addressId, sequence, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt, c.claimsIndexed ? 1 : null);
     if (e.blobs !== undefined && e.blobs.length > 0) {
       // Same transaction as the event: durable with it, in the same fdatasync of the WAL.
       this.q.setBlobBytes.run(blobBytes(e.blobs), e.addressId, sequence);
