@@ -15,6 +15,7 @@ import pg from 'pg';
 import type { Config } from '../config.js';
 import { SQLITE_FILE } from '../storage/open-store.js';
 import { CHANGE_CHANNEL } from '../storage/postgres/postgres-store.js';
+import { storedBytesSql } from '../storage/stored-bytes-sql.js';
 
 /** The migration that added what these commands read (created_ip). */
 const NEEDS_MIGRATION = 10;
@@ -105,7 +106,7 @@ const SUMMARY_COLUMNS = `a.id, a.slug, a.name, a.task_id, a.created_at, a.expire
   (SELECT count(*) FROM events e WHERE e.address_id = a.id AND e.acknowledged_at IS NOT NULL) AS acked`;
 // A running SQLite service writes its counters to the addresses row lazily: the row counts the
 // events up to its last_sequence, and the events above it are added here (src/storage/sqlite/sqlite-queue-counters.ts).
-const SQLITE_EVENT_BYTES = 'length(CAST(e.data AS BLOB)) + ifnull(length(CAST(e.metadata AS BLOB)), 0) + e.blob_bytes';
+const SQLITE_EVENT_BYTES = storedBytesSql('sqlite', 'e');
 const SQLITE_SUMMARY_COLUMNS = `a.id, a.slug, a.name, a.task_id, a.created_at, a.expires_at, a.created_ip,
   a.event_count + (SELECT count(*) FROM events e WHERE e.address_id = a.id AND e.sequence > a.last_sequence) AS event_count,
   a.event_bytes + (SELECT ifnull(sum(${SQLITE_EVENT_BYTES}), 0) FROM events e WHERE e.address_id = a.id AND e.sequence > a.last_sequence) AS event_bytes,

@@ -105,6 +105,46 @@ const cases: Case[] = [
     },
   },
   {
+    name: 'byte quota: as few of the oldest acknowledged events are pruned as free enough bytes; an exact fit prunes nothing',
+    async run(store) {
+      const a = newAddress();
+      await store.createAddress(a, { key: 'c', limit: 1e6, windowMs: WINDOW, now: Date.now() });
+      // Data of n bytes stored (a JSON string: n - 2 characters and its quotes; n = 1 is the number 1); a quota of 1,000.
+      const sized = (n: number, metadata: string | null = null): NewEvent => ({
+        ...newEvent(a.id),
+        data: n === 1 ? '1' : JSON.stringify('x'.repeat(n - 2)),
+        metadata,
+      });
+      const limits = { maxEventsPerAddress: 100, maxBytesPerAddress: 1_000 };
+      const seq = async (e: NewEvent) => {
+        const r = await store.appendEvent(e, limits);
+        return r.kind === 'created' ? r.event.sequence : r.kind;
+      };
+      assert.equal(await seq(sized(300)), 1);
+      assert.equal(await seq(sized(300)), 2);
+      // Metadata counts: 200 of data and 100 of metadata ({"k":"…"} is 8 + 92 characters).
+      assert.equal(await seq(sized(200, JSON.stringify({ k: 'm'.repeat(92) }))), 3);
+      assert.equal(await seq(sized(100)), 4, 'exactly 1,000 bytes: fits without pruning');
+      assert.equal(await seq(sized(1)), 'queue_full', 'one byte over, and nothing acknowledged');
+      const page = await store.listEvents(a.id, 0, 10, PAGE_BYTES);
+      for (const e of page?.events.slice(0, 3) ?? []) await store.ackEvent(a.id, e.id, Date.now());
+      // 350 bytes need 350 freed: events 1 and 2 (600 bytes), not 1 alone (300) nor also 3.
+      assert.equal(await seq(sized(350)), 5);
+      const left = await store.listEvents(a.id, 0, 10, PAGE_BYTES);
+      assert.deepEqual(
+        left?.events.map((e) => e.sequence),
+        [3, 4, 5],
+      );
+      // 750 held (300 of them acknowledged, event 3): 551 needs 301, more than the acknowledged events hold.
+      assert.equal(await seq(sized(551)), 'queue_full');
+      assert.equal(await seq(sized(550)), 6, 'needs exactly the 300 of event 3');
+      assert.deepEqual(
+        (await store.listEvents(a.id, 0, 10, PAGE_BYTES))?.events.map((e) => e.sequence),
+        [4, 5, 6],
+      );
+    },
+  },
+  {
     name: 'ack: the first time stays; unknown events and addresses answer null',
     async run(store) {
       const a = newAddress();

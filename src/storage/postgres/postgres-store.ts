@@ -18,6 +18,7 @@
 // Durability: a call resolves only after COMMIT returned (synchronous_commit as configured on
 // the server; the default, on, makes a 2xx survive kill -9 of the service and of PostgreSQL).
 // Times are epoch ms in BIGINT columns; pg returns int8 as strings, parsed here with Number.
+
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -32,6 +33,7 @@ import { retryAfterSeconds, staleRateWindowsBefore, windowStartOf } from '../../
 import { APPROVAL_COLUMNS, type ApprovalAnswerRow, type ApprovalRow, approvalValues, toAnswer, toApproval } from '../approval-rows.js';
 import { filterSql, filterSqlParts, needsDataJson, postgresJsonb, type ScanRow, SqlParams, scanPage, scanSql } from '../event-filter-sql.js';
 import { ADDRESS_COLUMNS, type AddressRow, boundedPageSql, cutPage, EVENT_COLUMNS, EVENT_ID_TIME_SQL, type EventRow, toAddress, toEvent } from '../rows.js';
+import { jsonBytesSql } from '../stored-bytes-sql.js';
 import { AppendBatcher } from './append-batcher.js';
 import { ChangeListener, type ListenerState } from './change-listener.js';
 import { runMigrations } from './migrator.js';
@@ -455,7 +457,7 @@ export class PostgresStore implements Store {
     // One statement: no row when the address does not exist, one row of NULLs when its page is empty.
     const r = await this.pool.query<{ [K in keyof EventRow]: EventRow[K] | null } & { fetched: string | null }>(
       `SELECT e.* FROM addresses a
-       LEFT JOIN LATERAL (${boundedPageSql('octet_length(data) + coalesce(octet_length(metadata), 0)', {
+       LEFT JOIN LATERAL (${boundedPageSql(jsonBytesSql('postgres'), {
          address: 'a.id',
          after: '$2',
          below: null,
@@ -484,7 +486,7 @@ export class PostgresStore implements Store {
       scanBytes: SCAN_BYTES,
       limit: `${p.add(limit + 1)}::bigint`,
       budget: p.add(maxBytes),
-      bytes: 'octet_length(data) + coalesce(octet_length(metadata), 0)',
+      bytes: jsonBytesSql('postgres'),
       ...(needsDataJson(filter)
         ? (({ plain, json }) => ({ filter: plain, dataJson: { expr: postgresJsonb('data'), filter: json } }))(filterSqlParts(filter, p))
         : { filter: filterSql(filter, p), dataJson: null }),

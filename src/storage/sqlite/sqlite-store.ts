@@ -32,6 +32,7 @@ import type { EventFilter } from '../../domain/event-filter.js';
 import { SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
 import { type Log, SILENT_LOG, type Store, StoreClosedError, type StoreLimits } from '../../domain/ports.js';
+import { roomToFree, storedBytes } from '../../domain/queue-quota.js';
 import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
 import { APPROVAL_COLUMNS, type ApprovalAnswerRow, type ApprovalRow, approvalValues, toAnswer, toApproval } from '../approval-rows.js';
 import { filterSql, type ScanRow, SqlParams, scanPage, scanSql } from '../event-filter-sql.js';
@@ -47,6 +48,7 @@ import {
   toAddress,
   toEvent,
 } from '../rows.js';
+import { jsonBytesSql, storedBytesSql } from '../stored-bytes-sql.js';
 import { Checkpointer, type CheckpointerOptions, type SyncFile } from './checkpointer.js';
 import { EventVisibility } from './event-visibility.js';
 import { GroupCommit, GroupCommitStats, type ItemOutcome } from './group-commit.js';
@@ -102,8 +104,8 @@ interface BatchCounters extends QueueCounters {
 /** Pages an incremental vacuum gives back per step (1 MiB of 4 KiB pages): a few ms of write lock each. */
 const VACUUM_STEP_PAGES = 256;
 /** An address's acknowledged events, oldest first, with their stored bytes: what pruning may delete. */
-/** The bytes an event row holds in the address's byte quota: its data and metadata as UTF-8, and its blobs. */
-const STORED_BYTES_SQL = 'length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0) + blob_bytes';
+/** The bytes an event row holds in the address's byte quota (domain/queue-quota.ts, storedBytes). */
+const STORED_BYTES_SQL = storedBytesSql('sqlite');
 export const ACKED_SIZES_SQL = `SELECT sequence, ${STORED_BYTES_SQL} AS bytes
   FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL ORDER BY sequence`;
 
@@ -305,7 +307,7 @@ export class SqliteStore implements Store {
         'SELECT substr(bytes, ?, ?) AS chunk FROM event_blobs WHERE address_id = ? AND sequence = ? AND name = ?',
       ),
       page: db.prepare<[string, number, number, number, number], EventRow & { fetched: number }>(
-        boundedPageSql('length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0)', {
+        boundedPageSql(jsonBytesSql('sqlite'), {
           address: '?',
           after: '?',
           below: '?',
@@ -662,10 +664,9 @@ export class SqliteStore implements Store {
       const existing = this.q.eventByKey.get(e.addressId, e.dedupeKey);
       if (existing) return { kind: 'duplicate', event: toEvent(existing) };
     }
-    const size = Buffer.byteLength(e.data) + (e.metadata === null ? 0 : Buffer.byteLength(e.metadata)) + blobBytes(e.blobs);
-    if (c.eventCount >= limits.maxEventsPerAddress || c.eventBytes + size > limits.maxBytesPerAddress) {
-      return this.appendAfterPrune(e, c, size, c.eventCount - limits.maxEventsPerAddress + 1, c.eventBytes + size - limits.maxBytesPerAddress);
-    }
+    const size = storedBytes(e);
+    const room = roomToFree(c, size, limits);
+    if (room !== null) return this.appendAfterPrune(e, c, size, room.events, room.bytes);
     return this.insertNext(e, c, size, 0, 0);
   }
 
@@ -716,7 +717,7 @@ export class SqliteStore implements Store {
       scanBytes: SCAN_BYTES,
       limit: p.add(limit + 1),
       budget: p.add(maxBytes),
-      bytes: 'length(CAST(data AS BLOB)) + ifnull(length(CAST(metadata AS BLOB)), 0)',
+      bytes: jsonBytesSql('sqlite'),
       filter: filterSql(filter, p),
       dataJson: null,
     });
