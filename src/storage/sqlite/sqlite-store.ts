@@ -271,10 +271,11 @@ export class SqliteStore implements Store {
          VALUES (@id, @slug, @name, @taskId, @readTokenHash, @inboxSecretHash, @signingKeys, @createdAt, @expiresAt, @createdIp)`,
       ),
       // Retention: the oldest acknowledged events first, by the partial index on acknowledged_at (migration 0010).
-      deleteAcknowledged: db.prepare<[number, number], { address_id: string; bytes: number }>(
-        `DELETE FROM events WHERE rowid IN (
-           SELECT rowid FROM events WHERE acknowledged_at IS NOT NULL AND acknowledged_at < ? ORDER BY acknowledged_at LIMIT ?)
-         RETURNING address_id, ${STORED_BYTES_SQL} AS bytes`,
+      acknowledgedDue: db.prepare<[number, number], { rowid: number; address_id: string }>(
+        'SELECT rowid, address_id FROM events WHERE acknowledged_at IS NOT NULL AND acknowledged_at < ? ORDER BY acknowledged_at LIMIT ?',
+      ),
+      deleteEventRow: db.prepare<[number], { address_id: string; bytes: number }>(
+        `DELETE FROM events WHERE rowid = ? RETURNING address_id, ${STORED_BYTES_SQL} AS bytes`,
       ),
       freePages: db.prepare<[], number>('PRAGMA freelist_count').pluck(),
       deleteAddress: db.prepare<[string]>('DELETE FROM addresses WHERE id = ?'),
@@ -426,18 +427,25 @@ export class SqliteStore implements Store {
   async deleteAcknowledgedBefore(cutoff: number, batchSize: number): Promise<number> {
     const perAddress = this.db
       .transaction(() => {
+        // A deletion writes the address's counters in its own transaction (sqlite-queue-counters.ts),
+        // from counters loaded before it: loading them after would recount the address's events
+        // above its row without the ones just deleted, and subtract those twice.
+        const due = this.q.acknowledgedDue.all(cutoff, batchSize);
+        const before = new Map<string, QueueCounters | null>();
+        for (const { address_id } of due) if (!before.has(address_id)) before.set(address_id, this.counters.load(address_id));
         const per = new Map<string, { n: number; bytes: number }>();
-        for (const row of this.q.deleteAcknowledged.all(cutoff, batchSize)) {
+        for (const { rowid } of due) {
+          const row = this.q.deleteEventRow.get(rowid);
+          if (!row) continue;
           const p = per.get(row.address_id);
           if (p) {
             p.n++;
             p.bytes += row.bytes;
           } else per.set(row.address_id, { n: 1, bytes: row.bytes });
         }
-        // A deletion writes the address's counters in its own transaction (sqlite-queue-counters.ts).
         const after = new Map<string, QueueCounters>();
         for (const [id, p] of per) {
-          const c = this.counters.load(id);
+          const c = before.get(id);
           if (!c) continue;
           c.eventCount -= p.n;
           c.eventBytes -= p.bytes;
