@@ -1,4 +1,4 @@
-// One read of the queue that may be held: endpoint 4 with wait > 0, and MCP's list_events and
+// One read of the queue that may be held: GET /api/v1/addresses/{id}/events with wait > 0, and MCP's list_events and
 // wait_for_event through ReturnAddressService.listEvents.
 //
 // The waiting itself is the Follower's (follower.ts; design.md, "The wakeup hub and followers"): read; if nothing is after

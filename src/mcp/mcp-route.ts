@@ -237,7 +237,7 @@ export const mcpRoutes =
           maxEventBytes: config.maxEventBytes,
         });
         // A call that carries a progress token is answered as an SSE stream, so notifications/progress
-        // can precede its result (design.md, MCP); every other answer stays plain JSON.
+        // can precede its result (design.md, "MCP"); every other answer stays plain JSON.
         const wantsProgress = messages.some((m) => (m as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined);
         const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsProgress });
         reply.raw.once('close', () => {
