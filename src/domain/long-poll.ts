@@ -13,6 +13,13 @@ import type { Page } from './model.js';
 import type { WakeupHub } from './ports.js';
 
 /**
+ * The longest long-poll a client may ask for (the `wait` of GET …/events and of a claim), in seconds.
+ * Below the ~30 s at which proxies and HTTP clients commonly cut an idle request; the socket timeout
+ * (config.ts) must exceed it.
+ */
+export const MAX_WAIT_SECONDS = 25;
+
+/**
  * Called exactly once: with an error (the address is gone: not_found; or the store failed), or
  * with the page to answer. Must not throw: it runs from timers and hub notifications.
  */

@@ -5,6 +5,7 @@ import { type TSchema, Type } from 'typebox';
 import { HTTP_DEDUPE_KEY_PATTERN } from '../domain/dedupe-key.js';
 import { BEARER_REALM, ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.js';
 import { MAX_VALUE_DEPTH } from '../domain/json-depth.js';
+import { MAX_WAIT_SECONDS } from '../domain/long-poll.js';
 
 /**
  * Strings stored as plain text columns may not contain U+0000 (PostgreSQL text cannot hold it) nor
@@ -187,7 +188,7 @@ export const EventsQuery = Type.Object(
     wait: Type.Optional(
       Type.Integer({
         minimum: 0,
-        maximum: 25,
+        maximum: MAX_WAIT_SECONDS,
         default: 0,
         description: 'Long-poll: seconds to hold the request while nothing is after the cursor. Returns within milliseconds of an event.',
       }),
