@@ -9,14 +9,10 @@ import { BEARER_REALM, ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.
 import { MAX_VALUE_DEPTH } from '../domain/json-depth.js';
 import { MAX_WAIT_SECONDS } from '../domain/long-poll.js';
 import { SIGNING_SCHEMES } from '../domain/signing-secrets.js';
+import { STORABLE_TEXT } from '../domain/storable-text.js';
 
-/**
- * Strings stored as plain text columns may not contain U+0000 (PostgreSQL text cannot hold it) nor
- * a lone surrogate (each store would keep a different replacement for it), so one API answers the
- * same on every store. Inside data and metadata both are fine: those are stored as JSON text, where
- * they are escapes. A JSON schema pattern, matched with the u flag: surrogate pairs (emoji) pass.
- */
-export const STORABLE_TEXT = '^[^\\u0000\\ud800-\\udfff]*$';
+/** Text a store keeps as it was sent (domain/storable-text.ts), re-exported for the schemas beside these. */
+export { STORABLE_TEXT };
 
 export const Address = Type.Object(
   {
