@@ -138,7 +138,7 @@ describe('the maps of the code', () => {
     for (const arrow of KNOWN) assert.ok(found.has(arrow), `${arrow} is gone: delete it from the known arrows`);
   });
 
-  it('every pointer at design.md names one of its sections, in quotes', () => {
+  it('every pointer at design.md names one of its sections, in quotes, and none points at the old spec', () => {
     const sections = designSections();
     assert.ok(sections.length >= 20, `design.md has only ${sections.length} sections`);
     let pointers = 0;
@@ -146,6 +146,9 @@ describe('the maps of the code', () => {
     for (const file of pointerFiles().filter((f) => f !== 'test/docs/architecture.test.ts')) {
       // A pointer may wrap across comment lines: join them first.
       const text = read(file).replace(/\n\s*(?:\/\/|\*|#|--)?\s*/g, ' ');
+      // The old pointers: a spec a clone does not have, and its numbering of the API.
+      const old = /decisions\.md|\.\.\/shared\/|\bendpoints? #?\d/i.exec(text);
+      assert.equal(old, null, `${file} says "${old?.[0]}": point at design.md by section, or name the route (METHOD path)`);
       for (const m of text.matchAll(/design\.md(?:'s)?,\s*(?!")(\S+)/g)) assert.fail(`${file}: "design.md, ${m[1]}…" names no section in quotes`);
       for (const m of text.matchAll(/design\.md(?:'s)?,?\s*"([^"]+)"((?:\s*(?:and|,)\s*"[^"]+")*)/g)) {
         const names = [m[1] as string, ...[...(m[2] ?? '').matchAll(/"([^"]+)"/g)].map((n) => n[1] as string)];
