@@ -4,7 +4,7 @@
 // A secret can come from an environment variable instead of the command line, where `ps` and shell
 // history would keep it.
 import { ReturnAddress, resolveUrl, type SigningSecretsBody } from '@return-address/client';
-import { SIGNING_SCHEMES, type SigningScheme } from '../domain/signing-secrets.js';
+import { SIGNING_SCHEMES, type SigningScheme } from '../domain/signing-schemes.js';
 import type { CliVerb } from './verb.js';
 
 /** A scheme's option: its name with a hyphen (--standard-webhooks). */

@@ -4,7 +4,7 @@
 // its provider's documented algorithm: GitHub X-Hub-Signature-256 (and the older X-Hub-Signature),
 // Stripe-Signature t=,v1=, Slack v0, Standard Webhooks (and Svix, which is the same under svix-*).
 import { createHmac } from 'node:crypto';
-import { SIGNING_SCHEMES, type SigningScheme } from '../domain/signing-secrets.js';
+import { SIGNING_SCHEMES, type SigningScheme } from '../domain/signing-schemes.js';
 
 /** A replay is signed again under any scheme the capture URL checks. */
 export type ResignScheme = SigningScheme;

@@ -8,7 +8,7 @@ import { HTTP_DEDUPE_KEY_PATTERN } from '../domain/dedupe-key.js';
 import { BEARER_REALM, ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.js';
 import { MAX_VALUE_DEPTH } from '../domain/json-depth.js';
 import { MAX_WAIT_SECONDS } from '../domain/long-poll.js';
-import { SIGNING_SCHEMES } from '../domain/signing-secrets.js';
+import { SIGNING_SCHEMES } from '../domain/signing-schemes.js';
 import { STORABLE_TEXT } from '../domain/storable-text.js';
 
 /** Text a store keeps as it was sent (domain/storable-text.ts), re-exported for the schemas beside these. */
