@@ -382,10 +382,10 @@ function githubPush(): string {
 }
 
 /**
- * The capture URL beside endpoint 6 on one service, in alternating rounds: the same ~2 KB GitHub push
+ * The capture URL beside POST /api/v1/inbox on one service, in alternating rounds: the same ~2 KB GitHub push
  * body, sent to the capture URL as GitHub sends it (its headers, a fresh X-GitHub-Delivery per
  * request, so every request is a new event behind a dedupe key) and to the inbox as a CreateEvent
- * with a fresh Idempotency-Key. The table's ceiling column holds endpoint 6 here.
+ * with a fresh Idempotency-Key. The table's ceiling column holds POST /api/v1/inbox here.
  */
 async function captureScenario(service: Child): Promise<void> {
   const push = githubPush();
@@ -413,7 +413,7 @@ async function captureScenario(service: Child): Promise<void> {
     body: push,
     setupRequest: (req) => ({ ...req, headers: { ...githubHeaders, 'x-github-delivery': `72d3162e-cc78-11e3-81ab-${String(++n).padStart(12, '0')}` } }),
   };
-  const label = `Capture URL vs endpoint 6, ${push.length} B GitHub push`;
+  const label = `Capture URL vs POST /api/v1/inbox, ${push.length} B GitHub push`;
   log(`${label}: ${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ~${SECONDS} s`);
   const r = await sideBySide(
     label,
@@ -426,16 +426,16 @@ async function captureScenario(service: Child): Promise<void> {
   const ratio = r.serviceRps / r.ceilingRps;
   log(
     `  verified: ${fmt(r.serviceOk)} captures answered 2xx, ${fmt(back.stored)} stored, ${back.gapless ? 'gapless' : 'NOT GAPLESS'}; ` +
-      `CPU per request: capture ${cpu(r.service).toFixed(0)} µs, endpoint 6 ${cpu(r.ceiling).toFixed(0)} µs`,
+      `CPU per request: capture ${cpu(r.service).toFixed(0)} µs, inbox ${cpu(r.ceiling).toFixed(0)} µs`,
   );
   rows.push({
     key: 'capture',
-    label: `${label} (ceiling column: endpoint 6)`,
+    label: `${label} (ceiling column: POST /api/v1/inbox)`,
     unit: 'req/s',
     ceiling: r.ceilingRps,
     service: r.serviceRps,
     ratio,
-    target: '>= 1.0x endpoint 6 (noise ±10%)',
+    target: '>= 1.0x POST /api/v1/inbox (noise ±10%)',
     met: ratio >= 0.9 && lossless,
     note:
       `${fmt(r.serviceOk)} 2xx = ${fmt(back.stored)} stored, ${back.gapless ? 'gapless' : 'GAPS'}, ${r.serviceErrors} errors; ` +

@@ -1,8 +1,7 @@
 // Builds the Fastify instance from its dependencies; never listens (tests and server.ts do).
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyBaseLogger } from 'fastify';
-import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { CLAIM_COMPONENT_SCHEMAS } from './claims/claim-schemas.js';
 import { consumerRoutes } from './consumers/consumer-routes.js';
 import { ERROR_CATALOGUE } from './domain/errors.js';

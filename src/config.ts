@@ -1,6 +1,7 @@
 // Environment variables -> one typed, frozen Config, validated once at boot. A bad value stops the
 // process with a message naming the variable, before anything listens.
 import { isIP } from 'node:net';
+import { MAX_WAIT_SECONDS } from './domain/long-poll.js';
 import { MAX_RATE_WINDOW_MS } from './domain/rate-window.js';
 
 export interface Config {
@@ -177,8 +178,6 @@ function trustProxy(env: Env): false | number | string[] {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-/** The longest long-poll a client may ask for (the `wait` of GET …/events). The HTTP request timeout must exceed it. */
-export const MAX_WAIT_SECONDS = 25;
 /** MCP wait_for_event's longest wait (design.md, "MCP"): agent clients cut a tool call at about 60 s. */
 export const MAX_MCP_WAIT_SECONDS = 55;
 

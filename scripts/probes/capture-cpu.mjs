@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { captureDataJson } from '../../dist/src/capture/capture.js';
 import { headersFromRaw } from '../../dist/src/capture/captured-request.js';
-// The JavaScript work of one capture (read, recognise, check, render data) against endpoint 6's parse and
+// The JavaScript work of one capture (read, recognise, check, render data) against the inbox URL's parse and
 // stringify of the same ~1.5 KB GitHub push, in microseconds per call. Build first (npm run build).
 // Usage: node scripts/probes/capture-cpu.mjs
 import { readBody } from '../../dist/src/capture/request-body.js';

@@ -3,6 +3,7 @@
 // invalid_request whose message names the field and what it must be.
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '../domain/errors.js';
+import { STORABLE_TEXT_RE } from '../domain/storable-text.js';
 import type { ApprovalField, ApprovalOption, ApprovalRecord } from './approval-model.js';
 
 export const APPROVAL_ID_RE = /^apr_[0-9a-z]{26}$/;
@@ -114,10 +115,8 @@ export function answerFromForm(form: URLSearchParams, approval: ApprovalRecord):
 }
 
 const NUMBER_TEXT = /^\s*-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
-/** Text a store keeps as it was sent: no U+0000 and no lone surrogate (the rule of http/schemas.ts's STORABLE_TEXT). */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is exactly what must be refused
-const STORABLE = /^[^\u0000\ud800-\udfff]*$/u;
-const isText = (v: unknown): v is string => typeof v === 'string' && STORABLE.test(v);
+/** Text a store keeps as it was sent: no U+0000 and no lone surrogate. */
+const isText = (v: unknown): v is string => typeof v === 'string' && STORABLE_TEXT_RE.test(v);
 
 /** Checks an answer against the approval's options and fields; `fromForm` lets numbers arrive as text. */
 export function checkAnswer(input: AnswerInput, approval: ApprovalRecord, fromForm: boolean): Answer {

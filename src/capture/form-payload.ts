@@ -27,7 +27,7 @@ export function unwrapGithubFormPayload(headers: Record<string, string>, body: R
   } catch {
     return body;
   }
-  // data.body sits one level inside data, whose nesting is bounded like endpoint 6's.
+  // data.body sits one level inside data, whose nesting is bounded like the inbox's.
   if (nestsDeeperThan(json, MAX_VALUE_DEPTH - 1)) return body;
   return { json, value, attachments: body.attachments, text: body.text };
 }

@@ -68,7 +68,7 @@ function readJson(text: string): ReadBody {
   } catch {
     return none(text);
   }
-  // data.body sits one level inside data, whose nesting is bounded like endpoint 6's.
+  // data.body sits one level inside data, whose nesting is bounded like the inbox's.
   if (nestsDeeperThan(json, MAX_VALUE_DEPTH - 1)) return none(text);
   // A number beyond a 64-bit float (1e999) parses to Infinity: the inbox refuses it, and strict
   // decoders reject a page holding it, so it is stored as broken JSON is (bytes in raw only).

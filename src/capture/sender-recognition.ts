@@ -77,7 +77,7 @@ export function recognise(headers: Record<string, string>, parsedBody: unknown):
 function dedupeKey(h: Record<string, string>, body: Json): string | undefined {
   const idempotencyKey = h['idempotency-key'];
   if (idempotencyKey !== undefined) {
-    // The sender asked for this key: one it cannot have must be refused, as on endpoint 6.
+    // The sender asked for this key: one it cannot have must be refused, as on the inbox URL.
     if (idempotencyKey.length === 0 || idempotencyKey.length > MAX_KEY || !KEY_ALLOWED.test(idempotencyKey)) {
       throw new ApiError('invalid_request', "Invalid header 'Idempotency-Key': must be 1-255 characters without control characters.");
     }

@@ -4,7 +4,8 @@
 // signature is recorded, never refused: the agent decides what an unverified event is worth.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import type { SigningScheme, SigningSecretSet } from '../domain/signing-secrets.js';
+import type { SigningScheme } from '../domain/signing-schemes.js';
+import type { SigningSecretSet } from '../domain/signing-secrets.js';
 
 export interface SignatureCheck {
   scheme: SigningScheme | null;

@@ -7,12 +7,13 @@
 // superseded (409) from one that never named an existing event (404).
 import { randomBytes } from 'node:crypto';
 import type { EventFilter } from '../domain/event-filter.js';
+import { MAX_WAIT_SECONDS } from '../domain/long-poll.js';
 import type { EventRecord } from '../domain/model.js';
 
 export const CLAIM_LIMITS = {
   max: { min: 1, max: 100, default: 1 },
   lease_seconds: { min: 5, max: 3600, default: 60 },
-  wait: { min: 0, max: 25, default: 0 },
+  wait: { min: 0, max: MAX_WAIT_SECONDS, default: 0 },
   max_deliveries: { min: 1, max: 100, default: 5 },
   delay_seconds: { min: 0, max: 86_400, default: 0 },
   reason_chars: 500,

@@ -6,7 +6,7 @@ import { ApiError, notFound } from '../domain/errors.js';
 import { parseEventFilter } from '../domain/event-filter.js';
 import type { AddressRecord, EventRecord } from '../domain/model.js';
 import type { Store, WakeupHub } from '../domain/ports.js';
-import { STORABLE_TEXT } from '../http/schemas.js';
+import { STORABLE_TEXT_RE } from '../domain/storable-text.js';
 import { CLAIM_LIMITS, type ClaimBatch, leaseEventId, newLeaseNonce, type Settlement } from './claim-rules.js';
 import { type ClaimCallback, ClaimWait } from './claim-wait.js';
 
@@ -25,9 +25,6 @@ export interface NackInput {
   reason?: string | undefined;
   dead?: boolean | undefined;
 }
-
-/** No U+0000 and no lone surrogate, as every stored text field (http/schemas.ts's STORABLE_TEXT). */
-const STORABLE = new RegExp(STORABLE_TEXT, 'u');
 
 type Range = { min: number; max: number; default: number };
 
@@ -54,7 +51,7 @@ export function claimInput(raw: Partial<Record<keyof ClaimInput, unknown>>, para
 /** Checks a nack's body from a caller without a schema of its own. */
 export function nackInput(raw: Partial<Record<keyof NackInput, unknown>>, param = 'argument'): NackInput {
   const reason = raw.reason;
-  if (reason !== undefined && (typeof reason !== 'string' || reason.length > CLAIM_LIMITS.reason_chars || !STORABLE.test(reason))) {
+  if (reason !== undefined && (typeof reason !== 'string' || reason.length > CLAIM_LIMITS.reason_chars || !STORABLE_TEXT_RE.test(reason))) {
     throw new ApiError(
       'invalid_request',
       `Invalid ${param} 'reason': a string of at most ${CLAIM_LIMITS.reason_chars} characters, without U+0000 or a lone surrogate.`,

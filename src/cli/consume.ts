@@ -6,7 +6,7 @@
 // backoff (1 s doubling to 60 s), so nothing is skipped and the order holds. A crash or kill
 // re-runs at most the event that was not committed yet: CMD should dedupe by RA_EVENT_ID.
 import { spawn } from 'node:child_process';
-import { parseMatch, ReturnAddress } from '@return-address/client';
+import { MAX_WAIT_SECONDS, parseMatch, ReturnAddress } from '@return-address/client';
 import { loadSaved, savedUrl, writeSaved } from './saved-file.js';
 
 export const CONSUME_HELP = `Usage: return-address consume --save FILE --exec CMD [--type T]... [--match path=value]... [--consumer NAME] [--until-idle S]
@@ -51,7 +51,9 @@ export async function consume(
     throw usage((err as Error).message);
   }
   const idle = values['until-idle'] === undefined ? undefined : Number(values['until-idle']);
-  if (idle !== undefined && !(Number.isInteger(idle) && idle >= 0 && idle <= 25)) throw usage('--until-idle must be a whole number of seconds from 0 to 25');
+  if (idle !== undefined && !(Number.isInteger(idle) && idle >= 0 && idle <= MAX_WAIT_SECONDS)) {
+    throw usage(`--until-idle must be a whole number of seconds from 0 to ${MAX_WAIT_SECONDS}`);
+  }
   const ra = ReturnAddress.fromCreated(saved, { url: savedUrl(values.url, saved) });
   const stop = new AbortController();
   const onSignal = () => stop.abort();

@@ -4,10 +4,11 @@
 // A secret can come from an environment variable instead of the command line, where `ps` and shell
 // history would keep it.
 import { ReturnAddress, resolveUrl, type SigningSecretsBody } from '@return-address/client';
+import { SIGNING_SCHEMES, type SigningScheme } from '../domain/signing-schemes.js';
 import type { CliVerb } from './verb.js';
 
-const SCHEMES = ['github', 'stripe', 'slack', 'standard-webhooks'] as const;
-const field = (s: (typeof SCHEMES)[number]) => s.replace('-', '_') as keyof SigningSecretsBody;
+/** A scheme's option: its name with a hyphen (--standard-webhooks). */
+const flag = (scheme: SigningScheme) => scheme.replace('_', '-');
 
 export const signingSecretsVerb: CliVerb = {
   summary: 'set the secrets that verify signed requests to the capture URL',
@@ -31,21 +32,22 @@ Prints {"configured": [schemes]}.
 `,
   async run(args, kit) {
     const options: Record<string, { type: 'string' } | { type: 'boolean' }> = { clear: { type: 'boolean' } };
-    for (const s of SCHEMES) {
+    for (const s of SIGNING_SCHEMES.map(flag)) {
       options[s] = { type: 'string' };
       options[`${s}-env`] = { type: 'string' };
     }
     const { values } = kit.parse(args, options);
     const body: SigningSecretsBody = {};
-    for (const s of SCHEMES) {
+    for (const scheme of SIGNING_SCHEMES) {
+      const s = flag(scheme);
       const literal = values[s] as string | undefined;
       const envName = values[`${s}-env`] as string | undefined;
       if (literal !== undefined && envName !== undefined) throw kit.usage(`give --${s} or --${s}-env, not both`);
       if (envName !== undefined) {
         const fromEnv = process.env[envName];
         if (fromEnv === undefined || fromEnv === '') throw kit.usage(`--${s}-env ${envName}: the environment variable ${envName} is not set`);
-        body[field(s)] = fromEnv;
-      } else if (literal !== undefined) body[field(s)] = literal;
+        body[scheme] = fromEnv;
+      } else if (literal !== undefined) body[scheme] = literal;
     }
     if (Object.keys(body).length === 0 && values.clear !== true) {
       throw kit.usage('give at least one secret (--github, --stripe, --slack, --standard-webhooks, or their -env forms), or --clear to remove them all');

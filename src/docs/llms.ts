@@ -2,9 +2,10 @@
 // deployment's real base URL, email domain and limits filled in. The prose lives in Markdown under
 // guides/ (see guides/README.md); this file only renders it, once, at start.
 import { readdirSync, readFileSync } from 'node:fs';
-import type { Config } from '../config.js';
+import { type Config, MAX_MCP_WAIT_SECONDS } from '../config.js';
 import { ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.js';
 import { MAX_VALUE_DEPTH } from '../domain/json-depth.js';
+import { MAX_WAIT_SECONDS } from '../domain/long-poll.js';
 
 const GUIDES_DIR = new URL('./guides/', import.meta.url);
 
@@ -36,6 +37,8 @@ export function guideValues(c: Config): Record<string, string> {
     sse_drain_timeout_seconds: String(c.sseDrainTimeoutMs / 1000),
     max_value_depth: String(MAX_VALUE_DEPTH),
     max_value_depth_minus_one: String(MAX_VALUE_DEPTH - 1),
+    max_wait_seconds: String(MAX_WAIT_SECONDS),
+    max_mcp_wait_seconds: String(MAX_MCP_WAIT_SECONDS),
     error_table: errorTable(),
     create_access:
       c.createTokens.length > 0

@@ -1,4 +1,4 @@
-// One read of the queue that may be held: endpoint 4 with wait > 0, and MCP's list_events and
+// One read of the queue that may be held: GET /api/v1/addresses/{id}/events with wait > 0, and MCP's list_events and
 // wait_for_event through ReturnAddressService.listEvents.
 //
 // The waiting itself is the Follower's (follower.ts; design.md, "The wakeup hub and followers"): read; if nothing is after
@@ -11,6 +11,13 @@
 import { type AfterPage, type Follow, type FollowEnd, Follower } from './follower.js';
 import type { Page } from './model.js';
 import type { WakeupHub } from './ports.js';
+
+/**
+ * The longest long-poll a client may ask for (the `wait` of GET …/events and of a claim), in seconds.
+ * Below the ~30 s at which proxies and HTTP clients commonly cut an idle request; the socket timeout
+ * (config.ts) must exceed it.
+ */
+export const MAX_WAIT_SECONDS = 25;
 
 /**
  * Called exactly once: with an error (the address is gone: not_found; or the store failed), or

@@ -72,7 +72,7 @@ export interface ScanPageRecord {
 
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
-/** What a sender asks to be stored: endpoint 6's body, or what another way in builds from its request. */
+/** What a sender asks to be stored: the inbox URL's body, or what another way in builds from its request. */
 export interface EventInput {
   type?: string;
   source?: string;

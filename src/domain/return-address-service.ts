@@ -161,7 +161,7 @@ export class ReturnAddressService {
   }
 
   /**
-   * Endpoint 6's credential: the address whose inbox secret this is, else 404. Checked before the
+   * The inbox URL's credential (POST /api/v1/inbox/{id}/{secret}): the address whose inbox secret this is, else 404. Checked before the
    * body or any header is looked at, so someone without the secret learns nothing from validation
    * and cannot make the service parse a body.
    */
@@ -182,7 +182,7 @@ export class ReturnAddressService {
     return address;
   }
 
-  /** Endpoint 6 once `openInbox` has resolved the address. */
+  /** POST /api/v1/inbox/{id}/{secret} once `openInbox` has resolved the address. */
   async deliverToInbox(address: AddressRecord, input: EventInput, idempotencyKey: string | undefined): Promise<Delivery> {
     return this.deliver(address, input, idempotencyKey, 'https', 'inbox');
   }
@@ -291,7 +291,7 @@ export class ReturnAddressService {
   }
 
   /**
-   * Endpoint 4. With `wait` > 0 and nothing after the cursor, holds until an event arrives, the
+   * GET /api/v1/addresses/{id}/events. With `wait` > 0 and nothing after the cursor, holds until an event arrives, the
    * address is deleted (404), the wait elapses, the client leaves (`signal`) or the service shuts
    * down (the last three: an empty page).
    */
@@ -389,7 +389,7 @@ export class ReturnAddressService {
     return blob;
   }
 
-  /** Endpoint 5: idempotent; a second ack returns the first acknowledged_at. */
+  /** POST /api/v1/addresses/{id}/events/{eventId}/ack: idempotent; a second ack returns the first acknowledged_at. */
   async ackEvent(address: AddressRecord, eventId: string): Promise<EventRecord> {
     if (!EVENT_ID_RE.test(eventId)) throw notFound('Event');
     const event = await this.store.ackEvent(address.id, eventId, this.now());

@@ -2,7 +2,7 @@
 // approvals): the metrics (src/metrics/) implement it; without metrics it is a no-op. Every label
 // value is from a fixed set, so an observer can count by them without an unbounded series.
 
-/** Which way in a delivery came: endpoint 6, the capture URL, SMTP, or anything else built on deliver(). */
+/** Which way in a delivery came: the inbox URL, the capture URL, SMTP, or anything else built on deliver(). */
 export type DeliveryRoute = 'inbox' | 'capture' | 'email' | 'other';
 
 /**

@@ -5,9 +5,8 @@ import { ApiError, notFound } from './errors.js';
 import type { AddressRecord } from './model.js';
 import type { Store } from './ports.js';
 import { openDataKey, openWithDataKey, sealWithDataKey } from './signing-keys.js';
+import { SIGNING_SCHEMES, type SigningScheme } from './signing-schemes.js';
 
-export const SIGNING_SCHEMES = ['github', 'stripe', 'slack', 'standard_webhooks'] as const;
-export type SigningScheme = (typeof SIGNING_SCHEMES)[number];
 export type SigningSecretSet = Partial<Record<SigningScheme, string>>;
 
 export class SigningSecrets {

@@ -6,8 +6,7 @@
 // is still stored (docs/design.md, "Bounded work"): a parse that did not finish gives what a bounded split of the
 // bytes can tell (top-level headers, the undecoded body) with `parse_error` saying which limit, and
 // an authentication that did not finish reports temperror, as a DNS outage does.
-import type { MailParsePool } from './mail-parse-pool.js';
-import { MailParseLimitError } from './mail-parse-pool.js';
+import { MailParseLimitError, type MailParsePool } from './mail-parse-pool.js';
 import { messageShape, withBoundedDkimSignatures } from './message-limits.js';
 import { type EmailLimits, type ParsedEmail, parseEmail, unparsedEmail } from './mime-to-event.js';
 import {

@@ -3,8 +3,7 @@
 // the hop-by-hop ones and Host, and its exact raw bytes, so a handler's signature check holds. Any
 // other event is POSTed as its Event JSON, in the service's own text (numbers keep their digits).
 import { createHash } from 'node:crypto';
-import type { Event } from '@return-address/client';
-import { sourceOf } from '@return-address/client';
+import { type Event, sourceOf } from '@return-address/client';
 
 export interface ReplayRequest {
   method: string;

@@ -4,9 +4,10 @@
 // its provider's documented algorithm: GitHub X-Hub-Signature-256 (and the older X-Hub-Signature),
 // Stripe-Signature t=,v1=, Slack v0, Standard Webhooks (and Svix, which is the same under svix-*).
 import { createHmac } from 'node:crypto';
+import { SIGNING_SCHEMES, type SigningScheme } from '../domain/signing-schemes.js';
 
-export const RESIGN_SCHEMES = ['github', 'stripe', 'slack', 'standard_webhooks'] as const;
-export type ResignScheme = (typeof RESIGN_SCHEMES)[number];
+/** A replay is signed again under any scheme the capture URL checks. */
+export type ResignScheme = SigningScheme;
 
 export interface Resign {
   scheme: ResignScheme;
@@ -26,8 +27,8 @@ export function parseResign(value: string): Resign {
   const colon = value.indexOf(':');
   const scheme = colon === -1 ? value : value.slice(0, colon);
   const secret = colon === -1 ? '' : value.slice(colon + 1);
-  if (!(RESIGN_SCHEMES as readonly string[]).includes(scheme)) {
-    throw new Error(`--resign must be SCHEME:SECRET with SCHEME one of ${RESIGN_SCHEMES.join(', ')}; got "${scheme}"`);
+  if (!(SIGNING_SCHEMES as readonly string[]).includes(scheme)) {
+    throw new Error(`--resign must be SCHEME:SECRET with SCHEME one of ${SIGNING_SCHEMES.join(', ')}; got "${scheme}"`);
   }
   if (secret === '') throw new Error(`--resign ${scheme}: the secret after "${scheme}:" is empty`);
   if (scheme === 'standard_webhooks') standardWebhooksKey(secret);

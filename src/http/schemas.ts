@@ -2,22 +2,22 @@
 // is generated from them, so the document and the behaviour cannot drift apart.
 
 import { type TSchema, Type } from 'typebox';
+import { TIMESTAMP_TOLERANCE_SECONDS } from '../capture/signature-verification.js';
+import { ADDRESS_ID_RE, EVENT_ID_RE, READ_TOKEN_RE, SLUG_RE } from '../domain/credentials.js';
 import { HTTP_DEDUPE_KEY_PATTERN } from '../domain/dedupe-key.js';
 import { BEARER_REALM, ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.js';
 import { MAX_VALUE_DEPTH } from '../domain/json-depth.js';
+import { MAX_WAIT_SECONDS } from '../domain/long-poll.js';
+import { SIGNING_SCHEMES } from '../domain/signing-schemes.js';
+import { STORABLE_TEXT } from '../domain/storable-text.js';
 
-/**
- * Strings stored as plain text columns may not contain U+0000 (PostgreSQL text cannot hold it) nor
- * a lone surrogate (each store would keep a different replacement for it), so one API answers the
- * same on every store. Inside data and metadata both are fine: those are stored as JSON text, where
- * they are escapes. A JSON schema pattern, matched with the u flag: surrogate pairs (emoji) pass.
- */
-export const STORABLE_TEXT = '^[^\\u0000\\ud800-\\udfff]*$';
+/** Text a store keeps as it was sent (domain/storable-text.ts), re-exported for the schemas beside these. */
+export { STORABLE_TEXT };
 
 export const Address = Type.Object(
   {
-    id: Type.String({ pattern: '^addr_[0-9a-z]{26}$', description: 'Starts with addr_, then 26 random characters [0-9a-z].' }),
-    slug: Type.String({ pattern: '^[a-z][a-z0-9]{11}$', description: '12 characters [a-z0-9] starting with a letter; the local part of `email`.' }),
+    id: Type.String({ pattern: ADDRESS_ID_RE.source, description: 'Starts with addr_, then 26 random characters [0-9a-z].' }),
+    slug: Type.String({ pattern: SLUG_RE.source, description: '12 characters [a-z0-9] starting with a letter; the local part of `email`.' }),
     name: Type.String({ description: 'Human-readable purpose; "untitled" when none was given.' }),
     taskId: Type.Optional(Type.String({ description: 'Caller-defined task identifier, present when task_id was given.' })),
     email: Type.String({ format: 'email', description: 'Inbound email address: <slug>@<EMAIL_DOMAIN>. <slug>+<tag>@<EMAIL_DOMAIN> reaches it too.' }),
@@ -52,7 +52,7 @@ export const CreateAddressResponse = Type.Object(
     credentials: Type.Object(
       {
         read_token: Type.String({
-          pattern: '^aa_read_[A-Za-z0-9_-]{43}$',
+          pattern: READ_TOKEN_RE.source,
           description:
             'Bearer token for reading this address (get, events, ack, delete, stream, signing secrets) and its MCP URL. Returned only here, once; it cannot be recovered. Store it.',
         }),
@@ -107,8 +107,8 @@ export const CreateEventBody = Type.Object(
 
 export const Event = Type.Object(
   {
-    id: Type.String({ pattern: '^evt_[0-9a-z]{26}$', description: 'Unique and opaque. Events are ordered by sequence, never by id.' }),
-    address_id: Type.String({ pattern: '^addr_[0-9a-z]{26}$' }),
+    id: Type.String({ pattern: EVENT_ID_RE.source, description: 'Unique and opaque. Events are ordered by sequence, never by id.' }),
+    address_id: Type.String({ pattern: ADDRESS_ID_RE.source }),
     sequence: Type.Integer({ minimum: 1, description: 'Starts at 1 per address and grows by exactly 1 per new event: no gaps, no reuse.' }),
     type: Type.String(),
     source: Type.String({ description: '"https" by default for HTTP deliveries, "email" for inbound mail.' }),
@@ -187,7 +187,7 @@ export const EventsQuery = Type.Object(
     wait: Type.Optional(
       Type.Integer({
         minimum: 0,
-        maximum: 25,
+        maximum: MAX_WAIT_SECONDS,
         default: 0,
         description: 'Long-poll: seconds to hold the request while nothing is after the cursor. Returns within milliseconds of an event.',
       }),
@@ -229,7 +229,7 @@ export const AnyQuery = Type.Object({}, { additionalProperties: true, descriptio
 
 export const CaptureReceipt = Type.Object(
   {
-    event: Type.Object({ id: Type.String({ pattern: '^evt_[0-9a-z]{26}$' }), sequence: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }),
+    event: Type.Object({ id: Type.String({ pattern: EVENT_ID_RE.source }), sequence: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }),
     duplicate: Type.Boolean({
       description: 'true when the request repeated an idempotency key (Idempotency-Key, webhook-id, X-GitHub-Delivery, a Stripe event id…) of a queued event.',
     }),
@@ -241,15 +241,17 @@ const SecretValue = (what: string) => Type.Optional(Type.String({ minLength: 1, 
 export const SigningSecretsBody = Type.Object(
   {
     github: SecretValue('The webhook secret set on the GitHub webhook; checks X-Hub-Signature-256.'),
-    stripe: SecretValue("The endpoint's signing secret (whsec_…) from Stripe; checks Stripe-Signature, within 300 s of its timestamp."),
-    slack: SecretValue("The app's Signing Secret; checks X-Slack-Signature (v0), within 300 s of X-Slack-Request-Timestamp."),
+    stripe: SecretValue(
+      `The endpoint's signing secret (whsec_…) from Stripe; checks Stripe-Signature, within ${TIMESTAMP_TOLERANCE_SECONDS} s of its timestamp.`,
+    ),
+    slack: SecretValue(`The app's Signing Secret; checks X-Slack-Signature (v0), within ${TIMESTAMP_TOLERANCE_SECONDS} s of X-Slack-Request-Timestamp.`),
     standard_webhooks: SecretValue('A Standard Webhooks / Svix secret, whsec_ followed by base64; checks webhook-signature (or svix-signature).'),
   },
   { additionalProperties: false, description: 'Replaces every secret of the address: a scheme left out is removed, and {} removes them all.' },
 );
 export const SigningSecretsResponse = Type.Object(
   {
-    configured: Type.Array(Type.String({ enum: ['github', 'stripe', 'slack', 'standard_webhooks'] }), {
+    configured: Type.Array(Type.String({ enum: [...SIGNING_SCHEMES] }), {
       description: 'The schemes that now have a secret. Secrets themselves are never returned.',
     }),
   },

@@ -12,17 +12,21 @@ import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
 import { boundedCaptureData } from '../../src/capture/capture.js';
 import { type CapturedRequest, headersFromRaw, queryObject } from '../../src/capture/captured-request.js';
-import type { ReadBody } from '../../src/capture/request-body.js';
-import type { SignatureCheck } from '../../src/capture/signature-verification.js';
 
 /** The event data a capture stores when nothing needs to go beside the event (no MAX_EVENT_BYTES bound here). */
 const captureDataJson = (request: CapturedRequest, body: ReadBody, signature: SignatureCheck): string =>
   boundedCaptureData(request, body, signature, { maxEventBytes: Number.POSITIVE_INFINITY, urlFor: () => 'unused' }).dataJson;
 
 import { handshakeAnswer } from '../../src/capture/handshake.js';
-import { mediaType, readBody } from '../../src/capture/request-body.js';
+import { mediaType, type ReadBody, readBody } from '../../src/capture/request-body.js';
 import { recognise } from '../../src/capture/sender-recognition.js';
-import { checkSignature, isStandardWebhooksSecret, signatureScheme, TIMESTAMP_TOLERANCE_SECONDS } from '../../src/capture/signature-verification.js';
+import {
+  checkSignature,
+  isStandardWebhooksSecret,
+  type SignatureCheck,
+  signatureScheme,
+  TIMESTAMP_TOLERANCE_SECONDS,
+} from '../../src/capture/signature-verification.js';
 import { ApiError } from '../../src/domain/errors.js';
 import type { SigningSecretSet } from '../../src/domain/signing-secrets.js';
 

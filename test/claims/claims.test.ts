@@ -65,7 +65,7 @@ describe('claims', () => {
       [1, 1, 2],
     );
     assert.ok(page.json.events[0].acknowledged_at);
-    // The plain ack (endpoint 5) still works on a claimed event; its lease's ack then answers the same.
+    // The plain ack (POST /api/v1/addresses/{id}/events/{eventId}/ack) still works on a claimed event; its lease's ack then answers the same.
     const plain = await api(base, 'POST', `/api/v1/addresses/${a.id}/events/${c2.event.id}/ack`, { token: a.token });
     assert.equal(plain.status, 200);
     assert.equal((await settle(a, c2.lease_id, 'ack')).json.event.acknowledged_at, plain.json.event.acknowledged_at);

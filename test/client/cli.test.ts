@@ -221,3 +221,53 @@ describe('return-address CLI', () => {
     assert.equal((await server).code, 0);
   });
 });
+
+describe('return-address CLI help', () => {
+  // A help text that names a setting the service does not read (it once named STORE) sends an
+  // operator after a knob that is not there. Settings are read from config.ts's (env, 'NAME') calls;
+  // the CLI's own variables from where the CLI and the client read or set them.
+  const source = (path: string) => readFileSync(path, 'utf8');
+  const settings = new Set([...source('src/config.ts').matchAll(/\(env, '([A-Z0-9_]+)'/g)].map((m) => m[1]));
+  const cliCode = [...readdirSync('src/cli').map((f) => source(join('src/cli', f))), source('packages/client/src/index.ts')].join('\n');
+  const cliVariables = new Set(
+    [...cliCode.matchAll(/(?:process\.env\.|envVar\(')([A-Z][A-Z0-9_]+)|\b([A-Z][A-Z0-9_]+): (?:event|String)\b/g)].map((m) => m[1] ?? m[2]),
+  );
+  // Capitals that are no variable: metavariables of the usage lines, and words of the prose.
+  const NOT_VARIABLES = new Set(['FILE', 'URL', 'JSON', 'CMD', 'VAR', 'SECRET', 'SCHEME', 'NAME', 'EVENT_ID', 'ADDRESS_ID', 'TYPE', 'TEXT']);
+  for (const w of ['TARGET', 'STATUS', 'SPEC', 'SECONDS', 'REPLACES', 'README', 'POST', 'PATH', 'METHOD']) NOT_VARIABLES.add(w);
+
+  it('names only settings the service reads and variables the CLI uses', async () => {
+    assert.ok(settings.size >= 30 && cliVariables.has('RETURN_ADDRESS_URL') && cliVariables.has('RA_EVENT_ID'), 'the lists were read');
+    const commands = [
+      '',
+      'serve',
+      'create',
+      'wait',
+      'events',
+      'consume',
+      'get',
+      'ack',
+      'deliver',
+      'delete',
+      'ask',
+      'admin',
+      'backup',
+      'signing-secrets',
+      'forward',
+    ];
+    let named = 0;
+    for (const c of commands) {
+      const r = await cli(c === '' ? ['--help'] : [c, '--help']);
+      assert.equal(r.code, 0, `${c} --help: ${r.stderr}`);
+      for (const [word] of r.stdout.matchAll(/\b[A-Z][A-Z0-9_]{2,}\b/g)) {
+        if (NOT_VARIABLES.has(word)) continue;
+        named++;
+        assert.ok(
+          settings.has(word) || cliVariables.has(word),
+          `"${c} --help" names ${word}, which is neither a setting of config.ts nor a variable the CLI reads or sets`,
+        );
+      }
+    }
+    assert.ok(named >= 10, `only ${named} variables named in all help texts: has the check stopped seeing them?`);
+  });
+});

@@ -6,6 +6,8 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { MAX_WAIT_SECONDS } from '@return-address/client';
+import { CLAIM_LIMITS } from '../../src/claims/claim-rules.js';
 import * as schemas from '../../src/http/schemas.js';
 
 const pkgDir = 'packages/client';
@@ -37,6 +39,12 @@ describe('the @return-address/client package', () => {
       if (f.endsWith('.js'))
         assert.doesNotMatch(code, /(?<![.\w])(process|Buffer|require|__dirname)\b/, `${f} uses a Node-only global (reach it through globalThis, guarded)`);
     }
+  });
+
+  it("its MAX_WAIT_SECONDS is the service's longest long-poll, of a read and of a claim", () => {
+    // The package cannot import the service, so it states the value; this keeps the two one fact.
+    assert.equal(MAX_WAIT_SECONDS, (schemas.EventsQuery.properties.wait as { maximum?: number }).maximum);
+    assert.equal(MAX_WAIT_SECONDS, CLAIM_LIMITS.wait.max);
   });
 
   it('its generated types are current with the route schemas, one type per schema', () => {

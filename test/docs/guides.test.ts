@@ -1,7 +1,7 @@
 // The guides are Markdown templates (src/docs/guides/) rendered with the deployment's values: every
 // placeholder must resolve, and llms-full.txt must name every error code and every setting.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { llmsFullTxt, llmsTxt, renderGuide } from '../../src/docs/llms.js';
@@ -18,7 +18,8 @@ const custom = loadConfig({
 /** The settings config.ts reads, from its source: the list a new setting joins without touching this test. */
 function settingNames(): string[] {
   const source = readFileSync(new URL('../../../src/config.ts', import.meta.url), 'utf8');
-  const names = new Set([...source.matchAll(/\b(?:raw|int|bool)\(env, '([A-Z0-9_]+)'/g)].map((m) => m[1] as string));
+  // Every reader (raw, int, optionalInt, bool) takes (env, 'NAME'): optionalInt's settings were once missed here.
+  const names = new Set([...source.matchAll(/\b[a-zA-Z]+\(env, '([A-Z0-9_]+)'/g)].map((m) => m[1] as string));
   assert.ok(names.size >= 30, `found only ${names.size} settings in config.ts: has its reading changed?`);
   return [...names];
 }
@@ -36,6 +37,16 @@ describe('guides (/llms.txt, /llms-full.txt)', () => {
       assert.ok(llmsFullTxt(config).includes(`@${config.emailDomain}`), 'the email domain is filled in');
     });
   }
+
+  it('every partial is included somewhere, so its placeholders are checked above', () => {
+    const guides = new URL('../../../src/docs/guides/', import.meta.url);
+    const text = ['llms', 'llms-full', 'partials']
+      .flatMap((dir) => readdirSync(new URL(`${dir}/`, guides)).map((f) => readFileSync(new URL(`${dir}/${f}`, guides), 'utf8')))
+      .join('\n');
+    const partials = readdirSync(new URL('partials/', guides)).filter((f) => f.endsWith('.md'));
+    assert.ok(partials.length > 0);
+    for (const p of partials) assert.match(text, new RegExp(`\\{\\{\\s*>\\s*${p.slice(0, -3)}\\s*\\}\\}`), `partials/${p} is included`);
+  });
 
   it('llms-full.txt names every error code of the catalogue', () => {
     const full = llmsFullTxt(custom);

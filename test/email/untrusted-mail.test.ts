@@ -30,7 +30,6 @@ async function sendExact(port: number, rcpt: string, raw: Buffer): Promise<Reply
   }
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function onlyEvent(svc: TestService, a: Addr): Promise<any> {
   const res = await listEvents(svc.baseUrl, a, { limit: 10 });
   assert.equal(res.status, 200, res.text);

@@ -237,7 +237,7 @@ describe(`an event that cannot be bounded is refused (${STORE})`, () => {
     assert.ok(live.maxMs < 1000 && live.failures.length === 0, JSON.stringify(live));
   });
 
-  it('endpoint 6 refuses an event over MAX_EVENT_BYTES with 413 naming it', async () => {
+  it('POST /api/v1/inbox refuses an event over MAX_EVENT_BYTES with 413 naming it', async () => {
     const a = await createAddress(svc.baseUrl);
     const r = await api(svc.baseUrl, 'POST', a.inboxUrl, { json: { data: { pad: 'x'.repeat(5000) } } });
     assert.equal(r.status, 413);

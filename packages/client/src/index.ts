@@ -58,8 +58,12 @@ export interface AskResult {
 }
 
 export const DEFAULT_URL = 'http://localhost:3000';
-/** The server holds a long-poll at most this long (EventsQuery.wait maximum). */
-const MAX_POLL_SECONDS = 25;
+/**
+ * The server holds a long-poll at most this long (EventsQuery.wait maximum, MAX_WAIT_SECONDS of the
+ * service's domain/long-poll.ts; this package imports nothing from the service, and
+ * test/client/client-package.test.ts checks that the two agree).
+ */
+export const MAX_WAIT_SECONDS = 25;
 
 /**
  * Every failure the client reports. `status` is the HTTP status (0 when no response came),
@@ -360,7 +364,7 @@ export class ReturnAddress {
     const retryDelay = opts.retryDelayMs ?? 1000;
     for (;;) {
       if (opts.signal?.aborted) return;
-      const wait = opts.idleSeconds ?? MAX_POLL_SECONDS;
+      const wait = opts.idleSeconds ?? MAX_WAIT_SECONDS;
       // A consumer reads one event a page: asking for the next one is what commits the last.
       const page = await this.retrying(
         () =>
@@ -441,7 +445,7 @@ export class ReturnAddress {
     const deadline = Date.now() + (opts.timeout ?? 300) * 1000;
     let after = opts.after ?? this.cursor;
     for (;;) {
-      const wait = Math.min(MAX_POLL_SECONDS, Math.max(0, Math.ceil((deadline - Date.now()) / 1000)));
+      const wait = Math.min(MAX_WAIT_SECONDS, Math.max(0, Math.ceil((deadline - Date.now()) / 1000)));
       const page = await this.retrying(
         () => this.page({ after, limit: 1, wait, type: opts.type, match: opts.match, state: opts.state, signal: opts.signal }),
         deadline,
@@ -504,7 +508,7 @@ export class ReturnAddress {
    */
   async consumeClaims(handler: (event: Event, claim: Claim) => unknown, opts: ClaimConsumeOptions = {}): Promise<void> {
     const leaseSeconds = opts.leaseSeconds ?? 60;
-    const ask: ClaimOptions = { max: 1, lease_seconds: leaseSeconds, wait: opts.idleSeconds ?? MAX_POLL_SECONDS, max_deliveries: opts.maxDeliveries ?? 5 };
+    const ask: ClaimOptions = { max: 1, lease_seconds: leaseSeconds, wait: opts.idleSeconds ?? MAX_WAIT_SECONDS, max_deliveries: opts.maxDeliveries ?? 5 };
     if (opts.type !== undefined) ask.type = opts.type;
     if (opts.match !== undefined) ask.match = opts.match;
     for (;;) {

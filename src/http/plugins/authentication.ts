@@ -1,7 +1,8 @@
 // The credential checks, as onRequest hooks: they run before the body is read and before the query,
 // the headers or the body are validated, so a caller without the credential learns nothing from
 // validation errors and cannot make the service read or parse a body (design.md, "Errors"). Bearer
-// read tokens guard endpoints 2-5 and MCP; the inbox secret in the path guards endpoint 6.
+// read tokens guard the /api/v1/addresses/{id}/… routes and MCP; the inbox secret in the path guards
+// POST /api/v1/inbox/{id}/{secret}.
 import type { FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { AddressRecord } from '../../domain/model.js';
 import type { ReturnAddressService } from '../../domain/return-address-service.js';
@@ -41,7 +42,7 @@ export function requireReadToken(service: ReturnAddressService): onRequestHookHa
   );
 }
 
-/** Endpoint 6: unknown address and wrong secret are one 404, answered before the body is read. */
+/** POST /api/v1/inbox/{id}/{secret}: unknown address and wrong secret are one 404, answered before the body is read. */
 export function requireInboxSecret(service: ReturnAddressService): onRequestHookHandler {
   return guard(
     (r) => service.openInboxNow(params(r).addressId, params(r).secret ?? ''),

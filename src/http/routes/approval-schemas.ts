@@ -1,7 +1,7 @@
 // The approvals' request and response schemas (design.md, "Approvals"), beside their routes.
 import { Type } from 'typebox';
 import { FIELD_TYPES } from '../../approvals/approval-model.js';
-import { FIELD_NAME_PATTERN, LIMITS, OPTION_ID_PATTERN } from '../../approvals/approval-rules.js';
+import { APPROVAL_ID_RE, FIELD_NAME_PATTERN, LIMITS, OPTION_ID_PATTERN } from '../../approvals/approval-rules.js';
 import { STORABLE_TEXT } from '../schemas.js';
 
 const text = (maxLength: number, description: string, minLength = 0) => Type.String({ minLength, maxLength, pattern: STORABLE_TEXT, description });
@@ -85,7 +85,7 @@ const Answer = Type.Object(
 
 export const Approval = Type.Object(
   {
-    id: Type.String({ pattern: '^apr_[0-9a-z]{26}$' }),
+    id: Type.String({ pattern: APPROVAL_ID_RE.source }),
     status: Type.Union([Type.Literal('pending'), Type.Literal('decided'), Type.Literal('expired'), Type.Literal('cancelled')], {
       description: 'pending until max_responses answers (decided), expiry (expired when nobody answered, decided otherwise) or a DELETE (cancelled).',
     }),

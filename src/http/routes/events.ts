@@ -11,7 +11,7 @@ import { READ_OPTION_PROPERTIES, readOptions, SCAN_BOUND_TEXT } from '../read-op
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, BEARER, EventPage, EventParams, EventResponse, EventsQuery, errorResponses } from '../schemas.js';
 
-/** Endpoint 4's parameters, with the filter and consumer of every read. */
+/** GET /api/v1/addresses/{id}/events's parameters, with the filter and consumer of every read. */
 export const EventsReadQuery = Type.Object(
   { ...EventsQuery.properties, ...READ_OPTION_PROPERTIES },
   {

@@ -1,0 +1,163 @@
+// The maps of the code stay true to it: the README's architecture tree and design.md's Rooms table
+// name every room under src/, the rooms whose README the tree mentions have one, and every comment
+// that points at design.md names a section it has. Each list is read from the tree itself, so a
+// new room or a renamed section fails here until the maps say so.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, posix } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+
+const entries = readdirSync(join(ROOT, 'src'), { withFileTypes: true });
+const ROOMS = entries.filter((e) => e.isDirectory()).map((e) => e.name);
+const TOP_FILES = entries.filter((e) => e.isFile() && e.name.endsWith('.ts')).map((e) => e.name);
+
+/** The README's tree: the code block under "## Architecture". */
+function readmeTree(): string[] {
+  const readme = read('README.md');
+  const at = readme.indexOf('\n## Architecture\n');
+  assert.ok(at >= 0, 'README.md has an Architecture section');
+  const block = /```\n([\s\S]*?)```/.exec(readme.slice(at));
+  assert.ok(block?.[1], 'the Architecture section opens with a code block');
+  return block[1].split('\n');
+}
+
+/** design.md's section titles; a pointer may name one by its whole title or by the part before its colon. */
+function designSections(): string[] {
+  return read('docs/design.md')
+    .split('\n')
+    .filter((l) => l.startsWith('## '))
+    .map((l) => l.slice(3).trim());
+}
+
+const hasSection = (sections: string[], name: string) => sections.some((s) => s === name || s.startsWith(`${name}:`));
+
+/** Every text file a design.md pointer may sit in: the code, its tests, tools and documents. */
+function pointerFiles(): string[] {
+  const out: string[] = ['README.md', 'docs/deploy.md'];
+  const skip = new Set(['node_modules', 'dist', 'generated', 'results', 'fixtures']);
+  const walk = (dir: string) => {
+    for (const name of readdirSync(join(ROOT, dir))) {
+      if (skip.has(name)) continue;
+      const path = `${dir}/${name}`;
+      if (statSync(join(ROOT, path)).isDirectory()) walk(path);
+      else if (/\.(ts|mjs|js|md|py|sql|yaml|sh)$/.test(name)) out.push(path);
+    }
+  };
+  for (const dir of ['src', 'test', 'bench', 'scripts', 'packages/client/src', 'packages/client/scripts', 'clients', 'deploy']) walk(dir);
+  return out;
+}
+
+describe('the maps of the code', () => {
+  it("README's architecture tree names every room and file at the top of src/", () => {
+    const tree = readmeTree();
+    assert.ok(ROOMS.length >= 15, `found only ${ROOMS.length} rooms under src/`);
+    for (const room of ROOMS)
+      assert.ok(
+        tree.some((l) => l.startsWith(`  ${room}/ `)),
+        `src/${room}/ is in the README tree`,
+      );
+    for (const file of TOP_FILES)
+      assert.ok(
+        tree.some((l) => l.startsWith(`  ${file} `)),
+        `src/${file} is in the README tree`,
+      );
+  });
+
+  it("a room's README is there exactly when the tree says so, and capture/, email/, storage/ have one", () => {
+    const tree = readmeTree();
+    for (const room of ROOMS) {
+      const line = tree.findIndex((l) => l.startsWith(`  ${room}/ `));
+      // The room's entry runs on until the next line that starts an entry of its own.
+      let end = line + 1;
+      while (end < tree.length && /^ {10,}\S/.test(tree[end] as string)) end++;
+      const says = tree.slice(line, end).join(' ').includes('(README.md)');
+      const has = readdirSync(join(ROOT, 'src', room)).includes('README.md');
+      assert.equal(says, has, `src/${room}/: the tree ${says ? 'mentions' : 'does not mention'} a README.md, and there ${has ? 'is' : 'is none'}`);
+    }
+    for (const room of ['capture', 'email', 'storage']) assert.ok(readdirSync(join(ROOT, 'src', room)).includes('README.md'), `src/${room}/README.md`);
+  });
+
+  it("design.md's Rooms table has a row for every room", () => {
+    const design = read('docs/design.md');
+    const table = design.slice(design.indexOf('\n## Rooms\n'), design.indexOf('\n## ', design.indexOf('\n## Rooms\n') + 1));
+    const rows = table.split('\n').filter((l) => l.startsWith('| `'));
+    for (const room of ROOMS) {
+      assert.ok(
+        rows.some((r) => (r.split('|')[1] as string).includes(`\`${room}/\``)),
+        `src/${room}/ has a row in design.md, "Rooms"`,
+      );
+    }
+  });
+
+  it("every import from one room to another is one design.md's Rooms table allows", () => {
+    const design = read('docs/design.md');
+    const start = design.indexOf('\n## Rooms\n');
+    const table = design.slice(start, design.indexOf('\n## ', start + 1));
+    // A row's rooms are its first cell's `name/`; what they may import, the backticked names of its last.
+    const allowed = new Map<string, string[]>();
+    for (const row of table.split('\n').filter((l) => l.startsWith('| `'))) {
+      const cells = row.split('|');
+      const mayImport = [...(cells[3] as string).matchAll(/`([^`]+)`/g)].map((m) => m[1] as string);
+      for (const m of (cells[1] as string).matchAll(/`([a-z-]+)\/`/g)) allowed.set(m[1] as string, mayImport);
+    }
+    // Arrows out of domain/ that design.md owns up to; each is debt: fixing one means deleting its line.
+    const KNOWN = new Set([
+      'domain/model.ts -> blobs/event-blob.ts',
+      'domain/ports.ts -> approvals/approval-model.ts',
+      'domain/ports.ts -> blobs/event-blob.ts',
+      'domain/ports.ts -> claims/claim-rules.ts',
+      'domain/ports.ts -> consumers/consumer-positions.ts',
+      'domain/return-address-service.ts -> blobs/event-blob.ts',
+      'domain/return-address-service.ts -> claims/claim-service.ts',
+    ]);
+    const found = new Set<string>();
+    let crossings = 0;
+    const walk = (dir: string): string[] =>
+      readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? walk(`${dir}/${e.name}`) : e.name.endsWith('.ts') ? [`${dir}/${e.name}`] : [],
+      );
+    for (const room of ROOMS) {
+      for (const file of walk(`src/${room}`)) {
+        for (const m of read(file).matchAll(/from '(\.[^']+)'/g)) {
+          const target = posix.relative('src', posix.normalize(posix.join(posix.dirname(file), m[1] as string))).replace(/\.js$/, '.ts');
+          if (target.startsWith(`${room}/`)) continue;
+          crossings++;
+          const targetRoom = target.includes('/') ? `${target.split('/')[0]}/` : target;
+          if (allowed.get(room)?.some((a) => a === targetRoom || a === target)) continue;
+          const arrow = `${file.slice(4)} -> ${target}`;
+          found.add(arrow);
+          assert.ok(KNOWN.has(arrow), `${arrow}: design.md, "Rooms" does not let ${room}/ import ${target}`);
+        }
+      }
+    }
+    assert.ok(crossings >= 100, `only ${crossings} imports between rooms found: has the import form changed?`);
+    for (const arrow of KNOWN) assert.ok(found.has(arrow), `${arrow} is gone: delete it from the known arrows`);
+  });
+
+  it('every pointer at design.md names one of its sections, in quotes, and none points at the old spec', () => {
+    const sections = designSections();
+    assert.ok(sections.length >= 20, `design.md has only ${sections.length} sections`);
+    let pointers = 0;
+    // This file's own messages quote the pointer's form, so it is left out.
+    for (const file of pointerFiles().filter((f) => f !== 'test/docs/architecture.test.ts')) {
+      // A pointer may wrap across comment lines: join them first.
+      const text = read(file).replace(/\n\s*(?:\/\/|\*|#|--)?\s*/g, ' ');
+      // The old pointers: a spec a clone does not have, and its numbering of the API.
+      const old = /decisions\.md|\.\.\/shared\/|\bendpoints? #?\d/i.exec(text);
+      assert.equal(old, null, `${file} says "${old?.[0]}": point at design.md by section, or name the route (METHOD path)`);
+      for (const m of text.matchAll(/design\.md(?:'s)?,\s*(?!")(\S+)/g)) assert.fail(`${file}: "design.md, ${m[1]}…" names no section in quotes`);
+      for (const m of text.matchAll(/design\.md(?:'s)?,?\s*"([^"]+)"((?:\s*(?:and|,)\s*"[^"]+")*)/g)) {
+        const names = [m[1] as string, ...[...(m[2] ?? '').matchAll(/"([^"]+)"/g)].map((n) => n[1] as string)];
+        for (const name of names) {
+          pointers++;
+          assert.ok(hasSection(sections, name), `${file} points at design.md, "${name}", which is no section of it`);
+        }
+      }
+    }
+    assert.ok(pointers >= 100, `found only ${pointers} pointers at design.md: has their form changed?`);
+  });
+});
