@@ -2,8 +2,6 @@
 // byte quota, and what must be pruned before it fits. The SQLite store calls these; PostgreSQL's
 // ra_append_event (migrations 0006 and 0010) computes the same in PL/pgSQL, and the store contract
 // tests (test/storage/store-contract.test.ts) hold both stores to the same answers.
-import { blobBytes } from '../blobs/event-blob.js';
-import type { NewEvent } from './model.js';
 
 export interface QuotaLimits {
   maxEventsPerAddress: number;
@@ -16,11 +14,11 @@ export interface QueueHolding {
 }
 
 /**
- * The bytes an event holds of MAX_BYTES_PER_ADDRESS: its data and metadata as UTF-8, and the blobs
- * stored beside it. The SQL of the same is `storedBytesSql` (storage/stored-bytes-sql.ts).
+ * The bytes an event holds of MAX_BYTES_PER_ADDRESS: its data and metadata as UTF-8, and the bytes
+ * stored beside it (`blobBytes` of its blobs). The SQL of the same is `storedBytesSql` (storage/stored-bytes-sql.ts).
  */
-export function storedBytes(e: Pick<NewEvent, 'data' | 'metadata' | 'blobs'>): number {
-  return Buffer.byteLength(e.data) + (e.metadata === null ? 0 : Buffer.byteLength(e.metadata)) + blobBytes(e.blobs);
+export function storedBytes(data: string, metadata: string | null, blobBytes = 0): number {
+  return Buffer.byteLength(data) + (metadata === null ? 0 : Buffer.byteLength(metadata)) + blobBytes;
 }
 
 /**

@@ -231,7 +231,7 @@ export class ReturnAddressService {
     // UTF-8 takes at most 3 bytes per UTF-16 unit, so only an event near a limit is measured.
     const units = event.data.length + (event.metadata?.length ?? 0);
     const near = units * 3 > Math.min(this.opts.maxEventBytes, this.opts.maxBytesPerAddress);
-    const jsonBytes = near ? storedBytes({ data: event.data, metadata: event.metadata }) : 0;
+    const jsonBytes = near ? storedBytes(event.data, event.metadata) : 0;
     // Bounded events are what lets every read path keep its byte budget (design.md, "Bounded work").
     if (jsonBytes > this.opts.maxEventBytes) {
       throw new ApiError(

@@ -25,12 +25,11 @@ function readmeTree(): string[] {
   return block[1].split('\n');
 }
 
-/** design.md's section titles; a pointer may name one by its whole title or by the part before its colon. */
+/** design.md's section and subsection titles; a pointer may name one by its whole title or by the part before its colon. */
 function designSections(): string[] {
   return read('docs/design.md')
     .split('\n')
-    .filter((l) => l.startsWith('## '))
-    .map((l) => l.slice(3).trim());
+    .flatMap((l) => /^#{2,3} (.*)$/.exec(l)?.[1]?.trim() ?? []);
 }
 
 const hasSection = (sections: string[], name: string) => sections.some((s) => s === name || s.startsWith(`${name}:`));

@@ -7,11 +7,10 @@ import { roomToFree, storedBytes } from '../../src/domain/queue-quota.js';
 const limits = { maxEventsPerAddress: 3, maxBytesPerAddress: 100 };
 
 describe('queue quota arithmetic', () => {
-  it('an event weighs its data and metadata as UTF-8 and its blobs', () => {
-    assert.equal(storedBytes({ data: '"é"', metadata: null }), 4);
-    assert.equal(storedBytes({ data: '1', metadata: '{"k":"€"}' }), 1 + 11);
-    const blob = { name: 'raw', contentType: 'text/plain', sha256: '', bytes: new Uint8Array(50) } as never;
-    assert.equal(storedBytes({ data: 'null', metadata: null, blobs: [blob, blob] }), 104);
+  it('an event weighs its data and metadata as UTF-8 and the bytes stored beside it', () => {
+    assert.equal(storedBytes('"é"', null), 4);
+    assert.equal(storedBytes('1', '{"k":"€"}'), 1 + 11);
+    assert.equal(storedBytes('null', null, 100), 104);
   });
 
   it('fits while both limits hold, an exact fit included', () => {

@@ -59,7 +59,7 @@ export class SqliteReadCache {
   /**
    * Another process committed (an operator's `admin delete` while this service runs): every cache
    * may be stale, so all of it goes, and the waiters re-read (a deleted address's long-polls end
-   * with 404). One PRAGMA read per turn of the event loop (design.md, "An operator's write is seen at once").
+   * with 404). One PRAGMA read per turn of the event loop (design.md, "Operating a public instance").
    */
   checkExternalChanges(): void {
     if (this.checkedThisTurn || this.isClosed()) return;

@@ -28,8 +28,7 @@ import { type ApprovalAnswerRecord, type ApprovalRecord, type ApprovalStep, type
 import { BLOB_CHUNK_BYTES, type BlobName, blobBytes, type StoredBlob } from '../../blobs/event-blob.js';
 import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../../claims/claim-rules.js';
 import type { ConsumerPositions } from '../../consumers/consumer-positions.js';
-import type { EventFilter } from '../../domain/event-filter.js';
-import { SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-filter.js';
+import { type EventFilter, SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
 import { type Log, SILENT_LOG, type Store, StoreClosedError, type StoreLimits } from '../../domain/ports.js';
 import { roomToFree, storedBytes } from '../../domain/queue-quota.js';
@@ -672,7 +671,7 @@ export class SqliteStore implements Store {
       const existing = this.q.eventByKey.get(e.addressId, e.dedupeKey);
       if (existing) return { kind: 'duplicate', event: toEvent(existing) };
     }
-    const size = storedBytes(e);
+    const size = storedBytes(e.data, e.metadata, blobBytes(e.blobs));
     const room = roomToFree(c, size, limits);
     if (room !== null) return this.appendAfterPrune(e, c, size, room.events, room.bytes);
     return this.insertNext(e, c, size, 0, 0);
