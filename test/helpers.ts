@@ -228,6 +228,29 @@ export function listEvents(baseUrl: string, a: Addr, query: Record<string, strin
 export const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * `promise`, or what `late()` returns (or throws) once `ms` have passed without it. The timer is
+ * cleared either way: `Promise.race([p, sleep(5000)…])` left its timer running after `p` won, and a
+ * test file's process lives until its last timer, so each such race added up to `ms` to the suite.
+ */
+export async function within<T, U>(promise: Promise<T>, ms: number, late: () => U): Promise<T | U> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<U>((resolve, reject) => {
+    timer = setTimeout(() => {
+      try {
+        resolve(late());
+      } catch (err) {
+        reject(err);
+      }
+    }, ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export interface SpawnedService {
   baseUrl: string;
   port: number;
