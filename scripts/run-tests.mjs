@@ -146,12 +146,17 @@ const runTimer = setTimeout(() => {
   for (const child of running) child.kill('SIGKILL');
 }, RUN_TIMEOUT_MS);
 console.log(`# ${files.length} test files × ${stores.length} store(s) (${stores.join(', ')}), ${slots} at once`);
-let next = 0;
-await Promise.all(
-  Array.from({ length: slots }, async () => {
-    while (next < jobs.length && !timedOut) await runJob(jobs[next++]);
-  }),
-);
+/** Runs `queue` with `slots` jobs at once. */
+async function pool(queue) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: slots }, async () => {
+      while (next < queue.length && !timedOut) await runJob(queue[next++]);
+    }),
+  );
+}
+if (parallel) await pool(jobs);
+else for (const store of stores) await pool(jobs.filter((j) => j.store === store));
 clearTimeout(runTimer);
 
 const results = stores.map((store) => {
