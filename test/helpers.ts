@@ -9,8 +9,9 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import type { DnsResolver } from '../src/email/sender-authentication.js';
-import { type RunningService, type StartOptions, startService } from '../src/server.js';
-import { injectedAppFor, injectRequest } from './inject.js';
+// The service and test/inject.ts are imported when a test first starts one: the whole app is about
+// 0.35 s of CPU to load, paid by every test file's process, and a third of the files never start one.
+import type { RunningService, StartOptions } from '../src/server.js';
 
 export const STORE = (process.env.STORE ?? 'sqlite') as 'sqlite' | 'postgres';
 export const PG_ADMIN_URL = process.env.PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -122,6 +123,7 @@ export async function startTestService(env: Record<string, string> = {}, storage
     });
     let running: RunningService;
     try {
+      const { startService } = await import('../src/server.js');
       running = await startService(config, { dnsResolver: offlineResolver, ...opts });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' && attempt < 5) continue;
@@ -154,6 +156,9 @@ export interface Res {
   ms: number;
 }
 
+/** The origins test/inject.ts gives its services (injectedAppFor checks the same). */
+const INJECTED_ORIGIN = /^https?:\/\/inject-\d+\.test/;
+
 export async function api(
   baseUrl: string,
   method: string,
@@ -169,10 +174,13 @@ export async function api(
   }
   const url = /^https?:/.test(path) ? path : baseUrl + path;
   // An injected service (test/inject.ts) answers through app.inject, without a socket.
-  const injected = injectedAppFor(url);
-  if (injected) {
-    if (opts.signal) throw new Error('an injected service cannot abort a request: keep this test on a socket (startTestService)');
-    return injectRequest(injected, method, url, headers, body);
+  if (INJECTED_ORIGIN.test(url)) {
+    const { injectedAppFor, injectRequest } = await import('./inject.js');
+    const injected = injectedAppFor(url);
+    if (injected) {
+      if (opts.signal) throw new Error('an injected service cannot abort a request: keep this test on a socket (startTestService)');
+      return injectRequest(injected, method, url, headers, body);
+    }
   }
   const t0 = performance.now();
   const res = await fetch(url, { method, headers, body, signal: opts.signal });
@@ -227,6 +235,29 @@ export function listEvents(baseUrl: string, a: Addr, query: Record<string, strin
 
 export const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * `promise`, or what `late()` returns (or throws) once `ms` have passed without it. The timer is
+ * cleared either way: `Promise.race([p, sleep(5000)…])` left its timer running after `p` won, and a
+ * test file's process lives until its last timer, so each such race added up to `ms` to the suite.
+ */
+export async function within<T, U>(promise: Promise<T>, ms: number, late: () => U): Promise<T | U> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<U>((resolve, reject) => {
+    timer = setTimeout(() => {
+      try {
+        resolve(late());
+      } catch (err) {
+        reject(err);
+      }
+    }, ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 export interface SpawnedService {
   baseUrl: string;

@@ -11,7 +11,7 @@ import type { Store } from '../../src/domain/ports.js';
 import { ReturnAddressService } from '../../src/domain/return-address-service.js';
 import { openStore } from '../../src/storage/open-store.js';
 import { InProcessWakeupHub } from '../../src/wakeup/wakeup-hub.js';
-import { createTestStorage, range, STORE, sleep, type TestStorage } from '../helpers.js';
+import { createTestStorage, range, STORE, sleep, type TestStorage, within } from '../helpers.js';
 
 interface Collected {
   sink: StreamSink;
@@ -182,7 +182,7 @@ describe(`an event stream and deliveries racing it (${STORE})`, () => {
     const reader = new ReturnAddressService(racing.store, hub, config);
     const c = collect();
     reader.streamEvents(address, 0, 60_000, c.sink).start();
-    assert.equal(await Promise.race([c.ended, sleep(3000).then(() => 'still open')]), 'shutdown');
+    assert.equal(await within(c.ended, 3000, () => 'still open'), 'shutdown');
     assert.equal(hub.size(), 0);
   });
 
@@ -221,7 +221,7 @@ describe(`an event stream and deliveries racing it (${STORE})`, () => {
     await sleep(400);
     assert.ok(c.heartbeats >= 3, `${c.heartbeats} heartbeats in 400 ms at 50 ms`);
     await writer.deleteAddress(address);
-    const err = await Promise.race([c.ended, sleep(3000).then(() => 'still open')]);
+    const err = await within(c.ended, 3000, () => 'still open');
     assert.equal((err as { code?: string }).code, 'not_found');
     assert.equal(hub.size(), 0);
   });

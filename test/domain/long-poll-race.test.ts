@@ -11,7 +11,7 @@ import type { Store } from '../../src/domain/ports.js';
 import { ReturnAddressService } from '../../src/domain/return-address-service.js';
 import { openStore } from '../../src/storage/open-store.js';
 import { InProcessWakeupHub } from '../../src/wakeup/wakeup-hub.js';
-import { createTestStorage, STORE, sleep, type TestStorage } from '../helpers.js';
+import { createTestStorage, STORE, type TestStorage, within } from '../helpers.js';
 
 describe(`a long-poll and a delivery racing it (${STORE})`, () => {
   let storage: TestStorage;
@@ -58,10 +58,7 @@ describe(`a long-poll and a delivery racing it (${STORE})`, () => {
     const racing = interleaved(2, deliverRaced);
     const reader = new ReturnAddressService(racing.store, hub, config);
 
-    const outcome = await Promise.race([
-      reader.listEvents(address, { after: 0, limit: 10, wait: 25 }),
-      sleep(5_000).then(() => 'still waiting 5 s later' as const),
-    ]);
+    const outcome = await within(reader.listEvents(address, { after: 0, limit: 10, wait: 25 }), 5_000, () => 'still waiting 5 s later' as const);
     hub.notifyAll(); // releases a reader that slept through the event, so the test ends either way
     if (outcome === 'still waiting 5 s later') assert.fail('the reader slept through an event committed before its wait began');
     assert.ok(racing.reads() >= 3, `the reader re-read after being woken (${racing.reads()} reads)`);
@@ -89,7 +86,7 @@ describe(`a long-poll and a delivery racing it (${STORE})`, () => {
     const racing = interleaved(2, () => writer.deleteAddress(address));
     const reader = new ReturnAddressService(racing.store, hub, config);
     await assert.rejects(
-      Promise.race([reader.listEvents(address, { after: 0, limit: 10, wait: 25 }), sleep(5_000).then(() => 'still waiting')]),
+      within(reader.listEvents(address, { after: 0, limit: 10, wait: 25 }), 5_000, () => 'still waiting'),
       (err: Error & { code?: string }) => err.code === 'not_found',
     );
     assert.equal(hub.size(), 0, 'no waiter is left behind');

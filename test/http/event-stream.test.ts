@@ -16,6 +16,7 @@ import {
   startTestService,
   type TestService,
   type TestStorage,
+  within,
 } from '../helpers.js';
 import { openStream } from '../sse-client.js';
 
@@ -151,7 +152,7 @@ describe('event stream', () => {
       received += d.length;
     });
     socket.resume();
-    await Promise.race([closed, sleep(5000).then(() => assert.fail('the server did not close the connection'))]);
+    await within(closed, 5000, () => assert.fail('the server did not close the connection'));
     assert.ok(received < 60 * 200_000 * 0.8, `the server stopped writing: ${received} bytes reached the client`);
     assert.equal(svc.running.hub.size(), 0);
     // The service is unaffected: a reading client gets all 60 events.
@@ -240,7 +241,7 @@ describe('event stream across two instances', { skip: onlyPostgres }, () => {
     }
     // A deletion through B ends the stream on A.
     assert.equal((await api(b.baseUrl, 'DELETE', `/api/v1/addresses/${addr.id}`, { token: addr.token })).status, 204);
-    await Promise.race([onA.ended, sleep(3000).then(() => assert.fail('the stream on A did not end'))]);
+    await within(onA.ended, 3000, () => assert.fail('the stream on A did not end'));
     assert.equal(onA.messages.at(-1)!.event, 'error');
     onB.close();
   });

@@ -1,12 +1,15 @@
-// Issues 15 and 19, over a real socket on either store: malformed JSON is invalid_json everywhere,
-// cursors up to Number.MAX_SAFE_INTEGER, credentials checked before anything else (inbox secret
-// before body and headers; bearer before an undecodable or over-long id), 400s that name the field
-// and the fix, unknown query parameters refused, three distinct 401s, and 413s a client reads.
+// Issues 15 and 19, on either store: malformed JSON is invalid_json everywhere, cursors up to
+// Number.MAX_SAFE_INTEGER, credentials checked before anything else (inbox secret before body and
+// headers; bearer before an undecodable or over-long id), 400s that name the field and the fix,
+// unknown query parameters refused, three distinct 401s: route contracts, answered through inject
+// (test/inject.ts). Over a real socket: header faults only raw bytes can carry, 413s a client that
+// writes its whole body reads, and a socket closed past MAX_DISCARD_BYTES.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { api, createAddress, listEvents, type Res, startTestService, type TestService } from '../helpers.js';
+import { type InjectedService, startInjectedService } from '../inject.js';
 
 function assertError(r: Res, status: number, code: string): string {
   assert.equal(r.status, status, r.text);
@@ -100,18 +103,18 @@ function rawRequest(port: number, request: string): Promise<{ statusLine: string
   });
 }
 
-describe('order of checks, error codes and messages (issues 15 and 19)', () => {
-  let svc: TestService;
+const ENV = { MAX_PAYLOAD_BYTES: String(LIMIT), MAX_DISCARD_BYTES: String(16 * 1024 * 1024) };
+
+describe('order of checks, error codes and messages (issues 15 and 19): the routes', () => {
+  let svc: InjectedService;
   let base: string;
-  let port: number;
   before(async () => {
-    svc = await startTestService({ MAX_PAYLOAD_BYTES: String(LIMIT), MAX_DISCARD_BYTES: String(16 * 1024 * 1024) });
+    svc = await startInjectedService(ENV);
     base = svc.baseUrl;
-    port = Number(new URL(base).port);
   });
   after(() => svc.stop());
 
-  it('malformed JSON is invalid_json on every JSON endpoint, even when it also nests too deep', async () => {
+  it('POST /addresses, the inbox and /mcp: malformed JSON is invalid_json, even when it also nests too deep', async () => {
     const a = await createAddress(base);
     const deepAndBroken = `{"data":${'['.repeat(100)}`;
     const targets: [string, string, Record<string, string>][] = [
@@ -130,7 +133,7 @@ describe('order of checks, error codes and messages (issues 15 and 19)', () => {
     assert.equal((await listEvents(base, a)).json.events.length, 0);
   });
 
-  it('after accepts every integer up to Number.MAX_SAFE_INTEGER; a larger one is a 400 that says the range', async () => {
+  it('GET /events: after accepts every integer up to Number.MAX_SAFE_INTEGER; a larger one is a 400 that says the range', async () => {
     const a = await createAddress(base);
     const ok = await listEvents(base, a, { after: '9007199254740991' });
     assert.equal(ok.status, 200, ok.text);
@@ -142,7 +145,7 @@ describe('order of checks, error codes and messages (issues 15 and 19)', () => {
     }
   });
 
-  it('the inbox checks address and secret before the body and the headers', async () => {
+  it('POST /inbox/{id}/{secret}: address and secret are checked before the body and the headers', async () => {
     const a = await createAddress(base);
     const b = await createAddress(base);
     const nest = `{"data":${'['.repeat(70)}${']'.repeat(70)}}`;
@@ -166,7 +169,7 @@ describe('order of checks, error codes and messages (issues 15 and 19)', () => {
     assert.equal((await listEvents(base, a)).json.events.length, 0);
   });
 
-  it('bearer before address before token before the rest, also for undecodable and over-long ids', async () => {
+  it('bearer routes (/events, /events/{id}/ack): bearer before address before token before the rest, also for undecodable and over-long ids', async () => {
     const a = await createAddress(base);
     const b = await createAddress(base);
     const longId = 'e'.repeat(600);
@@ -183,7 +186,7 @@ describe('order of checks, error codes and messages (issues 15 and 19)', () => {
     assertError(await api(base, 'GET', '/%ff'), 404, 'not_found');
   });
 
-  it('every 400 names the field or header and the fix', async () => {
+  it('GET /events and the inbox: every 400 names the field or header and the fix', async () => {
     const a = await createAddress(base);
     const cases: [Res, RegExp][] = [
       [await listEvents(base, a, { limit: '0' }), /'limit'.*from 1 to 100/],
@@ -193,30 +196,9 @@ describe('order of checks, error codes and messages (issues 15 and 19)', () => {
       [await api(base, 'POST', a.inboxUrl, { body: '[]', headers: JSON_HEADERS }), /body must be a JSON object/],
     ];
     for (const [r, re] of cases) assert.match(assertError(r, 400, 'invalid_request'), re);
-    const ack = `/api/v1/addresses/${a.id}/events/evt_${'0'.repeat(26)}/ack`;
-    const raw: [string, RegExp][] = [
-      [`POST ${ack} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \x01${a.token}\r\n\r\n`, /Authorization header holds a character/],
-      [
-        `POST ${a.inboxUrl.slice(base.length)} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}`,
-        /Content-Length/,
-      ],
-      [
-        `POST ${a.inboxUrl.slice(base.length)} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
-        /Transfer-Encoding/,
-      ],
-      [`POST ${a.inboxUrl.slice(base.length)} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 3\r\n\r\n{}`, /Content-Length/],
-      [`GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n`, /Host header is missing/],
-    ];
-    for (const [request, re] of raw) {
-      const r = await rawRequest(port, request);
-      assert.match(r.statusLine, / 400 /, r.body);
-      const body = JSON.parse(r.body);
-      assert.equal(body.error.code, 'invalid_request');
-      assert.match(body.error.message, re);
-    }
   });
 
-  it('unknown query parameters are 400 invalid_request naming the parameter and the allowed ones, on every endpoint', async () => {
+  it('every route: unknown query parameters are 400 invalid_request naming the parameter and the allowed ones', async () => {
     const a = await createAddress(base);
     const ev = (await api(base, 'POST', a.inboxUrl, { json: {} })).json.event;
     assert.match(assertError(await listEvents(base, a, { cursor: 2 }), 400, 'invalid_request'), /'cursor'.*after, limit, wait/);
@@ -246,7 +228,7 @@ describe('order of checks, error codes and messages (issues 15 and 19)', () => {
     assert.equal((await api(base, 'GET', `/api/v1/addresses/${a.id}`, { token: a.token })).status, 200);
   });
 
-  it('the three 401s say which case it is, the same whether or not the address exists', async () => {
+  it('GET /events: the three 401s say which case it is, the same whether or not the address exists', async () => {
     const a = await createAddress(base);
     const b = await createAddress(base);
     const missing = `/api/v1/addresses/addr_${'0'.repeat(26)}/events`;
@@ -265,6 +247,43 @@ describe('order of checks, error codes and messages (issues 15 and 19)', () => {
     assert.equal(new Set([none[0], malformed[0], wrong]).size, 3);
     // A well-formed token on an unknown address is still 404 (design.md, "Errors"), not the third 401.
     assertError(await api(base, 'GET', missing, { token: a.token }), 404, 'not_found');
+  });
+});
+
+describe('order of checks, error codes and messages (issues 15 and 19): over a socket', () => {
+  let svc: TestService;
+  let base: string;
+  let port: number;
+  before(async () => {
+    svc = await startTestService(ENV);
+    base = svc.baseUrl;
+    port = Number(new URL(base).port);
+  });
+  after(() => svc.stop());
+
+  it('header faults only raw bytes carry (a control character in Authorization, two Content-Lengths, Content-Length beside chunked, a short body, no Host): 400 naming the header', async () => {
+    const a = await createAddress(base);
+    const ack = `/api/v1/addresses/${a.id}/events/evt_${'0'.repeat(26)}/ack`;
+    const raw: [string, RegExp][] = [
+      [`POST ${ack} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \x01${a.token}\r\n\r\n`, /Authorization header holds a character/],
+      [
+        `POST ${a.inboxUrl.slice(base.length)} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}`,
+        /Content-Length/,
+      ],
+      [
+        `POST ${a.inboxUrl.slice(base.length)} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+        /Transfer-Encoding/,
+      ],
+      [`POST ${a.inboxUrl.slice(base.length)} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 3\r\n\r\n{}`, /Content-Length/],
+      [`GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n`, /Host header is missing/],
+    ];
+    for (const [request, re] of raw) {
+      const r = await rawRequest(port, request);
+      assert.match(r.statusLine, / 400 /, r.body);
+      const body = JSON.parse(r.body);
+      assert.equal(body.error.code, 'invalid_request');
+      assert.match(body.error.message, re);
+    }
   });
 
   it('413 (and any early answer) reaches a client that writes its whole body; the connection then closes', async () => {

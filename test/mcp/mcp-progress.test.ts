@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Progress } from '@modelcontextprotocol/sdk/types.js';
-import { api, createAddress, deliver, STORE, sleep, startTestService, type TestService } from '../helpers.js';
+import { api, createAddress, deliver, STORE, startTestService, type TestService } from '../helpers.js';
 
 describe(`MCP wait_for_event progress (${STORE})`, () => {
   let svc: TestService;
@@ -23,13 +23,23 @@ describe(`MCP wait_for_event progress (${STORE})`, () => {
     await client.connect(new StreamableHTTPClientTransport(new URL(a.mcpUrl), { requestInit: { headers: { authorization: `Bearer ${a.token}` } } }));
     try {
       const seen: { at: number; p: Progress }[] = [];
+      let secondSeen!: () => void;
+      const second = new Promise<void>((resolve) => {
+        secondSeen = resolve;
+      });
       const t0 = performance.now();
       const pending = client.callTool({ name: 'wait_for_event', arguments: { timeout: 40, type: 'wanted' } }, undefined, {
-        onprogress: (p) => seen.push({ at: performance.now() - t0, p }),
+        onprogress: (p) => {
+          seen.push({ at: performance.now() - t0, p });
+          if (seen.length === 2) secondSeen();
+        },
         timeout: 60_000,
         resetTimeoutOnProgress: true,
       });
-      await sleep(11_500);
+      // Two notifications, awaited rather than a fixed 11.5 s; 11.5 s stays the deadline (seen.length is asserted below).
+      const deadline = setTimeout(secondSeen, 11_500);
+      await second;
+      clearTimeout(deadline);
       await deliver(svc.baseUrl, a, { type: 'other' });
       const wanted = await deliver(svc.baseUrl, a, { type: 'wanted', data: { ok: true } });
       const result = await pending;

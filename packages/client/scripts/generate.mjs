@@ -28,11 +28,18 @@ const options = {
   types: ['node'],
 };
 
+// One program for every schema file: each createProgram parses TypeBox's and Node's declarations
+// again, and those parses were most of the time `--check` took (it runs in the test suite).
+let schemaProgram;
+
 /** The names of a schema file's exported constants. */
 function exportedConstants(file) {
-  const program = ts.createProgram([file], options);
-  const checker = program.getTypeChecker();
-  const source = program.getSourceFile(file);
+  schemaProgram ??= ts.createProgram(
+    SCHEMA_FILES.map((f) => join(repo, 'src', `${f}.ts`)),
+    options,
+  );
+  const checker = schemaProgram.getTypeChecker();
+  const source = schemaProgram.getSourceFile(file);
   const moduleSymbol = checker.getSymbolAtLocation(source);
   return checker
     .getExportsOfModule(moduleSymbol)
@@ -60,7 +67,8 @@ function schemaTypes() {
   const fileExists = host.fileExists.bind(host);
   host.getSourceFile = (file, lang, ...rest) => (file === probe ? ts.createSourceFile(file, text, lang, true) : getSourceFile(file, lang, ...rest));
   host.fileExists = (file) => file === probe || fileExists(file);
-  const program = ts.createProgram([probe], options, host);
+  // The schema program is handed over as the old one, so its unchanged source files are reused, not parsed again.
+  const program = ts.createProgram([probe], options, host, schemaProgram);
   const checker = program.getTypeChecker();
   const source = program.getSourceFile(probe);
   const failing = new Set(ts.getPreEmitDiagnostics(program, source).map((d) => d.start !== undefined && source.getLineAndCharacterOfPosition(d.start).line));
