@@ -1,7 +1,9 @@
 // Each address's queue counters (the last sequence given, the events and bytes stored), held in
 // memory by the one writer and written to the address's row lazily (design.md, "Queue counters in
 // memory"). Writing them in every commit changed one page of the addresses table per address the
-// commit touched; now an append commit writes none of them.
+// commit touched; now an append commit writes none of them, except one commit a second, which
+// writes every row that changed since (`writeDue`): inside a group commit, so the rows are made
+// durable by its fdatasync and no commit of their own lands in the middle of a checkpoint.
 //
 // The invariant that makes a lazy row safe: the row's (last_sequence, event_count, event_bytes)
 // always counts exactly the stored events whose sequence is at most its last_sequence. Appends
@@ -40,6 +42,8 @@ export class SqliteQueueCounters {
   private readonly write: Database.Statement<[number, number, number, string]>;
   private readonly flushAll: () => void;
   private timer: NodeJS.Timeout | undefined;
+  /** A flush interval has passed since the rows were last written: the next append commit writes them. */
+  private due = false;
 
   constructor(
     private readonly db: Database.Database,
@@ -60,9 +64,36 @@ export class SqliteQueueCounters {
     });
   }
 
-  /** Writes dirty counters every FLUSH_INTERVAL_MS (unref'd: it never keeps the process alive). */
+  /**
+   * Every FLUSH_INTERVAL_MS the dirty rows become due, and the next append commit writes them; if no
+   * append came in a whole interval, the service is idle and they are written in a commit of their
+   * own (unref'd: the timer never keeps the process alive).
+   */
   start(): void {
-    this.timer ??= setInterval(() => this.flush(), FLUSH_INTERVAL_MS).unref();
+    this.timer ??= setInterval(() => {
+      if (this.due) this.flush();
+      this.due = true;
+    }, FLUSH_INTERVAL_MS).unref();
+  }
+
+  /**
+   * At the start of an append commit's transaction: when due, writes every dirty row (the counters
+   * as they stand before the commit's items run) and returns their ids for `written`.
+   */
+  writeDue(): string[] {
+    if (!this.due || this.dirty.size === 0) return [];
+    this.due = false;
+    const ids = [...this.dirty];
+    for (const id of ids) {
+      const c = this.held.get(id);
+      if (c) this.write.run(c.lastSequence, c.eventCount, c.eventBytes, id);
+    }
+    return ids;
+  }
+
+  /** After the commit that ran writeDue committed (before the commit's own counters are handed back). */
+  written(ids: readonly string[]): void {
+    for (const id of ids) this.dirty.delete(id);
   }
 
   /**
@@ -106,6 +137,7 @@ export class SqliteQueueCounters {
 
   /** Writes every dirty row in one transaction (periodically, before an external change is applied, at close). */
   flush(): void {
+    this.due = false;
     if (this.dirty.size > 0 && this.db.open) this.flushAll();
     if (this.held.size > MAX_HELD && this.dirty.size === 0) this.held.clear();
   }

@@ -609,6 +609,9 @@ export class SqliteStore implements Store {
         // Under the write lock: an operator's delete committed since this turn's check is seen here,
         // before any counter held for an address it removed is used.
         this.cache.checkExternalChangesNow();
+        // The rows of counters changed a flush interval ago, as they stand before this batch (the
+        // batch's own prunes write theirs after, with the batch's values).
+        const written = this.counters.writeDue();
         const counters = new Map<string, BatchCounters | null>();
         const result = inputs.map((input): ItemOutcome<ApprovalStepResult> => {
           try {
@@ -622,9 +625,10 @@ export class SqliteStore implements Store {
           }
         });
         for (const [addressId, c] of counters) if (c?.pruned) this.counters.persist(addressId, c);
-        return { result, counters };
+        return { result, counters, written };
       })
       .immediate();
+    this.counters.written(outcomes.written);
     for (const [addressId, c] of outcomes.counters) {
       if (!c?.changed) continue;
       const kept = { lastSequence: c.lastSequence, eventCount: c.eventCount, eventBytes: c.eventBytes, claimsIndexed: c.claimsIndexed };
