@@ -6,25 +6,13 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { consumerName } from '../consumers/consumers.js';
-import {
-  EVENT_STATE_NAMES,
-  type EventFilter,
-  MAX_MATCH_CONDITIONS,
-  MAX_TYPE_PATTERNS,
-  parseEventFilter,
-  SCAN_BYTES,
-  SCAN_EVENTS,
-} from '../domain/event-filter.js';
+import { EVENT_STATE_NAMES, type EventFilter, MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter } from '../domain/event-filter.js';
 
 /** A query value as the router leaves it: text, or a number when it is only digits. */
 const QueryText = Type.Union([Type.String(), Type.Integer()]);
 const queryText = (options: { description: string; examples?: string[] }) => Type.Union([Type.String(), Type.Integer()], options);
 const repeatable = (max: number, description: string) =>
   Type.Optional(Type.Union([Type.String(), Type.Integer(), Type.Array(QueryText, { maxItems: max * 10 })], { description }));
-
-export const SCAN_BOUND_TEXT =
-  `A filtered read examines at most ${SCAN_EVENTS} events after the cursor (or ${SCAN_BYTES / 1024 / 1024} MiB of their stored ` +
-  'JSON); reaching that bound answers the matches found so far with has_more: true, and next_cursor is the last event examined, matching or not.';
 
 /** The filter and consumer parameters, to spread into a route's query schema. */
 export const READ_OPTION_PROPERTIES = {

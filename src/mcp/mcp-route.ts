@@ -14,10 +14,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { approvalServiceOf } from '../approvals/approval-service.js';
-import { MAX_MCP_WAIT_SECONDS } from '../config.js';
 import { Consumers } from '../consumers/consumers.js';
 import { ApiError, internalErrorBody } from '../domain/errors.js';
-import { MAX_WAIT_SECONDS } from '../domain/long-poll.js';
 import { METHOD_NOT_ALLOWED_REF } from '../http/openapi-document.js';
 import { sendApiError, toApiError } from '../http/plugins/api-error-handler.js';
 import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
@@ -157,14 +155,10 @@ export const mcpRoutes =
           operationId: 'callMcp',
           summary: 'MCP server of this address (Streamable HTTP)',
           description:
-            'The Model Context Protocol over Streamable HTTP, stateless (no Mcp-Session-Id; any instance answers any call), ' +
-            'with the same bearer read token, scoped to this one address. Tools: get_address {} -> {address}; ' +
-            `list_events {after=0, limit=50 (1-100), wait=0 (0-${MAX_WAIT_SECONDS} s), type?, match?, state?, consumer?} -> {events, next_cursor, has_more}; ack_event {event_id} -> {event}; ` +
-            `wait_for_event {after=0, timeout=${MAX_WAIT_SECONDS} (0-${MAX_MCP_WAIT_SECONDS} s), type?, match?, state?, consumer?} -> {event | null, next_cursor}; request_approval {question, details?, options?, fields?, ` +
-            'expires_in_seconds?, max_responses?} -> {approval} (with its url); get_approval {approval_id} -> {approval}. Results are the same JSON as the HTTP API, ' +
-            'as structuredContent and as JSON text. Send Accept: application/json, text/event-stream; answers are application/json, except a call ' +
-            'whose params._meta carries a progressToken: it is answered as text/event-stream with notifications/progress at least every 10 s, then the result. ' +
-            'GET and DELETE answer 405 (no server-initiated stream, no session to end).',
+            'The Model Context Protocol over Streamable HTTP, stateless (any instance answers any call), with the same bearer read ' +
+            'token, scoped to this one address; results are the same JSON as the HTTP API. Tools: get_address, list_events, ack_event, ' +
+            'wait_for_event, request_approval, get_approval; their arguments, progress notifications and errors: ' +
+            '/llms-full.txt, section "MCP".',
           tags: ['mcp'],
           security: BEARER,
           params: AddressParams,

@@ -47,14 +47,9 @@ export const approvalRoutes =
           operationId: 'createApproval',
           summary: 'Ask a person: create an approval',
           description:
-            'Creates an approval and answers its url, {base_url}/approve/{id}/{secret}: send it to the person through your own channel ' +
-            '(chat, mail, SMS). Opening it (GET) shows the question, the details as plain text, the fields and one button per option, and never ' +
-            'decides anything, so mail scanners and link previews cannot answer. Each answer (a POST to the url) appends the event approval.decided ' +
-            '(source approval, dedupe_key approval:{id}:{n}, data {approval_id, question, option, label, reason, fields, responder {remote_ip, user_agent}, decided_at}) ' +
-            "to this address's queue; wait for it with GET …/events?wait=… and match data.approval_id. After max_responses answers, expiry or cancellation the url takes no more (409 approval_closed). " +
-            `At expiry without an answer the event approval.expired is appended once (within SWEEP_INTERVAL_SECONDS, ${config.sweepIntervalSeconds} s here). ` +
-            'Bad input is 400 naming the field: question over 500 characters, details over 10,000, labels over their limits, fewer than 2 or more than 5 options, ' +
-            "duplicate option ids or field names, an unknown field type, expires_in_seconds beyond the address's remaining lifetime.",
+            'Creates an approval and answers its url, once: send it to the person through your own channel. Each answer appends approval.decided ' +
+            "to this address's queue (expiry without one, approval.expired); wait for it with GET …/events and match data.approval_id. " +
+            'The page, the event, the limits and every error: /llms-full.txt, section "Approvals".',
           tags: ['approvals'],
           security: BEARER,
           params: AddressParams,

@@ -14,7 +14,7 @@ import type { EventStream } from '../../domain/event-stream.js';
 import type { EventRecord } from '../../domain/model.js';
 import { eventJson } from '../../domain/representation.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
-import { READ_OPTION_PROPERTIES, readOptions, SCAN_BOUND_TEXT } from '../read-options.js';
+import { READ_OPTION_PROPERTIES, readOptions } from '../read-options.js';
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, BEARER, errorResponses } from '../schemas.js';
 
@@ -145,14 +145,9 @@ export const eventStreamRoutes =
           summary: 'Stream the event queue live (Server-Sent Events)',
           description:
             'A text/event-stream of every event with sequence > after, in order and without a gap, then each new one as it is ' +
-            'committed; resume with `Last-Event-ID` (or `?after=`). Message format, heartbeats (SSE_HEARTBEAT_MS) and disconnects: ' +
-            '/llms-full.txt, section "Live event stream". ' +
-            "With type, match or state, only matching events are sent, and each message's id is still its sequence, so Last-Event-ID resumes " +
-            `without a gap (events after it are examined again). ${SCAN_BOUND_TEXT.replace('A filtered read', 'Each filtered read of the stream')} ` +
-            "With consumer=NAME the stream starts after the consumer's stored position, or at Last-Event-ID / after, which is stored first: " +
-            'reconnecting with Last-Event-ID confirms what was received.' +
-            ` An address has at most ${config.maxStreamsPerAddress} open streams (MAX_STREAMS_PER_ADDRESS) and a client at most ` +
-            `${config.maxStreamsPerClient} (MAX_STREAMS_PER_CLIENT); one more is 429 too_many_streams with Retry-After.`,
+            'committed; resume with `Last-Event-ID` (or `?after=`). Message format, heartbeats, filters, consumers and the stream limits ' +
+            `(one more than MAX_STREAMS_PER_ADDRESS = ${config.maxStreamsPerAddress} or MAX_STREAMS_PER_CLIENT = ${config.maxStreamsPerClient} is 429 too_many_streams): ` +
+            '/llms-full.txt, section "Live event stream".',
           tags: ['events'],
           security: BEARER,
           params: AddressParams,

@@ -7,7 +7,7 @@ import type { Page } from '../../domain/model.js';
 import { eventJson, eventPageBody } from '../../domain/representation.js';
 import { sendJsonText } from '../json-text.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
-import { READ_OPTION_PROPERTIES, readOptions, SCAN_BOUND_TEXT } from '../read-options.js';
+import { READ_OPTION_PROPERTIES, readOptions } from '../read-options.js';
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, BEARER, EventPage, EventParams, EventResponse, EventsQuery, errorResponses } from '../schemas.js';
 
@@ -34,15 +34,9 @@ export const eventRoutes =
           operationId: 'listEvents',
           summary: 'Read the ordered event queue',
           description:
-            'Events with sequence > after, ascending, acknowledged or not. Use next_cursor as the next after. ' +
-            'With wait > 0 and nothing after the cursor, the request is held until an event arrives (it returns within milliseconds), ' +
-            'or wait seconds pass (empty page). Deleting the address ends the wait with 404; a server shutdown ends it with an empty page. ' +
-            'after takes any integer up to 9007199254740991. ' +
-            'Filters (type, match, state) are evaluated by the service: events then holds only matching events, and next_cursor is the last ' +
-            'event examined, matching or not, so after=next_cursor never re-scans and never skips; a filtered wait holds until a matching ' +
-            `event exists. ${SCAN_BOUND_TEXT} ` +
-            'consumer=NAME reads for a named consumer whose position the service keeps (see the parameter). ' +
-            `A query parameter other than after, limit, wait, ${Object.keys(READ_OPTION_PROPERTIES).join(', ')} is 400 invalid_request naming it.`,
+            'Events with sequence > after, ascending, acknowledged or not; use next_cursor as the next after. With wait > 0 the request is ' +
+            'held until an event arrives or wait seconds pass (empty page). Long-polling, filters, named consumers and the scan bound: ' +
+            '/llms-full.txt, sections "Read the queue" and "Filters and named consumers".',
           tags: ['events'],
           security: BEARER,
           params: AddressParams,
