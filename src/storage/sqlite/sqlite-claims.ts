@@ -68,6 +68,8 @@ export class SqliteClaims {
     let indexedNow = false;
     const batch = this.db
       .transaction((): ClaimBatch | null => {
+        // The row, not the writer's counters: an operator's delete of the address may not have been seen yet.
+        if (!this.stmt<{ one: number }>('SELECT 1 AS one FROM addresses WHERE id = ?').get(addressId)) return null;
         const indexed = this.index.indexed(addressId);
         if (indexed === null) return null;
         if (!indexed) {
