@@ -26,9 +26,12 @@ async function startAndSignal(command: string, args: string[], signal: NodeJS.Si
   const smtpPort = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const t0 = performance.now();
+  // A process group of its own: the signal under test goes to `proc` alone (npm or the bin, as a user
+  // would send it), and the cleanup below can still end the service npm started if the test fails.
   const proc = spawn(command, args, {
     env: { ...process.env, PORT: String(port), SMTP_PORT: String(smtpPort), HOST: '127.0.0.1', BASE_URL: baseUrl, LOG_LEVEL: 'info', ...storage.env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
   let out = '';
   proc.stdout.on('data', (d: Buffer) => {
@@ -69,7 +72,13 @@ async function startAndSignal(command: string, args: string[], signal: NodeJS.Si
     assert.equal(await portIsFree(port), true, `port ${port} is still held after ${command} exited`);
     assert.equal(await portIsFree(smtpPort), true, `SMTP port ${smtpPort} is still held after ${command} exited`);
   } finally {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    // The whole group: killing npm alone left the service it started running, holding its ports
+    // (seen when a test failed before its signal was sent).
+    try {
+      if (proc.pid !== undefined) process.kill(-proc.pid, 'SIGKILL');
+    } catch {
+      // ESRCH: the group is gone already, as after a clean exit.
+    }
     await storage.drop();
   }
 }
