@@ -5,6 +5,7 @@ import { type BlobName, blobBytes, type StoredBlob } from '../blobs/event-blob.j
 import { ClaimService } from '../claims/claim-service.js';
 import { bearerToken, WRONG_TOKEN } from './bearer-token.js';
 import { ADDRESS_ID_RE, EVENT_ID_RE, hashSecret, newAddressId, newEventId, newInboxSecret, newReadToken, newSlug, secretMatches } from './credentials.js';
+import { inboxDedupeKey } from './dedupe-key.js';
 import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
 import { type EventFilter, filterKey, isEmptyFilter } from './event-filter.js';
 import { EventStream, type StreamSink } from './event-stream.js';
@@ -14,6 +15,7 @@ import type { Store, WakeupHub } from './ports.js';
 import { storedBytes } from './queue-quota.js';
 import { type DeliveryOutcome, type DeliveryRoute, NO_OBSERVER, type ServiceObserver } from './service-observer.js';
 import { newSigningKeys } from './signing-keys.js';
+import { INBOX_TRUST_JSON } from './trust.js';
 
 export interface ServiceOptions {
   defaultTtlSeconds: number;
@@ -55,6 +57,10 @@ export const DEFAULT_ADDRESS_NAME = 'untitled';
 export const STREAM_PAGE_BYTES = 1024 * 1024;
 /** How long a client told `queue_full` should wait before retrying: long enough for a reader to ack. */
 const QUEUE_FULL_RETRY_AFTER_SECONDS = 30;
+
+/** The stored key: an inbox sender's provider-shaped key is kept apart from the providers' (dedupe-key.ts). */
+const dedupeKeyOf = (key: string | undefined, route: DeliveryRoute): string | null =>
+  key === undefined ? null : route === 'inbox' ? inboxDedupeKey(key) : key;
 
 export class ReturnAddressService {
   /** Stream reads not yet started, by address and cursor: joined by streams asking the same (streamRead). */
@@ -189,7 +195,9 @@ export class ReturnAddressService {
 
   /**
    * Appends one event to an address's queue (any source: HTTP, email). Resolves once the event is
-   * durably committed; a repeat of an idempotency key resolves to the original event.
+   * durably committed; a repeat of an idempotency key resolves to the original event. `trust` is
+   * what the way in itself checked (domain/trust.ts), never taken from the input: an inbox
+   * delivery's unless the caller proved more.
    */
   async deliver(
     address: AddressRecord,
@@ -197,9 +205,10 @@ export class ReturnAddressService {
     idempotencyKey: string | undefined,
     defaultSource: string,
     route: DeliveryRoute = 'other',
+    trust: string = INBOX_TRUST_JSON,
   ): Promise<Delivery> {
     try {
-      const delivery = await this.deliverOnce(address, input, idempotencyKey, defaultSource);
+      const delivery = await this.deliverOnce(address, input, idempotencyKey, defaultSource, route, trust);
       this.observer.delivery(route, delivery.duplicate ? 'duplicate' : 'created');
       return delivery;
     } catch (err) {
@@ -208,7 +217,14 @@ export class ReturnAddressService {
     }
   }
 
-  private async deliverOnce(address: AddressRecord, input: EventInput, idempotencyKey: string | undefined, defaultSource: string): Promise<Delivery> {
+  private async deliverOnce(
+    address: AddressRecord,
+    input: EventInput,
+    idempotencyKey: string | undefined,
+    defaultSource: string,
+    route: DeliveryRoute,
+    trust: string,
+  ): Promise<Delivery> {
     if (idempotencyKey !== undefined && input.dedupe_key !== undefined && idempotencyKey !== input.dedupe_key) {
       throw new ApiError('idempotency_key_mismatch', 'The Idempotency-Key header and the body dedupe_key differ; send one, or the same value in both.');
     }
@@ -223,7 +239,8 @@ export class ReturnAddressService {
       source: input.source ?? defaultSource,
       data: input.dataJson ?? JSON.stringify(input.data ?? null),
       metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
-      dedupeKey: idempotencyKey ?? input.dedupe_key ?? null,
+      dedupeKey: dedupeKeyOf(idempotencyKey ?? input.dedupe_key, route),
+      trust,
       createdAt,
       ...(input.blobs !== undefined && input.blobs.length > 0 ? { blobs: input.blobs } : {}),
     };

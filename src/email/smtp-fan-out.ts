@@ -5,6 +5,7 @@ import { blobUrl } from '../blobs/event-blob.js';
 import { newEventId } from '../domain/credentials.js';
 import type { Delivery } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import { emailTrustJson } from './email-trust.js';
 import { EMAIL_EVENT_SOURCE, emailDataJson, emailEventInput, type ParsedEmail } from './mime-to-event.js';
 import type { SmtpMemoryBudget } from './smtp-memory-budget.js';
 import type { Recipient } from './smtp-recipients.js';
@@ -60,10 +61,12 @@ export async function fanOut(
     throw smtpError(452, 'Insufficient system storage, try again later');
   }
   if (!othersHold) ctx.budget.take(dataJson.length);
+  // The sender as DMARC proved it (or not): the same for every recipient's copy.
+  const trust = emailTrustJson(data);
   const deliverTo = ({ recipient, rcpt }: { recipient: Recipient; rcpt: string }) => {
     const input = emailEventInput(data, { mailFrom: ctx.mailFrom, rcptTo: rcpt, remoteIp: ctx.remoteIp, tag: recipient.tag });
     if (parsed.blobs.length === 0)
-      return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE, 'email');
+      return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE, 'email', trust);
     // Blobs are named by url, which holds the address and the event id: one JSON per recipient
     // (bounded by MAX_EVENT_BYTES), the bytes shared.
     const id = newEventId(ctx.now());
@@ -74,6 +77,7 @@ export async function fanOut(
       undefined,
       EMAIL_EVENT_SOURCE,
       'email',
+      trust,
     );
   };
   try {

@@ -291,8 +291,8 @@ export class SqliteStore implements Store {
       ackedSizes: db.prepare<[string], { sequence: number; bytes: number }>(ACKED_SIZES_SQL),
       pruneAckedUpTo: db.prepare<[string, number]>('DELETE FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL AND sequence <= ?'),
       // Positional parameters: binding by name from an object costs more per event (bench/README.md).
-      insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, number, number | null]>(
-        `INSERT INTO events (${INSERTED_EVENT_COLUMNS}, claim_indexed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)`,
+      insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, string, number, number | null]>(
+        `INSERT INTO events (${INSERTED_EVENT_COLUMNS}, claim_indexed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)`,
       ),
       setBlobBytes: db.prepare<[number, string, number]>('UPDATE events SET blob_bytes = ? WHERE address_id = ? AND sequence = ?'),
       insertBlob: db.prepare<[string, number, string, string, string, number, Uint8Array]>(
@@ -683,7 +683,7 @@ export class SqliteStore implements Store {
 
   private insertNext(e: NewEvent, c: BatchCounters, size: number, pruned: number, prunedBytes: number): AppendResult {
     const sequence = c.lastSequence + 1;
-    this.q.insertEvent.run(e.id, e.addressId, sequence, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.createdAt, c.claimsIndexed ? 1 : null);
+    this.q.insertEvent.run(e.id, e.addressId, sequence, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.trust, e.createdAt, c.claimsIndexed ? 1 : null);
     if (e.blobs !== undefined && e.blobs.length > 0) {
       // Same transaction as the event: durable with it, in the same fdatasync of the WAL.
       this.q.setBlobBytes.run(blobBytes(e.blobs), e.addressId, sequence);
