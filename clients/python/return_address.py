@@ -786,7 +786,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     w.add_argument("--type")
     w.add_argument("--match", action="append", default=[], help="path=value, dotted into the event; repeatable")
     w.add_argument("--timeout", type=float, default=300)
-    w.add_argument("--ack", action="store_true", help="acknowledge it (and, unfiltered, advance the saved cursor)")
+    w.add_argument("--ack", action="store_true", help="wait only for an event not yet acknowledged and acknowledge it, so a loop gets each event once (unfiltered, also advance the saved cursor)")
     e = cmd("events", "print one page after the saved cursor (--advance moves it)")
     e.add_argument("--type", action="append")
     e.add_argument("--match", action="append", default=[])
@@ -824,7 +824,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     fw.add_argument("--ack", action="store_true")
     fw.add_argument("--positions", help="where positions are kept if the service has no named consumers")
     q = cmd("ask", "ask a person: the approval page's URL on stderr, the answer's event on stdout; "
-                   "exit 0 first option, 1 another, 2 expired, cancelled or timed out")
+                   "exit 0 first option, 3 another, 2 expired, cancelled or timed out, 1 error")
     q.add_argument("question")
     q.add_argument("--details")
     q.add_argument("--option", action="append", default=[], help="id=label; repeatable (default approve/deny)")
@@ -851,7 +851,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         ra = ReturnAddress.from_created(saved, args.url or saved.get("url"))
         if args.command == "wait":
             match = parse_match(args.match)
-            event = ra.wait_for(args.type, match, args.timeout)
+            # --ack takes only what is not acknowledged yet: a loop of `wait --ack` gets each event once.
+            event = ra.wait_for(args.type, match, args.timeout, state="unacked" if args.ack else None)
             if event is None:
                 print("timed out: no matching event after cursor %d" % saved["cursor"], file=sys.stderr)
                 return 2
@@ -967,7 +968,8 @@ def _ask(ra: "ReturnAddress", args: argparse.Namespace) -> int:
     if event["type"] != "approval.decided":
         print("%s: no answer" % event["type"], file=sys.stderr)
         return 2
-    return 0 if event["data"]["option"] == first[0] else 1
+    # 3, not 1: 1 is an error for every command, so a script can tell "no" from "failed".
+    return 0 if event["data"]["option"] == first[0] else 3
 
 
 if __name__ == "__main__":

@@ -78,6 +78,11 @@ export class ApprovalService {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** The shortest approval this service creates: every way in (HTTP schema, MCP tool) states the same minimum. */
+  get minApprovalSeconds(): number {
+    return this.opts.minApprovalSeconds;
+  }
+
   private get limits(): StoreLimits {
     return { maxEventsPerAddress: this.opts.maxEventsPerAddress, maxBytesPerAddress: this.opts.maxBytesPerAddress };
   }

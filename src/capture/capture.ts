@@ -105,7 +105,7 @@ export function boundedCaptureData(
   const textBytes = body.text !== null && raw.length <= opts.maxEventBytes ? jsonStringBytes(body.text) : Number.POSITIVE_INFINITY;
   const rawInlineBytes = Math.min(base64Bytes, textBytes) + 120;
   const bodyBytes = body.json.length <= opts.maxEventBytes ? Buffer.byteLength(body.json) : Number.POSITIVE_INFINITY;
-  const attachmentBytes = body.attachments.map((a) => base64JsonBytes(a.size) + 200 + Buffer.byteLength(JSON.stringify(a.filename)) + a.content_type.length);
+  const attachmentBytes = body.attachments.map((a) => base64JsonBytes(a.size) + 400 + Buffer.byteLength(JSON.stringify(a.filename)) + a.content_type.length);
 
   const blobs: BlobInput[] = [];
   const aside = new Set<number>();
@@ -117,15 +117,18 @@ export function boundedCaptureData(
     if (total <= opts.maxEventBytes) break;
     if (i === -1) rawAside = true;
     else aside.add(i);
-    total -= bytes - 300;
+    total -= bytes - 400;
   }
   const bodyJson = total > opts.maxEventBytes ? 'null' : body.json;
 
+  // Every attachment is kept beside the event with its sha256 and url (design.md, "Bounded work"),
+  // its bytes also inline while they fit: one way to fetch any attachment, as for mail.
   const attachments = body.attachments.map((a, i) => {
-    if (!aside.has(i)) return { filename: a.filename, content_type: a.content_type, size: a.size, content_base64: a.bytes.toString('base64') };
     const sha = createHash('sha256').update(a.bytes).digest('hex');
     blobs.push({ name: `attachments/${i}`, contentType: a.content_type, bytes: a.bytes, sha256: sha });
-    return { filename: a.filename, content_type: a.content_type, size: a.size, sha256: sha, url: opts.urlFor(`attachments/${i}`) };
+    const kept = { filename: a.filename, content_type: a.content_type, size: a.size };
+    const at = { sha256: sha, url: opts.urlFor(`attachments/${i}`) };
+    return aside.has(i) ? { ...kept, ...at } : { ...kept, content_base64: a.bytes.toString('base64'), ...at };
   });
   let rawJson: string;
   if (rawAside) {

@@ -1,7 +1,8 @@
 // `return-address ask "question"`: asks a person through an approval page (design.md, "Approvals").
 // The page's URL goes to stderr (send it on through your own channel), the answer's event to
-// stdout. Exit 0 when the first option was chosen, 1 for another option (or an error), 2 when the
-// approval expired, was cancelled, or --timeout passed first.
+// stdout. Exit 0 when the first option was chosen, 3 for another option, 2 when the approval
+// expired, was cancelled, or --timeout passed first, 1 for an error (as every command): a script
+// can tell a person's "no" from a failure to ask.
 import { parseArgs } from 'node:util';
 import { type ApprovalFieldSpec, ReturnAddress } from '@return-address/client';
 import { loadSaved, out, UsageError } from './main.js';
@@ -20,7 +21,8 @@ The event is left unacknowledged (\`return-address ack --save FILE EVENT_ID\` on
                       boolean|select, a label, and for select the choices separated by |
   --expires S         the approval's lifetime in seconds (default a day, or the address's rest)
   --timeout S         stop waiting after S seconds (default: until the approval expires)
-Exit codes: 0 the first option, 1 another option (or an error), 2 expired, cancelled or timed out.
+Exit codes: 0 the first option, 3 another option, 2 expired, cancelled or timed out, 1 an error
+(bad usage, the service unreachable or refusing), as for every command.
 
   --save FILE    the file \`create --save\` wrote (create response + cursor)
   --url URL      service base URL (default $RETURN_ADDRESS_URL, else http://localhost:3000)
@@ -99,5 +101,5 @@ export async function ask(args: string[]): Promise<number> {
   }
   const chosen = (event.data as { option?: string }).option;
   process.stderr.write(`answered: ${chosen}\n`);
-  return chosen === approval.options[0]?.id ? 0 : 1;
+  return chosen === approval.options[0]?.id ? 0 : 3;
 }

@@ -54,14 +54,15 @@ ${Object.entries(VERBS)
   .join('\n')}
 
 Run \`return-address <command> --help\` for a command's options. JSON goes to stdout, messages to
-stderr. Exit codes: 0 success, 2 wait timed out, 1 error (ask: 0 first option, 1 another, 2 no answer).
+stderr. Exit codes: 0 success, 2 wait timed out, 1 error (ask: 0 first option, 3 another, 2 no answer,
+1 error).
 `,
   serve: `Usage: return-address serve\n\nRuns the service in the foreground, exactly like \`npm start\`. Configure it with the\nenvironment variables of the README (PORT, SMTP_PORT, BASE_URL, DATA_DIR or DATABASE_URL, ...).\n`,
-  create: `Usage: return-address create [--name N] [--task-id T] [--ttl SECONDS] [--save FILE [--print-credentials]]\n\nCreates an address. Without --save, prints the whole create response (credentials included).\nWith --save, writes that response plus "cursor": 0 and "url" (this service) to FILE with mode\n0600 and prints only {address, endpoints: {events_url, mcp_url}, saved_to}: no credential reaches\nstdout (an agent's transcript). --print-credentials prints the whole response as well.\nA service whose operator set CREATE_TOKENS needs one: $RETURN_ADDRESS_CREATE_TOKEN.\n\n${COMMON}`,
-  wait: `Usage: return-address wait --save FILE [--type T] [--match path=value]... [--timeout S] [--ack]\n\nWaits (long-polling, reconnecting after network errors) for the first event after the saved\ncursor with type T and every path=value (dotted into the event: data.from.address=x), prints it\nas JSON and exits 0; exits 2 when --timeout seconds (default 300) pass without one.\n--ack acknowledges the event; without --type/--match it also advances the saved cursor to it,\nso the next wait starts after it. A filtered wait never moves the saved cursor: the events it\npassed over are still there for events and consume.\nFor a provider event or a mail, add --match trust.verified=true (and trust.ingress=capture or\nemail): only trust is written by the service; type, source and data are whatever the sender sent.\n${UNTRUSTED_CONTENT}\n\n${SAVE}${COMMON}`,
+  create: `Usage: return-address create [--name N] [--task-id T] [--ttl SECONDS] [--save FILE [--print-credentials]]\n\nCreates an address. Without --save, prints the whole create response (credentials included).\nWith --save, writes that response plus "cursor": 0 and "url" (this service) to FILE with mode\n0600 and prints only {address, endpoints: {events_url, mcp_url}, saved_to}: no credential reaches\nstdout (an agent's transcript). --print-credentials prints the whole response as well.\nhook_url and inbox_url carry the inbox secret, so they are not printed: FILE is the create\nresponse, so read one when you need it: jq -r .endpoints.hook_url FILE\nA service whose operator set CREATE_TOKENS needs one: $RETURN_ADDRESS_CREATE_TOKEN.\n\n${COMMON}`,
+  wait: `Usage: return-address wait --save FILE [--type T] [--match path=value]... [--timeout S] [--ack]\n\nWaits (long-polling, reconnecting after network errors) for the first event after the saved\ncursor with type T and every path=value (dotted into the event: data.from.address=x), prints it\nas JSON and exits 0; exits 2 when --timeout seconds (default 300) pass without one.\n--ack waits only for an event not acknowledged yet and acknowledges it, so a loop of\n\`wait --ack\` returns each matching event once; without --type/--match it also advances the\nsaved cursor to it. A filtered wait never moves the saved cursor: the events it passed over\nare still there for events and consume.\nFor a provider event or a mail, add --match trust.verified=true (and trust.ingress=capture or\nemail): only trust is written by the service; type, source and data are whatever the sender sent.\n${UNTRUSTED_CONTENT}\n\n${SAVE}${COMMON}`,
   events: `Usage: return-address events --save FILE [--after N] [--limit N] [--wait S] [--type T]... [--match path=value]... [--advance]\n\nPrints one page {events, next_cursor, has_more} after the saved cursor (or --after). The saved\ncursor moves to next_cursor only with --advance, once you have handled the page (or use\nconsume, which moves it event by event). --wait long-polls up to S seconds (max ${MAX_WAIT_SECONDS}) when there\nis none; --type and --match filter on the service.\n\n${SAVE}${COMMON}`,
   consume: CONSUME_HELP,
-  get: `Usage: return-address get --save FILE\n\nPrints {"address": ...}.\n\n${SAVE}${COMMON}`,
+  get: `Usage: return-address get --save FILE\n\nPrints {"address": ...} as the service holds it now (no credential, no endpoint URL).\nThe URLs that carry a secret are in FILE, the create response: jq -r .endpoints.hook_url FILE\n\n${SAVE}${COMMON}`,
   ack: `Usage: return-address ack --save FILE EVENT_ID\n\nAcknowledges the event (idempotent) and prints {"event": ...}.\n\n${SAVE}${COMMON}`,
   deliver: `Usage: return-address deliver --save FILE [--type T] [--source S] [--data JSON] [--key K]\n\nPOSTs an event to the saved inbox URL and prints {"event", "duplicate"}. --data is any JSON\nvalue; --key is an idempotency key.\n\n${SAVE}${COMMON}`,
   ask: ASK_HELP,
@@ -160,7 +161,10 @@ async function run(argv: string[]): Promise<number> {
         return 0;
       }
       writeSaved(values.save, { ...created, cursor: 0, url });
-      process.stderr.write(`created ${created.address.email} (${created.address.id}); credentials saved to ${values.save} (mode 0600)\n`);
+      process.stderr.write(
+        `created ${created.address.email} (${created.address.id}); credentials saved to ${values.save} (mode 0600)\n` +
+          `hook_url and inbox_url hold the inbox secret: read one with  jq -r .endpoints.hook_url ${values.save}\n`,
+      );
       // The address and where its credentials are, never the credentials themselves.
       // (inbox_url and hook_url hold the inbox secret.)
       const { events_url, mcp_url } = created.endpoints;
@@ -184,6 +188,9 @@ async function run(argv: string[]): Promise<number> {
         result = await ra.waitFor({
           ...(values.type !== undefined ? { type: values.type } : {}),
           ...(filtered && Object.keys(match).length > 0 ? { match } : {}),
+          // --ack takes only what is not acknowledged yet: a loop of `wait --ack` gets each event
+          // once, also a filtered one, which leaves the saved cursor where it was.
+          ...(values.ack ? { state: 'unacked' as const } : {}),
           timeout: intOption(values.timeout, 'timeout') ?? 300,
         });
       } finally {

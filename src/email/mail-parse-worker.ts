@@ -3,6 +3,7 @@
 // and SMTP. The pool ends this thread when it passes its heap limit or its wall-clock budget.
 // DNS questions go to the main thread, which owns the resolver (tests inject one there).
 import { parentPort } from 'node:worker_threads';
+import { withoutRawBytes } from './email-blobs.js';
 import type { FromWorker, MailTaskResult, ToWorker } from './mail-parse-protocol.js';
 import { parseEmail } from './mime-to-event.js';
 import { authenticateSender } from './sender-authentication.js';
@@ -25,7 +26,7 @@ function resolveOnMainThread(name: string, rrtype: string): Promise<unknown> {
 async function run(message: Extract<ToWorker, { type: 'task' }>): Promise<MailTaskResult> {
   const raw = Buffer.from(message.raw.buffer, message.raw.byteOffset, message.raw.byteLength);
   const { task } = message;
-  if (task.kind === 'parse') return { kind: 'parse', parsed: await parseEmail(raw, task.limits) };
+  if (task.kind === 'parse') return { kind: 'parse', parsed: withoutRawBytes(await parseEmail(raw, task.limits)) };
   let error: string | null = null;
   const authentication = await authenticateSender(raw, task.facts, {
     resolver: resolveOnMainThread,

@@ -6,6 +6,7 @@
 // is still stored (docs/design.md, "Bounded work"): a parse that did not finish gives what a bounded split of the
 // bytes can tell (top-level headers, the undecoded body) with `parse_error` saying which limit, and
 // an authentication that did not finish reports temperror, as a DNS outage does.
+import { withRawBytes } from './email-blobs.js';
 import { MailParseLimitError, type MailParsePool } from './mail-parse-pool.js';
 import { messageShape, withBoundedDkimSignatures } from './message-limits.js';
 import { type EmailLimits, type ParsedEmail, parseEmail, unparsedEmail } from './mime-to-event.js';
@@ -65,7 +66,8 @@ export function pooledMailReader(pool: MailParsePool, opts: PooledMailReaderOpti
     try {
       const result = await pool.run({ kind: 'parse', limits: opts.limits }, raw);
       if (result.kind !== 'parse') throw new Error('the mail parser answered another task');
-      parsed = result.parsed;
+      // The worker sends no copy of the raw message back: these are the bytes it was given.
+      parsed = withRawBytes(result.parsed, raw);
     } catch (err) {
       // A busy pool is not the message's fault: the sender is asked to retry (451), which keeps the mail whole.
       if (err instanceof MailParseLimitError && (err.limit === 'busy' || err.limit === 'closed')) {

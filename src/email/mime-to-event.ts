@@ -15,13 +15,11 @@
 // - `raw_size` is the size in bytes of the message as received (after SMTP dot-unstuffing).
 // - `parse_error` is null, or says why the MIME structure could not be decoded; the event then holds
 //   what could be read: the top-level headers, and the undecoded body as `text`.
-// - Bounded size (design.md, "Bounded work", blobs/event-blob.ts): an attachment larger than
-//   `inlineAttachmentBytes` is stored beside the event, and its entry carries `sha256` and `url`
-//   instead of `content_base64`; when the message still would not fit in `maxEventBytes`, the
-//   remaining attachments follow, largest first, then `text`/`html` become null and the whole message
-//   is stored beside the event as `raw` ({size, sha256, content_type: "message/rfc822", url}), with
-//   `parse_error` saying so. A message that could not be parsed is always kept as `raw` too. `raw`
-//   is null otherwise.
+// - Every byte kept (email-blobs.ts): the whole message is stored beside the event as `raw`
+//   ({size, sha256, content_type: "message/rfc822", url}), parsed or not; every attachment carries
+//   `sha256` and `url`, and its bytes also sit inline as `content_base64` while the event fits in
+//   `maxEventBytes` (an attachment larger than `inlineAttachmentBytes` never does). Beyond, the
+//   largest lose their inline copy first, then `text`/`html` become null, with `parse_error` saying so.
 //
 // Blob API (what the pure step returns and how the service stores it): `parseEmail(raw, limits)`
 // returns `{ data, blobs }` (structured-clonable, so it can run in a worker): `data` with every url
@@ -39,12 +37,14 @@
 
 import { createHash } from 'node:crypto';
 import PostalMime, { type Address, addressParser, decodeWords, type Email } from 'postal-mime';
-import type { BlobInput, BlobName } from '../blobs/event-blob.js';
 import { emailDedupeKey } from '../domain/dedupe-key.js';
 import type { EventInput } from '../domain/model.js';
+import { type EmailAttachment, type EmailLimits, type EmailRaw, type KeptMail, withinLimits } from './email-blobs.js';
 import { type ExtractedContent, extractContent } from './extraction.js';
 import { MAX_ADDRESSES, MAX_MIME_DEPTH, messageShape, structureProblem } from './message-limits.js';
 import type { SenderAuthentication } from './sender-authentication.js';
+
+export type { EmailAttachment, EmailLimits, EmailRaw } from './email-blobs.js';
 
 export const EMAIL_EVENT_TYPE = 'email.received';
 export const EMAIL_EVENT_SOURCE = 'email';
@@ -56,41 +56,11 @@ export interface EmailMailbox {
   address: string;
 }
 
-export interface EmailAttachment {
-  filename: string | null;
-  content_type: string;
-  /** Decoded size in bytes. */
-  size: number;
-  /** The bytes, when inline; absent when they are stored beside the event (then `sha256` and `url`). */
-  content_base64?: string;
-  sha256?: string;
-  url?: string;
-}
-
-/** The raw message stored beside the event: when it could not be parsed, or its text did not fit inline. */
-export interface EmailRaw {
-  size: number;
-  sha256: string;
-  content_type: 'message/rfc822';
-  url: string;
-}
-
-/** The bounds the pure step keeps an event within (design.md, "Bounded work"). */
-export interface EmailLimits {
-  /** An attachment larger than this many bytes is stored beside the event. */
-  inlineAttachmentBytes: number;
-  /** MAX_EVENT_BYTES: what `data`'s JSON must stay within (with room for metadata). */
-  maxEventBytes: number;
-}
-
-/** No bounds: every attachment inline (the shape before design.md, "Bounded work"; tests and tools). */
+/** No bounds: every attachment inline, the text never dropped (tests and tools). */
 export const UNBOUNDED_EMAIL: EmailLimits = { inlineAttachmentBytes: Number.POSITIVE_INFINITY, maxEventBytes: Number.POSITIVE_INFINITY };
 
 /** The pure step's result: the message as data (urls empty) and the bytes to store beside it. */
-export interface ParsedEmail {
-  data: EmailData;
-  blobs: BlobInput[];
-}
+export type ParsedEmail = KeptMail<EmailData>;
 
 export interface EmailData {
   from: EmailMailbox | null;
@@ -107,7 +77,7 @@ export interface EmailData {
   attachments: EmailAttachment[];
   raw_size: number;
   parse_error: string | null;
-  /** The whole message, stored beside the event (see EmailRaw); null when the event holds it all. */
+  /** The whole message, stored beside the event (see EmailRaw); null only before the pure step has kept it. */
   raw: EmailRaw | null;
   extracted: ExtractedContent;
   /** Null only before the SMTP listener has checked the message. */
@@ -159,61 +129,6 @@ export function unparsedEmail(raw: Uint8Array, parseError: string, limits: Email
   return withinLimits(raw, fromUnparsedMessage(raw, parseError, messageShape(raw).addresses <= MAX_ADDRESSES), [], limits);
 }
 
-/** The decoded message kept within `limits`: the largest parts, then the text, go beside the event. */
-function withinLimits(raw: Uint8Array, data: EmailData, attachmentBytes: Buffer[], limits: EmailLimits): ParsedEmail {
-  const blobs: BlobInput[] = [];
-  const aside = (i: number) => {
-    const bytes = attachmentBytes[i]!;
-    const a = data.attachments[i]!;
-    const sha256 = sha256Hex(bytes);
-    data.attachments[i] = { filename: a.filename, content_type: a.content_type, size: a.size, sha256, url: '' };
-    blobs.push({ name: `attachments/${i}`, contentType: a.content_type, bytes, sha256 });
-  };
-  data.attachments.forEach((a, i) => {
-    if (a.size > limits.inlineAttachmentBytes) aside(i);
-  });
-  // Metadata (envelope) and the urls still to be filled in take a little room of their own.
-  const budget = limits.maxEventBytes - Math.min(EVENT_ROOM_BYTES, limits.maxEventBytes / 8) - 256 * data.attachments.length;
-  if (Number.isFinite(budget) && jsonBytes(data) > budget) {
-    const inline = data.attachments
-      .map((a, i) => ({ a, i }))
-      .filter(({ a }) => a.content_base64 !== undefined)
-      .sort((x, y) => y.a.size - x.a.size);
-    for (const { i } of inline) {
-      aside(i);
-      if (jsonBytes(data) <= budget) break;
-    }
-    if (jsonBytes(data) > budget) {
-      data.text = null;
-      data.html = null;
-      data.parse_error ??= `the message's text does not fit in an event (MAX_EVENT_BYTES = ${limits.maxEventBytes}): it is at raw.url`;
-    }
-  }
-  if (data.parse_error !== null && Number.isFinite(limits.maxEventBytes)) {
-    const bytes = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
-    const sha256 = sha256Hex(bytes);
-    data.raw = { size: raw.byteLength, sha256, content_type: 'message/rfc822', url: '' };
-    blobs.push({ name: 'raw', contentType: 'message/rfc822', bytes: raw, sha256 });
-  }
-  return { data, blobs };
-}
-
-/** `data` of one recipient's event, as JSON text: the parsed message with its blobs' urls for that event. */
-export function emailDataJson(parsed: ParsedEmail, urlFor: (name: BlobName) => string): string {
-  if (parsed.blobs.length === 0) return JSON.stringify(parsed.data);
-  const d = parsed.data;
-  return JSON.stringify({
-    ...d,
-    attachments: d.attachments.map((a, i) => (a.url === undefined ? a : { ...a, url: urlFor(`attachments/${i}`) })),
-    raw: d.raw === null ? null : { ...d.raw, url: urlFor('raw') },
-  });
-}
-
-/** Room kept in MAX_EVENT_BYTES for the metadata and the urls filled in per recipient. */
-const EVENT_ROOM_BYTES = 16 * 1024;
-const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
-const sha256Hex = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
-
 async function decodeMessage(raw: Uint8Array): Promise<{ data: EmailData; attachmentBytes: Buffer[] }> {
   // Counted before any library sees the bytes (message-limits.ts): a structure past a cap is never decoded.
   const shape = messageShape(raw);
@@ -236,7 +151,7 @@ async function decodeMessage(raw: Uint8Array): Promise<{ data: EmailData; attach
   });
   data.attachments = parsed.attachments.map((a, i) => {
     const bytes = attachmentBytes[i]!;
-    return { filename: a.filename, content_type: a.mimeType, size: bytes.byteLength, content_base64: bytes.toString('base64') };
+    return { filename: a.filename, content_type: a.mimeType, size: bytes.byteLength, content_base64: bytes.toString('base64'), sha256: '', url: '' };
   });
   if (data.text === null && data.html === null && data.attachments.length === 0) {
     // A body the parser found no part in (a multipart whose boundary never appears, say) is kept

@@ -5,8 +5,9 @@ import { blobUrl } from '../blobs/event-blob.js';
 import { newEventId } from '../domain/credentials.js';
 import type { Delivery } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import { emailDataJson } from './email-blobs.js';
 import { emailTrustJson } from './email-trust.js';
-import { EMAIL_EVENT_SOURCE, emailDataJson, emailEventInput, type ParsedEmail } from './mime-to-event.js';
+import { EMAIL_EVENT_SOURCE, emailEventInput, type ParsedEmail } from './mime-to-event.js';
 import type { SmtpMemoryBudget } from './smtp-memory-budget.js';
 import type { Recipient } from './smtp-recipients.js';
 import { smtpError } from './smtp-replies.js';
@@ -51,8 +52,7 @@ export async function fanOut(
   // holds one copy, not 100. That text (up to ~6x the message, for escaped control bytes) counts
   // against SMTP_MAX_BUFFERED_BYTES with the raw bytes while it is held, and a large one is stored
   // one recipient at a time, so the stores' own copies of it are never more than one either.
-  const { data } = parsed;
-  const dataJson = JSON.stringify(data);
+  const dataJson = emailDataJson(parsed);
   // Refused only while other messages hold bytes too: alone, a message always gets through, so an
   // MTA's retry cannot be refused forever by a budget smaller than one message's JSON.
   const othersHold = ctx.budget.held > ctx.rawBytes;
@@ -62,15 +62,14 @@ export async function fanOut(
   }
   if (!othersHold) ctx.budget.take(dataJson.length);
   // The sender as DMARC proved it (or not): the same for every recipient's copy.
-  const trust = emailTrustJson(data);
+  const trust = emailTrustJson(parsed.data);
   const deliverTo = ({ recipient, rcpt }: { recipient: Recipient; rcpt: string }) => {
-    const input = emailEventInput(data, { mailFrom: ctx.mailFrom, rcptTo: rcpt, remoteIp: ctx.remoteIp, tag: recipient.tag });
-    if (parsed.blobs.length === 0)
-      return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE, 'email', trust);
-    // Blobs are named by url, which holds the address and the event id: one JSON per recipient
-    // (bounded by MAX_EVENT_BYTES), the bytes shared.
+    const input = emailEventInput(parsed.data, { mailFrom: ctx.mailFrom, rcptTo: rcpt, remoteIp: ctx.remoteIp, tag: recipient.tag });
+    // Every mail keeps its raw message beside its event (email-blobs.ts). Blobs are named by url,
+    // which holds the address and the event id: one JSON per recipient (the shared text joined
+    // around its urls), the bytes shared.
     const id = newEventId(ctx.now());
-    const own = emailDataJson(parsed, (name) => blobUrl(ctx.baseUrl, recipient.address.id, id, name));
+    const own = dataJson.render((name) => blobUrl(ctx.baseUrl, recipient.address.id, id, name));
     return ctx.service.deliver(
       recipient.address,
       { ...input, data: undefined, dataJson: own, id, blobs: parsed.blobs },

@@ -14,6 +14,14 @@ const queryText = (options: { description: string; examples?: string[] }) => Typ
 const repeatable = (max: number, description: string) =>
   Type.Optional(Type.Union([Type.String(), Type.Integer(), Type.Array(QueryText, { maxItems: max * 10 })], { description }));
 
+/**
+ * A closed query schema's description, naming its parameters from the schema itself, so the list
+ * a client reads can never drift from what the route takes (the 400 for an unknown one names them
+ * from the same properties: plugins/validation-messages.ts).
+ */
+export const onlyTheseParameters = (properties: Record<string, unknown>): string =>
+  `Only ${Object.keys(properties).join(', ')}: any other query parameter is 400 invalid_request naming it and the allowed ones.`;
+
 /** The filter and consumer parameters, to spread into a route's query schema. */
 export const READ_OPTION_PROPERTIES = {
   type: repeatable(

@@ -233,7 +233,8 @@ export const EventsQuery = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false, description: 'Only after, limit and wait: any other query parameter is 400 invalid_request naming it.' },
+  // Spread into GET …/events's own query (routes/events.ts), whose description names every parameter it takes.
+  { additionalProperties: false },
 );
 
 export const AddressIdParam = Type.String({ description: 'Address id (addr_…).' });

@@ -14,31 +14,45 @@ import type { AddressRecord } from '../domain/model.js';
 
 type Run = (tool: string, extra: { signal: AbortSignal }, fn: (signal: AbortSignal) => Promise<string>) => Promise<CallToolResult>;
 
-const RequestApprovalInput = z.strictObject({
-  question: z.string().min(1).max(LIMITS.question).describe('What the person is asked (plain text).'),
-  details: z.string().max(LIMITS.details).optional().describe('Plain text shown under the question.'),
-  options: z
-    .array(z.strictObject({ id: z.string().min(1).max(LIMITS.optionId), label: z.string().min(1).max(LIMITS.optionLabel) }))
-    .min(LIMITS.optionsMin)
-    .max(LIMITS.optionsMax)
-    .optional()
-    .describe('One button each; default approve/deny.'),
-  fields: z
-    .array(
-      z.strictObject({
-        name: z.string().min(1).max(LIMITS.fieldName),
-        label: z.string().min(1).max(LIMITS.fieldLabel),
-        type: z.enum(FIELD_TYPES),
-        required: z.boolean().optional(),
-        choices: z.array(z.string().min(1).max(LIMITS.choice)).min(1).max(LIMITS.choices).optional(),
-      }),
-    )
-    .max(LIMITS.fields)
-    .optional()
-    .describe('Inputs the person fills in with the answer.'),
-  expires_in_seconds: z.number().int().min(1).optional().describe("Default 86400, at most the address's remaining lifetime."),
-  max_responses: z.number().int().min(1).max(LIMITS.maxResponses).optional().describe('Default 1.'),
-});
+/** The tool's input, with the service's own shortest lifetime (MIN_APPROVAL_SECONDS) as its minimum; one per minimum. */
+const requestApprovalInputs = new Map<number, ReturnType<typeof buildRequestApprovalInput>>();
+const requestApprovalInput = (minSeconds: number) => {
+  let schema = requestApprovalInputs.get(minSeconds);
+  if (!schema) requestApprovalInputs.set(minSeconds, (schema = buildRequestApprovalInput(minSeconds)));
+  return schema;
+};
+
+const buildRequestApprovalInput = (minSeconds: number) =>
+  z.strictObject({
+    question: z.string().min(1).max(LIMITS.question).describe('What the person is asked (plain text).'),
+    details: z.string().max(LIMITS.details).optional().describe('Plain text shown under the question.'),
+    options: z
+      .array(z.strictObject({ id: z.string().min(1).max(LIMITS.optionId), label: z.string().min(1).max(LIMITS.optionLabel) }))
+      .min(LIMITS.optionsMin)
+      .max(LIMITS.optionsMax)
+      .optional()
+      .describe('One button each; default approve/deny.'),
+    fields: z
+      .array(
+        z.strictObject({
+          name: z.string().min(1).max(LIMITS.fieldName),
+          label: z.string().min(1).max(LIMITS.fieldLabel),
+          type: z.enum(FIELD_TYPES),
+          required: z.boolean().optional(),
+          choices: z.array(z.string().min(1).max(LIMITS.choice)).min(1).max(LIMITS.choices).optional(),
+        }),
+      )
+      .max(LIMITS.fields)
+      .optional()
+      .describe('Inputs the person fills in with the answer.'),
+    expires_in_seconds: z
+      .number()
+      .int()
+      .min(minSeconds)
+      .optional()
+      .describe(`At least ${minSeconds} (MIN_APPROVAL_SECONDS), at most the address's remaining lifetime. Default 86400, or that lifetime if shorter.`),
+    max_responses: z.number().int().min(1).max(LIMITS.maxResponses).optional().describe('Default 1.'),
+  });
 
 const ApprovalOutput = z.object({
   approval: z
@@ -71,7 +85,7 @@ export function registerApprovalTools(server: McpServer, address: AddressRecord,
         '(chat, mail). Opening it changes nothing; their click appends the event approval.decided (data.option, data.label, data.fields, data.reason) ' +
         'to this queue. Then call wait_for_event with match {"data.approval_id": "<approval.id>"} (it also matches approval.expired / approval.cancelled) ' +
         'and ack_event once you acted. The url is shown only here.',
-      inputSchema: RequestApprovalInput,
+      inputSchema: requestApprovalInput(approvals?.minApprovalSeconds ?? 60),
       outputSchema: ApprovalOutput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },

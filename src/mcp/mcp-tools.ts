@@ -322,11 +322,11 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     {
       title: 'Wait for the next event',
       description:
-        'Returns {event, next_cursor}: the first event with sequence > after (of exactly `type`, and with every dotted path of `match` equal to its value, when given), waiting up to ' +
+        'Returns {event, next_cursor}: the first event with sequence > after (of `type`: exact, or a prefix ending in .* such as "github.*"; and with every dotted path of `match` equal to its value, when given), waiting up to ' +
         `timeout seconds (default ${DEFAULT_WAIT_FOR_EVENT_SECONDS}, at most ${MAX_WAIT_FOR_EVENT_SECONDS}) for one to arrive; it returns within milliseconds of the delivery. On timeout ` +
         "event is null. Either way pass next_cursor as `after` next time: it is the returned event's sequence, or how far the queue " +
         'was scanned on timeout (with `type`, events of other types up to there are passed over; list_events shows every event). ' +
-        'Does not acknowledge: call ack_event when done.',
+        'To wait longer than one call, call again with after = next_cursor (nothing is missed between calls). Does not acknowledge: call ack_event when done.',
       inputSchema: WaitForEventInput,
       outputSchema: WaitResult,
       annotations: { readOnlyHint: true, openWorldHint: false },

@@ -141,6 +141,31 @@ describe(`approvals (${STORE})`, () => {
     assert.equal(got.json.approval.status, 'pending');
   });
 
+  it('a link with parameters a chat or mail tool appended (utm_*, fbclid, repeated) shows the page and records a POST', async () => {
+    const b = await createAddress(svc.baseUrl);
+    const ap = await createApproval(svc.baseUrl, b);
+    const tagged = `${ap.url}?utm_source=slack&fbclid=x&utm_medium=chat&utm_medium=again&${'k'.repeat(200)}=${'v'.repeat(2000)}`;
+    for (const method of ['GET', 'HEAD']) {
+      const r = await api(svc.baseUrl, method, tagged);
+      assert.equal(r.status, 200, `${method}: ${r.text}`);
+      assert.match(r.headers.get('content-type') ?? '', /^text\/html/);
+      if (method === 'GET') assert.match(r.text, /<button type="submit" name="option" value="approve">Approve<\/button>/);
+    }
+    assert.deepEqual(await allEvents(svc.baseUrl, b), [], 'showing the page answers nothing');
+    // The form has no action: the browser posts to the URL it shows, parameters and all.
+    const ok = await api(svc.baseUrl, 'POST', tagged, { headers: FORM, body: form({ option: 'approve' }) });
+    assert.equal(ok.status, 200, ok.text);
+    assert.match(ok.text, /Your answer was recorded: <strong>Approve<\/strong>/);
+    const events = await allEvents(svc.baseUrl, b);
+    assert.deepEqual(
+      events.map((e) => [e.type, e.data.option]),
+      [['approval.decided', 'approve']],
+    );
+    // Only the path is the credential: parameters cannot stand in for a wrong secret.
+    const wrong = await api(svc.baseUrl, 'GET', `${ap.url.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A'))}?utm_source=slack`);
+    assert.equal(wrong.status, 404);
+  });
+
   it('the form records an answer: approval.decided, a page naming it, then 409 and a closed page', async () => {
     const b = await createAddress(svc.baseUrl);
     const ap = await createApproval(svc.baseUrl, b, {

@@ -99,12 +99,16 @@ describe(`return-address ask (${STORE})`, () => {
     assert.match(r.stderr, /Open this link to answer/);
   });
 
-  it('another option: exit 1', { timeout: 30_000 }, async () => {
+  it('another option: exit 3, apart from an error (1)', { timeout: 30_000 }, async () => {
     const r = await cli(['ask', '--save', save, 'Deploy on Friday?', '--timeout', '20'], env, async (url) => {
       assert.equal((await api(svc.baseUrl, 'POST', url, { json: { option: 'deny', reason: 'no Friday deploys' } })).status, 200);
     });
-    assert.equal(r.code, 1, r.stderr);
+    assert.equal(r.code, 3, r.stderr);
     assert.equal(JSON.parse(r.stdout).data.reason, 'no Friday deploys');
+    // A service that cannot be reached is an error, never read as a "no".
+    const down = await cli(['ask', '--save', save, '--url', 'http://127.0.0.1:1', 'Deploy?', '--timeout', '2'], env);
+    assert.equal(down.code, 1, down.stderr);
+    assert.equal(down.stdout, '');
   });
 
   it('nobody answers: exit 2 on expiry (approval.expired) and on --timeout', { timeout: 30_000 }, async () => {

@@ -337,8 +337,18 @@ describe('capture URL', () => {
     assert.match(e.data.content_type, /^multipart\/form-data; boundary=/);
     assert.deepEqual(e.data.body, { title: 'Quarterly report', tag: ['a', 'b'] });
     assert.deepEqual(e.data.attachments, [
-      { filename: 'report.pdf', content_type: 'application/pdf', size: pdf.length, content_base64: pdf.toString('base64') },
+      {
+        filename: 'report.pdf',
+        content_type: 'application/pdf',
+        size: pdf.length,
+        content_base64: pdf.toString('base64'),
+        sha256: createHash('sha256').update(pdf).digest('hex'),
+        url: `${base}/api/v1/addresses/${a.id}/events/${e.id}/attachments/0`,
+      },
     ]);
+    const file = await fetch(e.data.attachments[0].url, { headers: { authorization: `Bearer ${a.token}` } });
+    assert.equal(file.status, 200);
+    assert.ok(Buffer.from(await file.arrayBuffer()).equals(pdf), 'an inline file is at its url too, byte for byte');
     assert.equal(e.data.raw.encoding, 'base64', 'a body with binary parts is not UTF-8');
   });
 

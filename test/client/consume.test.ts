@@ -28,6 +28,20 @@ function cli(args: string[]) {
   return { proc, done };
 }
 
+/** Whether a process runs (a zombie, ended but not yet reaped by whoever adopted it, does not). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 /** A handler in sh: checks the event JSON on stdin carries RA_EVENT_ID, logs RA_SEQUENCE, and fails once on `failOn`. */
 function handlerCommand(dir: string, failOn: number): string {
   const script = join(dir, 'handler.sh');
@@ -131,6 +145,39 @@ describe(`consume: at-least-once delivery to a command (${STORE})`, () => {
     assert.ok(counts.repeated <= kills, `at most the event in flight is repeated per kill (${counts.repeated} repeats)`);
     assert.equal(JSON.parse(readFileSync(file, 'utf8')).cursor, TOTAL, 'the cursor ends past the filtered-out events too');
   });
+
+  for (const [signal, claim] of [
+    ['SIGTERM', false],
+    ['SIGINT', true],
+  ] as const) {
+    it(`${signal} to consume${claim ? ' --claim' : ''} ends its running handler and what the handler started, then consume exits 0`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'ra-consume-'));
+      const file = join(dir, 'addr.json');
+      const ra = await ReturnAddress.create({ url: svc.baseUrl });
+      writeFileSync(file, JSON.stringify({ ...ra.created, cursor: 0, url: svc.baseUrl }), { mode: 0o600 });
+      await ra.deliver({ type: 'job', data: { i: 1 } });
+      // The handler starts a child of its own and sleeps: both must go when consume is stopped.
+      const handler = `sleep 60 & echo $! > ${dir}/child.pid; echo $$ > ${dir}/handler.pid; wait`;
+      const run = cli(['consume', '--save', file, '--exec', handler, ...(claim ? ['--claim'] : [])]);
+      const until = Date.now() + 20_000;
+      while (!(existsSync(join(dir, 'child.pid')) && existsSync(join(dir, 'handler.pid'))) && Date.now() < until) await sleep(20);
+      await sleep(50);
+      const pids = ['handler.pid', 'child.pid'].map((f) => Number(readFileSync(join(dir, f), 'utf8').trim()));
+      assert.ok(
+        pids.every((p) => p > 0 && alive(p)),
+        `the handler and its child run: ${pids}`,
+      );
+      run.proc.kill(signal);
+      const r = await run.done;
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, /started \(process group \d+\)/);
+      const gone = Date.now() + 3_000;
+      while (pids.some(alive) && Date.now() < gone) await sleep(20);
+      assert.deepEqual(pids.filter(alive), [], 'no process of the handler is left');
+      const [event] = (await ra.page({ after: 0 })).events;
+      assert.equal(event?.acknowledged_at ?? null, null, 'the interrupted event is not acknowledged: it is handed over again next time');
+    });
+  }
 
   it('TypeScript consume() with a named consumer: a handler that throws is retried in order; a new run resumes after what was handled', async () => {
     const ra = await ReturnAddress.create({ url: svc.baseUrl });

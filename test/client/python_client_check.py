@@ -84,6 +84,8 @@ assert r.returncode == 0, r.stderr
 r = subprocess.run([sys.executable, module, "wait", "--save", path, "--type", "x", "--match", "data.ok=true", "--ack", "--timeout", "5"], env=fresh, capture_output=True, text=True)
 assert r.returncode == 0 and json.loads(r.stdout)["acknowledged_at"], r.stderr
 assert json.load(open(path))["cursor"] == 0, "a filtered wait never moves the saved cursor"
+r = subprocess.run([sys.executable, module, "wait", "--save", path, "--type", "x", "--ack", "--timeout", "1"], env=fresh, capture_output=True, text=True)
+assert r.returncode == 2 and r.stdout == "", ("wait --ack in a loop does not return the acknowledged event again", r.returncode, r.stdout)
 r = subprocess.run([sys.executable, module, "events", "--save", path], env=fresh, capture_output=True, text=True)
 assert [e["sequence"] for e in json.loads(r.stdout)["events"]] == [1, 2] and json.load(open(path))["cursor"] == 0, r.stderr
 r = subprocess.run([sys.executable, module, "events", "--save", path, "--advance", "--type", "y"], env=fresh, capture_output=True, text=True)

@@ -13,6 +13,8 @@ const fixture = (name: string) => readFileSync(FIXTURES + name);
 
 const envelope: SmtpEnvelope = { mailFrom: 'bounce@example.org', rcptTo: 'abcdefghijkl@mail.example.net', remoteIp: '192.0.2.1' };
 
+const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+
 /** The event must survive a JSON round trip unchanged: it is stored as JSON text. */
 function assertJsonSafe(value: unknown): void {
   assert.deepEqual(JSON.parse(JSON.stringify(value)), value);
@@ -48,7 +50,7 @@ describe('mimeToEvent', () => {
       date: '2024-10-01T10:00:00.000Z',
       raw_size: raw.byteLength,
       parse_error: null,
-      raw: null,
+      raw: { size: raw.byteLength, sha256: sha256(raw), content_type: 'message/rfc822', url: '' },
       extracted: { otp_codes: [], links: [], reply_text: 'Build 42 passed. Grüße' },
       authentication: null,
     });
@@ -63,11 +65,12 @@ describe('mimeToEvent', () => {
 
     assert.equal(attachments.length, 2);
     const [bin, csv] = attachments;
+    const expected = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from(Array.from({ length: 256 }, (_, i) => i))]);
     assert.deepEqual(
       { ...bin, content_base64: undefined },
-      { filename: 'report.bin', content_type: 'application/octet-stream', size: 512, content_base64: undefined },
+      { filename: 'report.bin', content_type: 'application/octet-stream', size: 512, content_base64: undefined, sha256: sha256(expected), url: '' },
+      'every attachment carries its sha256, inline or not (the url is filled in per recipient)',
     );
-    const expected = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from(Array.from({ length: 256 }, (_, i) => i))]);
     assert.ok(Buffer.from(bin!.content_base64!, 'base64').equals(expected), 'binary attachment bytes survive exactly');
     assert.equal(csv!.filename, 'résumé.csv', 'RFC 2231 file name is decoded');
     assert.equal(csv!.content_type, 'text/csv');
@@ -119,7 +122,7 @@ describe('mimeToEvent', () => {
     const ev = await mimeToEvent(fixture('no-message-id.eml'), envelope);
     assert.equal('dedupe_key' in ev, false);
     assert.deepEqual(
-      { ...ev.data, headers: undefined, raw_size: undefined },
+      { ...ev.data, headers: undefined, raw_size: undefined, raw: undefined },
       {
         from: null,
         to: [],
@@ -135,7 +138,7 @@ describe('mimeToEvent', () => {
         attachments: [],
         raw_size: undefined,
         parse_error: null,
-        raw: null,
+        raw: undefined,
         extracted: { otp_codes: [], links: [], reply_text: 'only html' },
         authentication: null,
       },
@@ -160,7 +163,7 @@ describe('mimeToEvent', () => {
       attachments: [],
       raw_size: 0,
       parse_error: null,
-      raw: null,
+      raw: { size: 0, sha256: sha256(Buffer.alloc(0)), content_type: 'message/rfc822', url: '' },
       extracted: { otp_codes: [], links: [], reply_text: null },
       authentication: null,
     });

@@ -183,7 +183,10 @@ describe('SMTP listener', () => {
     assert.equal(ea[0].metadata.smtp_rcpt_to, a.email, 'the first recipient naming the address');
     assert.equal(eb[0].metadata.smtp_rcpt_to, b.email);
     assert.equal('dedupe_key' in ea[0], false, 'no Message-ID, no dedupe key');
-    assert.deepEqual(ea[0].data, eb[0].data, 'both copies carry the same message');
+    const own = (e: any) => ({ ...e.data, raw: { ...e.data.raw, url: undefined } });
+    assert.deepEqual(own(ea[0]), own(eb[0]), 'both copies carry the same message');
+    assert.ok(ea[0].data.raw.url.includes(`/${a.id}/events/${ea[0].id}/raw`), 'each copy names its own raw bytes');
+    assert.ok(eb[0].data.raw.url.includes(`/${b.id}/events/${eb[0].id}/raw`));
   });
 
   it('malformed MIME becomes an event with a parse_error, and the listener keeps serving', async () => {

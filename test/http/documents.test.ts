@@ -2,9 +2,10 @@
 // lists every route the app serves. The llms guides carry this deployment's real values.
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
-import { api } from '../helpers.js';
+import { api, createAddress } from '../helpers.js';
 import { type InjectedService, startInjectedService } from '../inject.js';
 import { OpenApiValidator } from '../openapi-validator.js';
 
@@ -141,6 +142,33 @@ describe('published documents', () => {
       full.text.includes('/events/stream') && full.text.includes('Last-Event-ID') && full.text.includes('/inspect'),
       'the event stream and the inspector are documented',
     );
+  });
+
+  it("the lists of accepted query parameters come from the routes' schemas: the 400s, the OpenAPI and the guide agree", async () => {
+    const a = await createAddress(svc.baseUrl);
+    const doc = (await api(svc.baseUrl, 'GET', '/openapi.json')).json;
+    const full = (await api(svc.baseUrl, 'GET', '/llms-full.txt')).text.replace(/\s+/g, ' ');
+    for (const path of ['/api/v1/addresses/{addressId}/events', '/api/v1/addresses/{addressId}/events/stream']) {
+      const names = (doc.paths[path].get.parameters as { in: string; name: string }[]).filter((p) => p.in === 'query').map((p) => p.name);
+      const r = await api(svc.baseUrl, 'GET', `${path.replace('{addressId}', a.id)}?cursor=2`, { token: a.token });
+      assert.equal(r.status, 400, r.text);
+      const message = `Unknown query parameter 'cursor': the allowed ones are ${names.join(', ')}.`;
+      assert.equal(r.json.error.message, message, path);
+      assert.ok(names.includes('consumer') && names.includes('after'), `${path}: ${names.join(', ')}`);
+      if (path.endsWith('/events')) assert.ok(full.includes(message), `the guide quotes the live message: ${message}`);
+    }
+  });
+
+  it('the TypeScript client is named @return-address/client everywhere a user reads', async () => {
+    const full = (await api(svc.baseUrl, 'GET', '/llms-full.txt')).text;
+    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+    for (const [name, text] of [
+      ['llms-full.txt', full],
+      ['README.md', readme],
+    ] as const) {
+      assert.doesNotMatch(text, /from ['"]return-address['"]/, `${name} imports the client by the service package's name`);
+      assert.match(text, /from '@return-address\/client'/, `${name} shows the client's import`);
+    }
   });
 
   it('documents the event stream as text/event-stream with its query and Last-Event-ID header', async () => {

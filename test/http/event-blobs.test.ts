@@ -92,7 +92,7 @@ describe(`bounded events: bytes beside the event (${STORE})`, () => {
     assert.equal((await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events/evt_nope/raw`, { token: a.token })).status, 404);
   });
 
-  it('a large multipart file goes beside the event as attachments/{n}; a small one stays inline', async () => {
+  it('a large multipart file goes beside the event as attachments/{n}; a small one stays inline and is at its url too', async () => {
     const a = await createAddress(svc.baseUrl);
     const file = Buffer.alloc(300 * 1024);
     for (let i = 0; i < file.length; i++) file[i] = (i * 7) & 0xff;
@@ -113,11 +113,12 @@ describe(`bounded events: bytes beside the event (${STORE})`, () => {
     assert.equal(got.status, 200);
     assert.equal(got.headers.get('content-type'), 'application/zip');
     assert.ok(Buffer.from(await got.arrayBuffer()).equals(file));
-    assert.equal(
-      (await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events/${e.id}/attachments/0`, { token: a.token })).status,
-      404,
-      'inline: no stored bytes',
-    );
+    assert.equal(small.url, `${svc.baseUrl}/api/v1/addresses/${a.id}/events/${e.id}/attachments/0`, 'an inline file has a url too');
+    assert.equal(small.sha256, sha256(Buffer.from('tiny')));
+    const tiny = await fetch(small.url, { headers: { authorization: `Bearer ${a.token}` } });
+    assert.equal(tiny.status, 200);
+    assert.equal(tiny.headers.get('content-type'), 'text/plain');
+    assert.equal(await tiny.text(), 'tiny');
   });
 
   it('JSON with a number beyond a 64-bit float (1e999) is stored as broken JSON: body null, bytes in raw', async () => {
@@ -199,7 +200,7 @@ describe(`bounded events: bytes beside the event (${STORE})`, () => {
     assert.equal(got.status, 200);
     assert.equal(sha256(gotBytes), att.sha256);
     assert.ok(gotBytes.equals(payload), `the attachment's bytes: ${gotBytes.length} of ${payload.length}`);
-    assert.equal(e.data.raw, null);
+    assert.equal(e.data.raw.size, Buffer.byteLength(message), 'a mail that parsed keeps its raw message too');
 
     const broken = `From: x@example.org\r\nTo: ${a.email}\r\nContent-Type: multipart/mixed; boundary="never"\r\n\r\n${'body line\r\n'.repeat(10)}`;
     const s2 = await sendRaw(svc.smtpPort, { from: 'x@example.org', rcpts: [a.email], message: broken });

@@ -138,6 +138,11 @@ describe('MCP endpoint', () => {
     assert.deepEqual([w.timeout!.minimum, w.timeout!.maximum, w.timeout!.default], [0, 55, 25]);
     assert.ok(JSON.stringify(w.type).includes('"string"'), 'type is a string (or a list of them)');
     assert.deepEqual(byName.wait_for_event!.inputSchema.required ?? [], [], 'every wait_for_event argument is optional');
+    assert.match(byName.wait_for_event!.description ?? '', /prefix ending in \.\*/, 'prefixes are said to work');
+    assert.doesNotMatch(byName.wait_for_event!.description ?? '', /exactly `type`/);
+    assert.match(byName.wait_for_event!.description ?? '', /after = next_cursor/, 'how to wait past one call');
+    // One minimum everywhere: the HTTP schema's MIN_APPROVAL_SECONDS (60 by default), not 1.
+    assert.equal(props('request_approval').expires_in_seconds!.minimum, 60);
   });
 
   it('get_address returns the same {address} as GET /api/v1/addresses/{id}, without the token', async () => {
@@ -291,6 +296,8 @@ describe('MCP endpoint', () => {
       ['wait_for_event', { timeout: -1 }, /timeout/],
       ['wait_for_event', { type: 7 }, /type/],
       ['get_address', { verbose: true }, /verbose/],
+      ['request_approval', { question: 'Q?', expires_in_seconds: 1 }, /expires_in_seconds/],
+      ['request_approval', { question: 'Q?', expires_in_seconds: 59 }, /expires_in_seconds/],
     ];
     for (const [tool, args, names] of cases) {
       assert.match(await callError(c, tool, args), names, `${tool} ${JSON.stringify(args)}`);

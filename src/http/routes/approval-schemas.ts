@@ -121,6 +121,19 @@ export const ApprovalPageParams = Type.Object({
   secret: Type.String({ description: "The approval's secret (aa_approve_…), as in the url of the 201." }),
 });
 
+/**
+ * The page's query: anything, ignored. Chat and mail tools append their own parameters to a link
+ * they carry (`utm_source`, `fbclid`, …); only the path is the credential, so the page shows and a
+ * form posted back to that same URL records normally.
+ */
+export const ApprovalPageQuery = Type.Object(
+  {},
+  {
+    additionalProperties: true,
+    description: 'Any query parameters (utm_*, fbclid, …, added by the channel that carried the link) are accepted and ignored.',
+  },
+);
+
 export const AnswerBody = Type.Object(
   {
     option: Type.String({ description: "One of the approval's option ids." }),

@@ -17,7 +17,7 @@ import { sendJsonText } from '../json-text.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, BEARER, ErrorBody, errorResponses, NO_AUTH } from '../schemas.js';
-import { AnswerBody, ApprovalPageParams, ApprovalParams, ApprovalResponse, createApprovalBody } from './approval-schemas.js';
+import { AnswerBody, ApprovalPageParams, ApprovalPageQuery, ApprovalParams, ApprovalResponse, createApprovalBody } from './approval-schemas.js';
 
 /** A page's form and an answer's JSON are small: the largest valid answer is ~130 KB of text, escaped. */
 const ANSWER_BODY_LIMIT = 256 * 1024;
@@ -160,6 +160,7 @@ export const approvalRoutes =
             tags: ['approvals'],
             security: NO_AUTH,
             params: ApprovalPageParams,
+            querystring: ApprovalPageQuery,
             response: { 200: pageDoc('The page.'), 404: pageDoc('No approval at this URL (unknown id or wrong secret).') },
           },
         },
@@ -187,6 +188,7 @@ export const approvalRoutes =
             tags: ['approvals'],
             security: NO_AUTH,
             params: ApprovalPageParams,
+            querystring: ApprovalPageQuery,
             body: {
               content: {
                 'application/json': { schema: AnswerBody },

@@ -1,6 +1,6 @@
 // GET /api/v1/addresses/{id}/events/{eventId}/raw and …/attachments/{n} (design.md, "Bounded work"): the
-// bytes stored beside an event, exactly, with their content type, Content-Length and
-// ETag: "<sha256>". Served a chunk at a time from the store (blobs/event-blob.ts), so a 25 MiB
+// bytes stored beside an event (every mail's raw message, every attachment, a captured body too
+// large to sit inline), exactly, with their content type, Content-Length and ETag: "<sha256>". Served a chunk at a time from the store (blobs/event-blob.ts), so a 25 MiB
 // body is never held whole in JS, and a slow reader holds one chunk (the socket's backpressure).
 // The bytes are a sender's: they are sent as an attachment, never sniffed and sandboxed, so a
 // captured text/html body cannot run as a page of this origin.
@@ -60,9 +60,8 @@ export const eventBlobRoutes =
           operationId: 'getEventRaw',
           summary: 'Download the raw bytes of an event',
           description:
-            'The body of a captured request, or the whole message of an email, when the event stores it beside its JSON (data.raw.url): ' +
-            'a body too large to sit inline (MAX_EVENT_BYTES), or a message that could not be parsed. 404 when the event has no such bytes. ' +
-            'Honours If-None-Match (304).',
+            'The whole RFC 822 message of every email event, or the body of a captured request too large to sit inline (MAX_EVENT_BYTES): ' +
+            'the event names it as data.raw.url. 404 when the event has no such bytes. Honours If-None-Match (304).',
           tags: ['events'],
           security: BEARER,
           params: RawParams,
@@ -80,8 +79,8 @@ export const eventBlobRoutes =
           operationId: 'getEventAttachment',
           summary: 'Download an attachment of an event',
           description:
-            'Attachment n (the index in data.attachments) when it is stored beside the event (its entry has url instead of content_base64). ' +
-            '404 when there is no such attachment or it is inline. Honours If-None-Match (304).',
+            'Attachment n (the index in data.attachments, whose entry names this url and its sha256), whether or not its bytes also sit inline ' +
+            'as content_base64. 404 when there is no such attachment. Honours If-None-Match (304).',
           tags: ['events'],
           security: BEARER,
           params: AttachmentParams,

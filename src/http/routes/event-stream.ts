@@ -14,28 +14,23 @@ import type { EventStream } from '../../domain/event-stream.js';
 import type { EventRecord } from '../../domain/model.js';
 import { eventJson } from '../../domain/representation.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
-import { READ_OPTION_PROPERTIES, readOptions } from '../read-options.js';
+import { onlyTheseParameters, READ_OPTION_PROPERTIES, readOptions } from '../read-options.js';
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, BEARER, errorResponses } from '../schemas.js';
 
 const MAX_CURSOR = Number.MAX_SAFE_INTEGER;
 
-export const StreamQuery = Type.Object(
-  {
-    after: Type.Optional(
-      Type.Integer({
-        minimum: 0,
-        maximum: MAX_CURSOR,
-        description: 'Send the events whose sequence is greater than this cursor (default 0: the whole queue). A Last-Event-ID header takes precedence.',
-      }),
-    ),
-    ...READ_OPTION_PROPERTIES,
-  },
-  {
-    additionalProperties: false,
-    description: `Only after, ${Object.keys(READ_OPTION_PROPERTIES).join(', ')}: any other query parameter is 400 invalid_request naming it.`,
-  },
-);
+const STREAM_PROPERTIES = {
+  after: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: MAX_CURSOR,
+      description: 'Send the events whose sequence is greater than this cursor (default 0: the whole queue). A Last-Event-ID header takes precedence.',
+    }),
+  ),
+  ...READ_OPTION_PROPERTIES,
+};
+export const StreamQuery = Type.Object(STREAM_PROPERTIES, { additionalProperties: false, description: onlyTheseParameters(STREAM_PROPERTIES) });
 
 const StreamHeaders = Type.Object({
   'last-event-id': Type.Optional(

@@ -7,18 +7,13 @@ import type { Page } from '../../domain/model.js';
 import { eventJson, eventPageBody } from '../../domain/representation.js';
 import { sendJsonText } from '../json-text.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
-import { READ_OPTION_PROPERTIES, readOptions } from '../read-options.js';
+import { onlyTheseParameters, READ_OPTION_PROPERTIES, readOptions } from '../read-options.js';
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, BEARER, EventPage, EventParams, EventResponse, EventsQuery, errorResponses } from '../schemas.js';
 
 /** GET /api/v1/addresses/{id}/events's parameters, with the filter and consumer of every read. */
-export const EventsReadQuery = Type.Object(
-  { ...EventsQuery.properties, ...READ_OPTION_PROPERTIES },
-  {
-    additionalProperties: false,
-    description: `Only after, limit, wait, ${Object.keys(READ_OPTION_PROPERTIES).join(', ')}: any other query parameter is 400 invalid_request naming it.`,
-  },
-);
+const EVENTS_READ_PROPERTIES = { ...EventsQuery.properties, ...READ_OPTION_PROPERTIES };
+export const EventsReadQuery = Type.Object(EVENTS_READ_PROPERTIES, { additionalProperties: false, description: onlyTheseParameters(EVENTS_READ_PROPERTIES) });
 
 export const eventRoutes =
   ({ service, store }: AppDeps): FastifyPluginAsyncTypebox =>
