@@ -55,6 +55,11 @@ export const ERROR_CATALOGUE = {
     description:
       'The address already has MAX_STREAMS_PER_ADDRESS open event streams, or this client MAX_STREAMS_PER_CLIENT; close one, then retry after Retry-After seconds.',
   },
+  blocked: {
+    status: 403,
+    description:
+      "This client's IP address is in the operator's block list (BLOCK_CIDRS): creating addresses and delivering from it are refused. Nothing to retry; ask the operator.",
+  },
   internal: { status: 500, description: 'An unexpected server error. Nothing about it is revealed; it is logged.' },
 } as const;
 
@@ -74,6 +79,12 @@ export class ApiError extends Error {
     this.status = ERROR_CATALOGUE[code].status;
   }
 }
+
+/**
+ * The error code each answered request carried, by its reply object (set where every error is
+ * answered): the metrics tell a 429 queue_full from a 429 rate_limited by it, without reading bodies.
+ */
+export const answeredErrorCodes = new WeakMap<object, ErrorCode>();
 
 /** The documented error body, `{"error":{"code","message"}}`: the one place it is built. */
 export function errorBody(code: ErrorCode, message: string): { error: { code: ErrorCode; message: string } } {

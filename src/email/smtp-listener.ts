@@ -187,11 +187,13 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
       resolve(address.address).then(
         (recipient) => {
           service.observer.smtp('rcpt', recipient ? 250 : 550);
+          if (!recipient) service.observer.mailRefused('not_found');
           callback(recipient ? null : smtpError(550, `No such mailbox here: <${address.address}>`));
         },
         (err: unknown) => {
           log.error({ err }, 'looking up an email recipient failed');
           service.observer.smtp('rcpt', 451);
+          service.observer.mailRefused('unavailable');
           callback(smtpError(451, 'Temporary failure looking up the recipient, try again later'));
         },
       );
@@ -244,6 +246,7 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
         if (overBudget) {
           log.warn({ session: session.id, buffered: budget.held }, 'email refused for now: too many message bytes in memory');
           service.observer.smtp('data', 452);
+          service.observer.mailRefused('unavailable');
           callback(smtpError(452, 'Insufficient system storage, try again later'));
           return;
         }
@@ -264,6 +267,7 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
               // Every parser stayed busy (or the service is stopping): the message is not the problem, the sender retries.
               log.warn({ err, session: session.id }, 'email refused for now: no mail parser free');
               service.observer.smtp('data', 451);
+              service.observer.mailRefused('unavailable');
               callback(smtpError(451, 'Too much mail being processed, try again later'));
             } else if (typeof (err as SMTPServerError).responseCode === 'number') {
               service.observer.smtp('data', (err as SMTPServerError).responseCode as number);
