@@ -34,7 +34,7 @@ export const ERROR_CATALOGUE = {
   rate_limited: {
     status: 429,
     description:
-      'Too many addresses created from this client IP (CREATE_RATE_LIMIT), or too many deliveries to this address (DELIVERY_RATE_LIMIT, when the operator set it); retry after Retry-After seconds.',
+      'Too many addresses created from this client IP (CREATE_RATE_LIMIT), too many deliveries to this address (DELIVERY_RATE_LIMIT), or from this client across addresses (DELIVERY_RATE_LIMIT_PER_IP), the last two when the operator set them; retry after Retry-After seconds.',
   },
   too_many_consumers: {
     status: 409,
