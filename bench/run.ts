@@ -11,6 +11,7 @@
 // BENCH_RETENTION_STORE (sqlite or postgres: run the retention scenario on that store only),
 // BENCH_STREAMS (event streams held on one address in the streams scenario, default 1000),
 // BENCH_SERVICE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service),
+// BENCH_METRICS=1 (the services run with METRICS_PORT set: what the Prometheus series cost a delivery),
 // BENCH_PG_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres).
 
 import { spawnSync } from 'node:child_process';
@@ -286,6 +287,7 @@ async function startService(dataDir: string, extra: Record<string, string> = {},
       // Scenario 7 holds BENCH_STREAMS streams on one address from four source IPs: above the default caps.
       MAX_STREAMS_PER_ADDRESS: String(Math.max(100, STREAMS)),
       MAX_STREAMS_PER_CLIENT: String(Math.max(200, STREAMS)),
+      ...(process.env.BENCH_METRICS === '1' ? { METRICS_PORT: '0' } : {}),
       ...extra,
     },
     url,

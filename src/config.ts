@@ -1,6 +1,7 @@
 // Environment variables -> one typed, frozen Config, validated once at boot. A bad value stops the
 // process with a message naming the variable, before anything listens.
 import { isIP } from 'node:net';
+import { parseBlockCidrs } from './abuse/block-list.js';
 import { MAX_WAIT_SECONDS } from './domain/long-poll.js';
 import { MAX_RATE_WINDOW_MS } from './domain/rate-window.js';
 
@@ -93,6 +94,11 @@ export interface Config {
   /** DELIVERY_RATE_LIMIT: deliveries per address per window over inbox, capture and mail; undefined = no limit. */
   readonly deliveryRateLimit: number | undefined;
   readonly deliveryRateWindowSeconds: number;
+  /** BLOCK_CIDRS: IPs and prefixes whose creates and deliveries are refused (403 blocked; SMTP 550). */
+  readonly blockCidrs: readonly string[];
+  /** DELIVERY_RATE_LIMIT_PER_IP per DELIVERY_RATE_PER_IP_WINDOW_SECONDS: deliveries per client key across addresses. */
+  readonly deliveryRateLimitPerIp: number | undefined;
+  readonly deliveryRatePerIpWindowSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -124,6 +130,14 @@ function int(env: Env, name: string, dflt: number, min: number, max = Number.MAX
 /** A whole number, or undefined when the variable is unset (the control it sets is off). */
 function optionalInt(env: Env, name: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
   return raw(env, name) === undefined ? undefined : int(env, name, 0, min, max);
+}
+
+function blockCidrs(env: Env): string[] {
+  const v = raw(env, 'BLOCK_CIDRS');
+  if (v === undefined) return [];
+  const parsed = parseBlockCidrs(v);
+  if ('error' in parsed) throw new ConfigError('BLOCK_CIDRS', `${parsed.error}; list IPs or prefixes separated by commas`);
+  return parsed.entries;
 }
 
 /**
@@ -295,6 +309,9 @@ export function loadConfig(env: Env = process.env): Config {
     maxTtlSeconds,
     deliveryRateLimit: optionalInt(env, 'DELIVERY_RATE_LIMIT', 1, 1_000_000_000),
     deliveryRateWindowSeconds: int(env, 'DELIVERY_RATE_WINDOW_SECONDS', 60, 1, MAX_RATE_WINDOW_MS / 1000),
+    blockCidrs: blockCidrs(env),
+    deliveryRateLimitPerIp: optionalInt(env, 'DELIVERY_RATE_LIMIT_PER_IP', 1, 1_000_000_000),
+    deliveryRatePerIpWindowSeconds: int(env, 'DELIVERY_RATE_PER_IP_WINDOW_SECONDS', 60, 1, MAX_RATE_WINDOW_MS / 1000),
     minApprovalSeconds: int(env, 'MIN_APPROVAL_SECONDS', 60, 1, 86_400),
   });
 }

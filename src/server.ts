@@ -1,6 +1,8 @@
 // Process entry: configuration, storage, HTTP and SMTP listeners, the sweeper, graceful shutdown.
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { pino } from 'pino';
+import { BlockList } from './abuse/block-list.js';
+import { ClientDeliveryLimit } from './abuse/client-delivery-limit.js';
 import { buildApp } from './app.js';
 import { approvalServiceOf } from './approvals/approval-service.js';
 import { Capture } from './capture/capture.js';
@@ -83,6 +85,15 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         tlsKeyFile: config.smtpTlsKey,
         maxBufferedBytes: config.smtpMaxBufferedBytes,
         maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
+        blockList: config.blockCidrs.length > 0 ? new BlockList(config.blockCidrs) : undefined,
+        deliveryLimit:
+          config.deliveryRateLimitPerIp === undefined
+            ? undefined
+            : new ClientDeliveryLimit(store, {
+                limit: config.deliveryRateLimitPerIp,
+                windowSeconds: config.deliveryRatePerIpWindowSeconds,
+                ipv6PrefixBits: config.ipv6PrefixBits,
+              }),
         dnsResolver: opts.dnsResolver,
         dnsLookupTimeoutMs: opts.dnsLookupTimeoutMs,
         authenticationBudgetMs: opts.authenticationBudgetMs,

@@ -58,6 +58,36 @@ export interface ListOptions {
   ip?: string | undefined;
 }
 
+/** Which addresses a bulk delete takes: all conditions given must hold (at least one is). */
+export interface BulkMatch {
+  /** The creating client's IP as stored (created_ip, an IPv6 client as its prefix): any of these. */
+  ips?: string[] | undefined;
+  /** Created strictly before this time (epoch ms). */
+  createdBefore?: number | undefined;
+}
+
+/** Addresses a bulk delete removes per statement: each batch is one short write, so the service's own writes interleave. */
+const BULK_DELETE_BATCH = 200;
+
+function bulkWhere(match: BulkMatch, param: (i: number) => string): { sql: string; values: (string | number)[] } {
+  const parts: string[] = [];
+  const values: (string | number)[] = [];
+  if (match.ips !== undefined) {
+    const marks: string[] = [];
+    for (const ip of match.ips) {
+      values.push(ip);
+      marks.push(param(values.length));
+    }
+    parts.push(`created_ip IN (${marks.join(', ')})`);
+  }
+  if (match.createdBefore !== undefined) {
+    values.push(match.createdBefore);
+    parts.push(`created_at < ${param(values.length)}`);
+  }
+  if (parts.length === 0) throw new AdminError('a bulk delete needs --ip or --created-before');
+  return { sql: parts.join(' AND '), values };
+}
+
 export interface AdminStore {
   readonly kind: 'sqlite' | 'postgres';
   readonly location: string;
@@ -65,6 +95,8 @@ export interface AdminStore {
   show(id: string): Promise<AddressSummary | null>;
   /** Deletes the address and its events; false when there is none. */
   delete(id: string): Promise<boolean>;
+  /** How many addresses match; with `dryRun` false, deletes them (and their events) in batches and says how many went. */
+  deleteMatching(match: BulkMatch, dryRun: boolean): Promise<number>;
   stats(now: number): Promise<StoreStats>;
   /** SQLite's online backup to `file`; PostgreSQL refuses (use pg_dump). */
   backup(file: string): Promise<{ bytes: number }>;
@@ -167,6 +199,24 @@ class SqliteAdmin implements AdminStore {
 
   async delete(id: string): Promise<boolean> {
     return this.db.prepare<[string]>('DELETE FROM addresses WHERE id = ?').run(id).changes > 0;
+  }
+
+  async deleteMatching(match: BulkMatch, dryRun: boolean): Promise<number> {
+    const { sql, values } = bulkWhere(match, () => '?');
+    if (dryRun)
+      return (
+        this.db
+          .prepare<unknown[], number>(`SELECT count(*) FROM addresses WHERE ${sql}`)
+          .pluck()
+          .get(...values) ?? 0
+      );
+    const batch = this.db.prepare(`DELETE FROM addresses WHERE id IN (SELECT id FROM addresses WHERE ${sql} LIMIT ${BULK_DELETE_BATCH})`);
+    let deleted = 0;
+    for (;;) {
+      const n = batch.run(...values).changes;
+      deleted += n;
+      if (n < BULK_DELETE_BATCH) return deleted;
+    }
   }
 
   async stats(now: number): Promise<StoreStats> {
@@ -278,6 +328,26 @@ class PostgresAdmin implements AdminStore {
       CHANGE_CHANNEL,
     ]);
     return r.rowCount === 1;
+  }
+
+  async deleteMatching(match: BulkMatch, dryRun: boolean): Promise<number> {
+    const { sql, values } = bulkWhere(match, (i) => `$${i}`);
+    if (dryRun) {
+      const r = await this.client.query<{ n: string }>(`SELECT count(*) AS n FROM addresses WHERE ${sql}`, values);
+      return Number(r.rows[0]?.n ?? 0);
+    }
+    let deleted = 0;
+    for (;;) {
+      // As delete(): each deleted address NOTIFYs, so every instance ends its waits on it.
+      const r = await this.client.query(
+        `WITH gone AS (DELETE FROM addresses WHERE id IN (SELECT id FROM addresses WHERE ${sql} LIMIT ${BULK_DELETE_BATCH}) RETURNING id)
+         SELECT pg_notify($${values.length + 1}, id) FROM gone`,
+        [...values, CHANGE_CHANNEL],
+      );
+      const n = r.rowCount ?? 0;
+      deleted += n;
+      if (n < BULK_DELETE_BATCH) return deleted;
+    }
   }
 
   async stats(now: number): Promise<StoreStats> {

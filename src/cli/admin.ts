@@ -1,9 +1,12 @@
 // `return-address admin list|show|delete|stats`: the operator's commands on the store itself
 // (DATA_DIR or DATABASE_URL, as the service reads them), with no network surface. Tables for
 // people, --json for scripts. Exit 0 done, 1 error (no store, no such address, bad usage).
+
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
-import { type AddressSummary, AdminError, type AdminStore, openAdminStore } from '../admin/admin-store.js';
+import { type AddressSummary, AdminError, type AdminStore, type BulkMatch, openAdminStore } from '../admin/admin-store.js';
 import { type Config, ConfigError, loadConfig } from '../config.js';
+import { clientKey } from '../domain/client-key.js';
 
 export const ADMIN_HELP = `Usage: return-address admin <list|show|delete|stats> [options]
 
@@ -14,10 +17,16 @@ PostgreSQL); safe while the service runs: a deletion takes effect on the running
                                events, stored bytes, creation time and the creating client's IP
   show ADDRESS_ID              one address
   delete ADDRESS_ID            delete the address and all its events
+  delete --ip IP | --created-before TIME [--yes]
+                               every address created from IP (an IPv6 client by its
+                               IPV6_PREFIX_BITS prefix) and/or created before TIME (ISO 8601,
+                               e.g. 2026-11-01T00:00:00Z): prints how many would go; with --yes
+                               deletes them and their events, in batches
   stats                        totals: addresses, events, bytes, oldest unacknowledged, top creators
 
 Options:
   --json         JSON on stdout instead of a table
+  --yes          carry out a bulk delete (without it, only the count is printed)
   -h, --help     this help
 
 Exit codes: 0 success, 1 error (no store, no such address, bad usage).
@@ -60,10 +69,11 @@ export function adminConfig(): Config {
   }
 }
 
-async function withStore<T>(fn: (store: AdminStore) => Promise<T>): Promise<T> {
-  const store = await openAdminStore(adminConfig());
+async function withStore<T>(fn: (store: AdminStore, config: Config) => Promise<T>): Promise<T> {
+  const config = adminConfig();
+  const store = await openAdminStore(config);
   try {
-    return await fn(store);
+    return await fn(store, config);
   } finally {
     await store.close();
   }
@@ -75,9 +85,39 @@ function positiveInt(v: string | undefined, name: string, dflt: number): number 
   return Number(v);
 }
 
+/**
+ * What `delete --ip/--created-before` matches. An IP is matched as stored: an IPv4 address as
+ * itself, an IPv6 one as its client key (the service stores the prefix); a stored key may be given
+ * as it is listed.
+ */
+function bulkMatch(ip: string | undefined, before: string | undefined, ipv6PrefixBits: number): BulkMatch {
+  const match: BulkMatch = {};
+  if (ip !== undefined) match.ips = isIP(ip) ? [...new Set([ip, clientKey(ip, ipv6PrefixBits)])] : [ip];
+  if (before !== undefined) {
+    const at = /^\d{4}-\d{2}-\d{2}/.test(before) ? Date.parse(before) : Number.NaN;
+    if (Number.isNaN(at)) throw new AdminError(`--created-before takes an ISO 8601 time such as 2026-11-01T00:00:00Z, got "${before}"`);
+    match.createdBefore = at;
+  }
+  return match;
+}
+
+function describeMatch(match: BulkMatch): string {
+  const parts: string[] = [];
+  if (match.ips) parts.push(`created from ${match.ips.join(' or ')}`);
+  if (match.createdBefore !== undefined) parts.push(`created before ${new Date(match.createdBefore).toISOString()}`);
+  return parts.join(' and ');
+}
+
 /** Runs `admin …`; resolves to the exit code. */
 export async function adminCommand(args: string[]): Promise<number> {
-  const options = { json: { type: 'boolean' }, limit: { type: 'string' }, ip: { type: 'string' }, help: { type: 'boolean', short: 'h' } } as const;
+  const options = {
+    json: { type: 'boolean' },
+    limit: { type: 'string' },
+    ip: { type: 'string' },
+    'created-before': { type: 'string' },
+    yes: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  } as const;
   const parse = () => {
     try {
       return parseArgs({ args, allowPositionals: true, strict: true, options });
@@ -114,6 +154,25 @@ export async function adminCommand(args: string[]): Promise<number> {
       });
     }
     case 'delete': {
+      if (operands.length === 0 && (values.ip !== undefined || values['created-before'] !== undefined)) {
+        return withStore(async (store, config) => {
+          const match = bulkMatch(values.ip, values['created-before'], config.ipv6PrefixBits);
+          const what = describeMatch(match);
+          if (!values.yes) {
+            const count = await store.deleteMatching(match, true);
+            print(
+              { would_delete: count, dry_run: true },
+              `${count} address(es) ${what} would be deleted with their events; run again with --yes to delete them\n`,
+            );
+            return 0;
+          }
+          const count = await store.deleteMatching(match, false);
+          print({ deleted: count }, `deleted ${count} address(es) ${what} and their events\n`);
+          return 0;
+        });
+      }
+      if (values.ip !== undefined || values['created-before'] !== undefined)
+        throw new AdminError('admin delete takes an ADDRESS_ID or --ip/--created-before, not both');
       const id = oneId();
       return withStore(async (store) => {
         if (!(await store.delete(id))) throw new AdminError(`no address ${id} in ${store.location}`);

@@ -59,6 +59,16 @@ export function guideValues(c: Config): Record<string, string> {
           'Retry-After (email: 451, try again later, with the seconds). Refused deliveries do not count.'
         : 'This deployment sets no delivery rate limit (DELIVERY_RATE_LIMIT is unset; when set, deliveries per address per ' +
           'DELIVERY_RATE_WINDOW_SECONDS, inbox, capture URL and email together, over it get 429 rate_limited with Retry-After, email 451).',
+    client_controls_rule:
+      (c.blockCidrs.length > 0
+        ? `This deployment blocks ${c.blockCidrs.length} IP address(es) or prefix(es) (BLOCK_CIDRS): a create or a delivery from one is 403 blocked, whatever else it sends (email: 550 at connect). `
+        : 'This deployment blocks no network (BLOCK_CIDRS is unset; when set, creates and deliveries from a listed IP or prefix are 403 blocked, email 550 at connect). ') +
+      (c.deliveryRateLimitPerIp !== undefined
+        ? `It accepts at most ${c.deliveryRateLimitPerIp} deliveries per client per ${c.deliveryRatePerIpWindowSeconds} s across all addresses ` +
+          '(DELIVERY_RATE_LIMIT_PER_IP per DELIVERY_RATE_PER_IP_WINDOW_SECONDS; an IPv6 client counts by its IPV6_PREFIX_BITS prefix), shared by all instances: ' +
+          'over it, 429 rate_limited with Retry-After (email: 451 at RCPT TO). Counted once the inbox secret is checked, before the body is read.'
+        : 'It sets no per-client delivery limit (DELIVERY_RATE_LIMIT_PER_IP is unset; when set, deliveries from one client across all addresses per ' +
+          'DELIVERY_RATE_PER_IP_WINDOW_SECONDS, over it 429 rate_limited with Retry-After, email 451).'),
     retention_rule:
       c.retainAckedSeconds !== undefined
         ? `Acknowledged events are deleted ${c.retainAckedSeconds} s after their acknowledgement (RETAIN_ACKED_SECONDS), ` +

@@ -34,7 +34,7 @@ export const ERROR_CATALOGUE = {
   rate_limited: {
     status: 429,
     description:
-      'Too many addresses created from this client IP (CREATE_RATE_LIMIT), or too many deliveries to this address (DELIVERY_RATE_LIMIT, when the operator set it); retry after Retry-After seconds.',
+      'Too many addresses created from this client IP (CREATE_RATE_LIMIT), too many deliveries to this address (DELIVERY_RATE_LIMIT), or from this client across addresses (DELIVERY_RATE_LIMIT_PER_IP), the last two when the operator set them; retry after Retry-After seconds.',
   },
   too_many_consumers: {
     status: 409,
@@ -55,6 +55,11 @@ export const ERROR_CATALOGUE = {
     description:
       'The address already has MAX_STREAMS_PER_ADDRESS open event streams, or this client MAX_STREAMS_PER_CLIENT; close one, then retry after Retry-After seconds.',
   },
+  blocked: {
+    status: 403,
+    description:
+      "This client's IP address is in the operator's block list (BLOCK_CIDRS): creating addresses and delivering from it are refused. Nothing to retry; ask the operator.",
+  },
   internal: { status: 500, description: 'An unexpected server error. Nothing about it is revealed; it is logged.' },
 } as const;
 
@@ -74,6 +79,12 @@ export class ApiError extends Error {
     this.status = ERROR_CATALOGUE[code].status;
   }
 }
+
+/**
+ * The error code each answered request carried, by its reply object (set where every error is
+ * answered): the metrics tell a 429 queue_full from a 429 rate_limited by it, without reading bodies.
+ */
+export const answeredErrorCodes = new WeakMap<object, ErrorCode>();
 
 /** The documented error body, `{"error":{"code","message"}}`: the one place it is built. */
 export function errorBody(code: ErrorCode, message: string): { error: { code: ErrorCode; message: string } } {

@@ -11,8 +11,16 @@ export type DeliveryRoute = 'inbox' | 'capture' | 'email' | 'other';
  */
 export type DeliveryOutcome = 'created' | 'duplicate' | 'queue_full' | 'expired' | 'too_large' | 'rate_limited' | 'not_found' | 'invalid' | 'error';
 
+/** Why a delivery was refused, whichever way it came (return_address_deliveries_refused_total's reason). */
+export type RefusalReason = 'not_found' | 'invalid' | 'unauthorized' | 'too_large' | 'rate_limited' | 'queue_full' | 'expired' | 'unavailable' | 'blocked';
+
 export interface ServiceObserver {
   delivery(route: DeliveryRoute, outcome: DeliveryOutcome): void;
+  /**
+   * A mail refused before any delivery was tried (an unknown recipient, a blocked or rate-limited
+   * sender, no room to read it): the SMTP listener tells it; HTTP refusals are counted from answers.
+   */
+  mailRefused(reason: RefusalReason): void;
   /** Seconds from handing an event to the store to its durable commit (group commit included). */
   commit(seconds: number): void;
   /** A captured request's signature verdict: verified, failed, unverified (no secret set), unsigned. */
@@ -25,6 +33,7 @@ export interface ServiceObserver {
 
 export const NO_OBSERVER: ServiceObserver = {
   delivery() {},
+  mailRefused() {},
   commit() {},
   signature() {},
   approval() {},

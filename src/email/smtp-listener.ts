@@ -22,6 +22,8 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerError, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
+import type { BlockList } from '../abuse/block-list.js';
+import type { ClientDeliveryLimit } from '../abuse/client-delivery-limit.js';
 import { clientKey } from '../domain/client-key.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { MailParseLimitError, MailParsePool } from './mail-parse-pool.js';
@@ -38,6 +40,10 @@ export { DEFAULT_MAX_CONNECTIONS_PER_IP } from './smtp-connection-limits.js';
 export { parseRecipient } from './smtp-recipients.js';
 
 export interface SmtpListenerOptions {
+  /** BLOCK_CIDRS: a peer in it is refused at connect (550). */
+  blockList?: BlockList | undefined;
+  /** DELIVERY_RATE_LIMIT_PER_IP: each accepted recipient counts one delivery from the peer; over it, 451 at RCPT TO. */
+  deliveryLimit?: ClientDeliveryLimit | undefined;
   port: number;
   host: string;
   emailDomain: string;
@@ -171,6 +177,10 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
     logger: false,
 
     onConnect(session, callback) {
+      if (opts.blockList?.has(session.remoteAddress)) {
+        service.observer.mailRefused('blocked');
+        return callback(smtpError(550, "Mail from your network is blocked by this service's operator"));
+      }
       const { admitted, held } = connections.admit(session.id, session.remoteAddress);
       if (!admitted) {
         log.warn({ remote_ip: session.remoteAddress, held }, 'smtp connection refused: too many from this address');
@@ -183,18 +193,29 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
       connections.release(session.id);
     },
 
-    onRcptTo(address, _session, callback) {
-      resolve(address.address).then(
-        (recipient) => {
-          service.observer.smtp('rcpt', recipient ? 250 : 550);
-          callback(recipient ? null : smtpError(550, `No such mailbox here: <${address.address}>`));
-        },
-        (err: unknown) => {
+    onRcptTo(address, session, callback) {
+      resolve(address.address)
+        .then(async (recipient) => {
+          if (!recipient) {
+            service.observer.smtp('rcpt', 550);
+            service.observer.mailRefused('not_found');
+            return callback(smtpError(550, `No such mailbox here: <${address.address}>`));
+          }
+          const wait = await opts.deliveryLimit?.take(session.remoteAddress);
+          if (wait !== undefined) {
+            service.observer.smtp('rcpt', 451);
+            service.observer.mailRefused('rate_limited');
+            return callback(smtpError(451, opts.deliveryLimit!.message(wait)));
+          }
+          service.observer.smtp('rcpt', 250);
+          callback(null);
+        })
+        .catch((err: unknown) => {
           log.error({ err }, 'looking up an email recipient failed');
           service.observer.smtp('rcpt', 451);
+          service.observer.mailRefused('unavailable');
           callback(smtpError(451, 'Temporary failure looking up the recipient, try again later'));
-        },
-      );
+        });
     },
 
     onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback) {
@@ -244,6 +265,7 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
         if (overBudget) {
           log.warn({ session: session.id, buffered: budget.held }, 'email refused for now: too many message bytes in memory');
           service.observer.smtp('data', 452);
+          service.observer.mailRefused('unavailable');
           callback(smtpError(452, 'Insufficient system storage, try again later'));
           return;
         }
@@ -264,6 +286,7 @@ export async function startSmtpListener(service: ReturnAddressService, opts: Smt
               // Every parser stayed busy (or the service is stopping): the message is not the problem, the sender retries.
               log.warn({ err, session: session.id }, 'email refused for now: no mail parser free');
               service.observer.smtp('data', 451);
+              service.observer.mailRefused('unavailable');
               callback(smtpError(451, 'Too much mail being processed, try again later'));
             } else if (typeof (err as SMTPServerError).responseCode === 'number') {
               service.observer.smtp('data', (err as SMTPServerError).responseCode as number);

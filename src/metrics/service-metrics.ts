@@ -11,8 +11,9 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Store, WakeListener } from '../domain/ports.js';
-import type { DeliveryOutcome, DeliveryRoute, ServiceObserver } from '../domain/service-observer.js';
+import type { DeliveryOutcome, DeliveryRoute, RefusalReason, ServiceObserver } from '../domain/service-observer.js';
 import type { InProcessWakeupHub } from '../wakeup/wakeup-hub.js';
+import { HttpMetrics } from './http-metrics.js';
 
 /** Unacknowledged events are counted up to this many; past it the gauge reads this (a bound on scrape work). */
 export const UNACKNOWLEDGED_COUNT_CAP = 1_000_000;
@@ -53,6 +54,8 @@ export class ServiceMetrics implements ServiceObserver {
   private readonly storeErrors: Counter<'operation'>;
   private totals: Promise<{ stored: number; unacknowledged: number; oldestUnacknowledgedAt: number | null }> | undefined;
   private totalsAt = 0;
+  /** Answers by route template, their latency, and refused deliveries (http-metrics.ts). */
+  readonly http: HttpMetrics;
 
   constructor(
     private readonly store: Store,
@@ -61,6 +64,7 @@ export class ServiceMetrics implements ServiceObserver {
   ) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
+    this.http = new HttpMetrics(this.registry);
     this.deliveries = new Counter({
       name: 'return_address_deliveries_total',
       help: 'Deliveries by way in (route) and how they ended (outcome).',
@@ -184,6 +188,14 @@ export class ServiceMetrics implements ServiceObserver {
     this.deliveries.inc({ route, outcome });
     if (outcome === 'duplicate') this.duplicates.inc({ route });
     else if ((REFUSALS as readonly string[]).includes(outcome)) this.refused.inc({ route, reason: outcome });
+    // HTTP refusals are counted from their answers (http-metrics.ts); a mail's here, by the service's verdict.
+    if (route === 'email' && outcome !== 'created' && outcome !== 'duplicate') {
+      this.http.refused('email', outcome === 'error' ? 'unavailable' : outcome);
+    }
+  }
+
+  mailRefused(reason: RefusalReason): void {
+    this.http.refused('email', reason);
   }
 
   commit(seconds: number): void {
@@ -212,6 +224,7 @@ export class ServiceMetrics implements ServiceObserver {
    * handler was counted by the service already.
    */
   registerHttpHooks(app: FastifyInstance): void {
+    this.http.registerHooks(app);
     const reached = new WeakSet<object>();
     app.addHook('preHandler', async (request) => {
       reached.add(request);

@@ -4,7 +4,7 @@
 
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CaptureBudgetExceeded } from '../../capture/inflight-budget.js';
-import { ApiError, errorBody, INTERNAL_MESSAGE } from '../../domain/errors.js';
+import { ApiError, answeredErrorCodes, errorBody, INTERNAL_MESSAGE } from '../../domain/errors.js';
 import { isStoreUnavailable, unavailableError, type WriteHealth } from '../../storage/store-unavailable.js';
 import { closeAfterDrainingBody } from './body-draining.js';
 import { type AjvIssue, describeValidation } from './validation-messages.js';
@@ -51,6 +51,7 @@ export function toApiError(err: FastifyError | ApiError | Error, payloadLimit?: 
 }
 
 export function sendApiError(reply: FastifyReply, e: ApiError): FastifyReply {
+  answeredErrorCodes.set(reply, e.code);
   return reply
     .code(e.status)
     .headers(e.headers)

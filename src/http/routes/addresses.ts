@@ -3,6 +3,7 @@ import { clientKey } from '../../domain/client-key.js';
 import { addressView } from '../../domain/representation.js';
 import { OPTIONAL_BODY } from '../openapi-document.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
+import { clientControls } from '../plugins/client-controls.js';
 import { requireCreateToken } from '../plugins/create-token.js';
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, AddressResponse, BEARER, CreateAddressBody, CreateAddressResponse, errorResponses, NO_AUTH } from '../schemas.js';
@@ -13,9 +14,11 @@ const CREATE_TOKEN = [{ createToken: [] }];
 const CREDENTIALS_NOTE = 'Store read_token now: it is shown only once and cannot be recovered.';
 
 export const addressRoutes =
-  ({ config, service }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ config, service, store }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
     const auth = requireReadToken(service);
+    // BLOCK_CIDRS first, then CREATE_TOKENS: a blocked network is refused whatever it sends.
+    const createChecks = [...clientControls(config, store).blocked, ...(config.createTokens.length > 0 ? [requireCreateToken(config.createTokens)] : [])];
 
     // CREATE_TOKENS set: the create needs one of them (401 otherwise), and the document says so.
     const createTokens = config.createTokens.length > 0;
@@ -23,7 +26,7 @@ export const addressRoutes =
     app.post(
       '/api/v1/addresses',
       {
-        ...(createTokens ? { onRequest: requireCreateToken(config.createTokens) } : {}),
+        ...(createChecks.length > 0 ? { onRequest: createChecks } : {}),
         // The body is optional: no body (or an empty one) means the same as {}. JSON null is not.
         preValidation: async (request) => {
           if (request.body === undefined) request.body = {};
@@ -44,7 +47,10 @@ export const addressRoutes =
           security: createTokens ? CREATE_TOKEN : NO_AUTH,
           [OPTIONAL_BODY]: true,
           body: CreateAddressBody,
-          response: { 201: CreateAddressResponse, ...(createTokens ? errorResponses(400, 401, 413, 415, 429) : errorResponses(400, 413, 415, 429)) },
+          response: {
+            201: CreateAddressResponse,
+            ...errorResponses(400, ...(createTokens ? [401] : []), ...(config.blockCidrs.length > 0 ? [403] : []), 413, 415, 429),
+          },
         },
       },
       async (request, reply) => {

@@ -11,6 +11,7 @@ import { sendJsonText } from '../json-text.js';
 import { PER_METHOD } from '../openapi-document.js';
 import { errorHandler } from '../plugins/api-error-handler.js';
 import { authenticatedAddress, requireInboxSecret } from '../plugins/authentication.js';
+import { clientControls } from '../plugins/client-controls.js';
 import type { AppDeps } from '../route-deps.js';
 import { AnyQuery, CaptureReceipt, errorResponses, HookParams, HookSubPathParams, NO_AUTH } from '../schemas.js';
 
@@ -56,8 +57,9 @@ function takeAnyContentType(request: FastifyRequest, _reply: FastifyReply, done:
 const budgets = new WeakMap<AppDeps['config'], InflightCaptureBudget>();
 
 export const hookRoutes =
-  ({ service, capture, config }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ service, capture, config, store }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
+    const controls = clientControls(config, store);
     const bodyLimit = config.maxCaptureBytes;
     let inflight = budgets.get(config);
     if (!inflight) budgets.set(config, (inflight = new InflightCaptureBudget(config.maxInflightCaptureBytes)));
@@ -114,7 +116,7 @@ export const hookRoutes =
         },
       },
       202: { ...CaptureReceipt, description: 'A new event, durably stored.' },
-      ...errorResponses(400, 404, 410, 413, 429, 503),
+      ...errorResponses(400, ...(config.blockCidrs.length > 0 ? [403] : []), 404, 410, 413, 429, 503),
     };
 
     for (const [url, params, hide] of [
@@ -126,7 +128,7 @@ export const hookRoutes =
         url,
         bodyLimit,
         exposeHeadRoute: false,
-        onRequest: [requireInboxSecret(service), takeAnyContentType],
+        onRequest: [...controls.blocked, requireInboxSecret(service), ...controls.deliveryLimit, takeAnyContentType],
         preParsing: meterBody,
         schema: {
           operationId: `capture${PER_METHOD}`,
@@ -145,7 +147,7 @@ export const hookRoutes =
         method: ['HEAD', 'OPTIONS'],
         url,
         bodyLimit,
-        onRequest: [requireInboxSecret(service), takeAnyContentType],
+        onRequest: [...controls.blocked, requireInboxSecret(service), takeAnyContentType],
         schema: {
           operationId: `probeCapture${PER_METHOD}`,
           summary: 'Check the capture URL (stores nothing)',

@@ -4,6 +4,7 @@ import { utf8HeaderValue } from '../../domain/header-text.js';
 import { eventJson } from '../../domain/representation.js';
 import { sendJsonText } from '../json-text.js';
 import { authenticatedAddress, requireInboxSecret } from '../plugins/authentication.js';
+import { clientControls } from '../plugins/client-controls.js';
 import type { AppDeps } from '../route-deps.js';
 import { CreateEventBody, EventDeliveryResponse, errorResponses, InboxHeaders, InboxParams, NO_AUTH } from '../schemas.js';
 
@@ -15,12 +16,13 @@ function idempotencyKeyAsUtf8(request: FastifyRequest, _reply: FastifyReply, don
 }
 
 export const inboxRoutes =
-  ({ service, config }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ service, config, store }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
+    const controls = clientControls(config, store);
     app.post(
       '/api/v1/inbox/:addressId/:secret',
       {
-        onRequest: [requireInboxSecret(service), idempotencyKeyAsUtf8],
+        onRequest: [...controls.blocked, requireInboxSecret(service), ...controls.deliveryLimit, idempotencyKeyAsUtf8],
         // The path's two parameters are the credential, checked by requireInboxSecret before anything
         // else: Fastify does not validate them again on every delivery (bench/README.md, "Where each µs
         // of a delivery goes"); the document still describes them.
@@ -39,7 +41,7 @@ export const inboxRoutes =
           response: {
             200: { ...EventDeliveryResponse, description: 'A repeat of an idempotency key: the original event, duplicate: true.' },
             202: { ...EventDeliveryResponse, description: 'A new event, queued and durably stored; duplicate: false.' },
-            ...errorResponses(400, 404, 409, 410, 413, 415, 429),
+            ...errorResponses(400, ...(config.blockCidrs.length > 0 ? [403] : []), 404, 409, 410, 413, 415, 429),
           },
         },
       },
