@@ -90,6 +90,8 @@ export const UNBOUNDED_EMAIL: EmailLimits = { inlineAttachmentBytes: Number.POSI
 export interface ParsedEmail {
   data: EmailData;
   blobs: BlobInput[];
+  /** The d= domains of the DKIM signatures that passed (sender-authentication.ts), kept out of data: a sender policy reads them. */
+  dkimPassDomains?: string[];
 }
 
 export interface EmailData {

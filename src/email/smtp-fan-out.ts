@@ -5,6 +5,7 @@ import { blobUrl } from '../blobs/event-blob.js';
 import { newEventId } from '../domain/credentials.js';
 import type { Delivery } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import type { EmailSender } from '../domain/sender-screen.js';
 import { EMAIL_EVENT_SOURCE, emailDataJson, emailEventInput, type ParsedEmail } from './mime-to-event.js';
 import type { SmtpMemoryBudget } from './smtp-memory-budget.js';
 import type { Recipient } from './smtp-recipients.js';
@@ -60,8 +61,15 @@ export async function fanOut(
     throw smtpError(452, 'Insufficient system storage, try again later');
   }
   if (!othersHold) ctx.budget.take(dataJson.length);
+  // What the mail proved about its sender, judged against each recipient address's sender policy.
+  const sender: EmailSender = {
+    ingress: 'email',
+    from: data.from?.address ?? null,
+    dmarc: data.authentication?.dmarc ?? 'none',
+    dkimPassDomains: parsed.dkimPassDomains ?? [],
+  };
   const deliverTo = ({ recipient, rcpt }: { recipient: Recipient; rcpt: string }) => {
-    const input = emailEventInput(data, { mailFrom: ctx.mailFrom, rcptTo: rcpt, remoteIp: ctx.remoteIp, tag: recipient.tag });
+    const input = { ...emailEventInput(data, { mailFrom: ctx.mailFrom, rcptTo: rcpt, remoteIp: ctx.remoteIp, tag: recipient.tag }), sender };
     if (parsed.blobs.length === 0)
       return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE, 'email');
     // Blobs are named by url, which holds the address and the event id: one JSON per recipient
