@@ -2,6 +2,7 @@
 // read token, the public page's answers, and expiry. Every change of state is one store step that
 // appends its event in the same transaction (approval-model.ts), through the same durable append
 // path as any delivery, and wakes the address's readers like any new event.
+
 import type { Config } from '../config.js';
 import { hashSecret, newEventId, secretMatches } from '../domain/credentials.js';
 import { ApiError, notFound } from '../domain/errors.js';
@@ -9,6 +10,7 @@ import type { AddressRecord, EventRecord } from '../domain/model.js';
 import type { Store, StoreLimits } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { countApproval } from '../domain/service-observer.js';
+import { APPROVAL_TRUST_JSON, SERVICE_TRUST_JSON } from '../domain/trust.js';
 import type { ApprovalAnswerRecord, ApprovalField, ApprovalOption, ApprovalRecord, ApprovalStepKind } from './approval-model.js';
 import {
   type AnswerInput,
@@ -206,6 +208,8 @@ export class ApprovalService {
       data: JSON.stringify(data),
       metadata: null,
       dedupeKey: null,
+      // An answer came from the person holding the page's secret link; a cancel or an expiry is the service's own.
+      trust: kind === 'respond' ? APPROVAL_TRUST_JSON : SERVICE_TRUST_JSON,
       createdAt: now,
     };
   }

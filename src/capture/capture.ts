@@ -6,10 +6,12 @@ import { createHash } from 'node:crypto';
 import { type BlobInput, blobUrl } from '../blobs/event-blob.js';
 import { base64JsonBytes, jsonStringBytes } from '../blobs/json-size.js';
 import { newEventId } from '../domain/credentials.js';
+import { captureDedupeKey, providerPrefix } from '../domain/dedupe-key.js';
 import { ApiError } from '../domain/errors.js';
 import type { AddressRecord, Delivery, EventInput } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { SigningSecrets } from '../domain/signing-secrets.js';
+import { captureTrustJson } from './capture-trust.js';
 import { type CapturedRequest, queryObject } from './captured-request.js';
 import { isGithubFormDelivery, unwrapGithubFormPayload } from './form-payload.js';
 import { type ReadBody, readBody } from './request-body.js';
@@ -43,10 +45,17 @@ export class Capture {
     // payload is up to ~3x the JSON it wraps, which may well fit (the form parser is linear in the body).
     const formLimit = isGithubFormDelivery(request.headers) ? Number.POSITIVE_INFINITY : this.limits.maxEventBytes;
     const body = unwrapGithubFormPayload(request.headers, await readBody(request.body, request.headers['content-type'], formLimit));
-    const { type, source, dedupeKey } = recognise(request.headers, body.value);
-    // The sealed secrets are read only for a signed request: an unsigned one costs no extra query.
-    const secrets = signatureScheme(request.headers) === null ? {} : await this.signingSecrets.open(address, inboxSecret);
+    const recognised = recognise(request.headers, body.value);
+    const { type, source } = recognised;
+    // The sealed secrets are read only for a signed request, or one whose key a provider's secret
+    // guards (dedupe-key.ts): any other costs no extra query.
+    const guarded = recognised.dedupeKey !== undefined && providerPrefix(recognised.dedupeKey) !== undefined;
+    const secrets = signatureScheme(request.headers) === null && !guarded ? {} : await this.signingSecrets.open(address, inboxSecret);
     const signature = checkSignature(request.headers, request.body, secrets, this.now());
+    const dedupeKey =
+      recognised.dedupeKey === undefined
+        ? undefined
+        : captureDedupeKey(recognised.dedupeKey, (scheme) => secrets[scheme] !== undefined, signature.verified === true ? signature.scheme : null);
     // The id is drawn first: the urls of bytes stored beside the event name it.
     const id = newEventId(this.now());
     const built = boundedCaptureData(request, body, signature, {
@@ -65,7 +74,7 @@ export class Capture {
     this.service.observer.signature(
       signature.scheme === null ? 'unsigned' : signature.verified === null ? 'unverified' : signature.verified ? 'verified' : 'failed',
     );
-    const delivery = await this.service.deliver(address, input, dedupeKey, source, 'capture');
+    const delivery = await this.service.deliver(address, input, dedupeKey, source, 'capture', captureTrustJson(signature));
     return { delivery, body };
   }
 }

@@ -12,6 +12,11 @@ export interface SignatureCheck {
   /** null: no signature was sent, or no secret is set for its scheme. */
   verified: boolean | null;
   reason: string;
+  /**
+   * Present (true) only when the signature matches under the secret and its timestamp alone is
+   * outside the tolerance: the sender is proven, the moment is not (`forward --resign` may sign it again).
+   */
+  stale?: true;
 }
 
 /** Stripe's and Slack's documented tolerance between a signature's timestamp and now. */
@@ -52,13 +57,22 @@ export const MAX_SIGNATURE_CANDIDATES = 16;
 
 const verdict = (scheme: SigningScheme, verified: boolean, reason: string): SignatureCheck => ({ scheme, verified, reason });
 
+const STALE_TIMESTAMP = `the signature timestamp is more than ${TIMESTAMP_TOLERANCE_SECONDS} s from this server's clock (a replay, or a stale retry)`;
+const MISSING_TIMESTAMP = 'the signature timestamp is missing or not a number';
+
 /** A Unix-seconds timestamp within the tolerance of `nowMs`, or the reason it is not. */
 function timestampProblem(value: string | undefined, nowMs: number): string | null {
-  if (value === undefined || !/^\d{1,12}$/.test(value)) return 'the signature timestamp is missing or not a number';
-  return Math.abs(nowMs / 1000 - Number(value)) > TIMESTAMP_TOLERANCE_SECONDS
-    ? `the signature timestamp is more than ${TIMESTAMP_TOLERANCE_SECONDS} s from this server's clock (a replay, or a stale retry)`
-    : null;
+  if (value === undefined || !/^\d{1,12}$/.test(value)) return MISSING_TIMESTAMP;
+  return Math.abs(nowMs / 1000 - Number(value)) > TIMESTAMP_TOLERANCE_SECONDS ? STALE_TIMESTAMP : null;
 }
+
+/** A signature that matched under a timestamp outside the tolerance: not verified, but marked stale. */
+const staleVerdict = (scheme: SigningScheme, reason: string): SignatureCheck => ({
+  scheme,
+  verified: false,
+  reason: `${reason}; the signature itself matches`,
+  stale: true,
+});
 
 function github(secret: string, h: Record<string, string>, raw: Buffer): SignatureCheck {
   const m = /^sha256=([0-9a-fA-F]{64})$/.exec(h['x-hub-signature-256']!.trim());
@@ -83,11 +97,13 @@ function stripe(secret: string, h: Record<string, string>, raw: Buffer, nowMs: n
   }
   if (v1.length === 0) return verdict('stripe', false, 'Stripe-Signature holds no v1 signature');
   const problem = timestampProblem(t, nowMs);
-  if (problem) return verdict('stripe', false, problem);
+  if (problem === MISSING_TIMESTAMP) return verdict('stripe', false, problem);
   // The body is hashed once, whatever the number of candidates: hashing it per v1 entry let one
-  // request of 3,000 entries over 25 MiB hold the event loop for a minute (issue 27).
+  // request of 3,000 entries over 25 MiB hold the event loop for a minute.
   const expected = hexHmac(secret, [Buffer.from(`${t}.`), raw]);
-  if (v1.some((s) => hexEquals(expected, s))) return verdict('stripe', true, 'a v1 signature of Stripe-Signature matches');
+  const matches = v1.some((s) => hexEquals(expected, s));
+  if (problem) return matches ? staleVerdict('stripe', problem) : verdict('stripe', false, problem);
+  if (matches) return verdict('stripe', true, 'a v1 signature of Stripe-Signature matches');
   return ignored > 0
     ? verdict(
         'stripe',
@@ -101,12 +117,12 @@ function stripe(secret: string, h: Record<string, string>, raw: Buffer, nowMs: n
 function slack(secret: string, h: Record<string, string>, raw: Buffer, nowMs: number): SignatureCheck {
   const ts = h['x-slack-request-timestamp'];
   const problem = timestampProblem(ts, nowMs);
-  if (problem) return verdict('slack', false, problem);
+  if (problem === MISSING_TIMESTAMP) return verdict('slack', false, problem);
   const m = /^v0=([0-9a-fA-F]{64})$/.exec(h['x-slack-signature']!.trim());
-  if (!m) return verdict('slack', false, 'X-Slack-Signature is not of the form v0=<64 hex digits>');
-  return hexHmacMatches(secret, [Buffer.from(`v0:${ts}:`), raw], m[1]!)
-    ? verdict('slack', true, 'X-Slack-Signature matches')
-    : verdict('slack', false, 'X-Slack-Signature does not match under the slack secret');
+  if (!m) return verdict('slack', false, problem ?? 'X-Slack-Signature is not of the form v0=<64 hex digits>');
+  const matches = hexHmacMatches(secret, [Buffer.from(`v0:${ts}:`), raw], m[1]!);
+  if (problem) return matches ? staleVerdict('slack', problem) : verdict('slack', false, problem);
+  return matches ? verdict('slack', true, 'X-Slack-Signature matches') : verdict('slack', false, 'X-Slack-Signature does not match under the slack secret');
 }
 
 /** Standard Webhooks (and Svix, the same scheme under svix-* headers), checked by the standardwebhooks package. */
@@ -116,12 +132,31 @@ function standardWebhooks(secret: string, h: Record<string, string>, raw: Buffer
     'webhook-timestamp': h['webhook-timestamp'] ?? h['svix-timestamp'] ?? '',
     'webhook-signature': h['webhook-signature'] ?? h['svix-signature'] ?? '',
   };
+  const wh = new Webhook(secret);
   try {
-    new Webhook(secret).verify(raw, headers, { jsonParse: false });
+    wh.verify(raw, headers, { jsonParse: false });
     return verdict('standard_webhooks', true, 'a v1 signature of webhook-signature matches');
   } catch (err) {
-    return verdict('standard_webhooks', false, `standardwebhooks: ${(err as Error).message}`);
+    const reason = `standardwebhooks: ${(err as Error).message}`;
+    return /timestamp too (old|new)/.test(reason) && signedAtAnyTime(wh, headers, raw)
+      ? staleVerdict('standard_webhooks', reason)
+      : verdict('standard_webhooks', false, reason);
   }
+}
+
+/** Whether a v1 signature of the headers matches under the secret, whatever the timestamp's age. */
+function signedAtAnyTime(wh: Webhook, headers: Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string>, raw: Buffer): boolean {
+  const ts = headers['webhook-timestamp'];
+  if (!/^\d{1,12}$/.test(ts)) return false;
+  const expected = Buffer.from(wh.sign(headers['webhook-id'], new Date(Number(ts) * 1000), raw).split(',')[1] ?? '');
+  return headers['webhook-signature']
+    .split(' ')
+    .slice(0, MAX_SIGNATURE_CANDIDATES)
+    .some((candidate) => {
+      const [version, signature] = candidate.split(',', 2);
+      const given = Buffer.from(signature ?? '');
+      return version === 'v1' && given.length === expected.length && timingSafeEqual(given, expected);
+    });
 }
 
 export function checkSignature(h: Record<string, string>, raw: Buffer, secrets: SigningSecretSet, nowMs: number): SignatureCheck {

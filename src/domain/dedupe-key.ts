@@ -5,6 +5,8 @@
 // (HTTP keys may hold no control character), and shown without it: an email event's dedupe_key
 // still reads as its Message-ID (design.md, "Inbound email").
 
+import type { SigningScheme } from './signing-schemes.js';
+
 const EMAIL_NAMESPACE = '\u0001email:';
 
 /**
@@ -32,4 +34,49 @@ export const APPROVAL_KEY_PREFIX = '\u0001approval:';
 export function shownDedupeKey(stored: string): string {
   if (stored.startsWith(APPROVAL_KEY_PREFIX)) return stored.slice(1);
   return stored.startsWith(EMAIL_NAMESPACE) ? stored.slice(EMAIL_NAMESPACE.length) : stored;
+}
+
+/**
+ * Provider keys (design.md, "Capture URL"): the capture URL keys a provider's delivery by the
+ * provider's own id, so the provider's retries are duplicates. Whoever could take such a key first
+ * would suppress the genuine delivery, so a provider key is taken only by a delivery the service
+ * verified under the address's secret for that provider's scheme, once one is set; any other is
+ * stored under `unverified:<key>` (design.md, "Trust: what an agent may believe"). Shopify's
+ * signature is not checked, so its keys stay as they are.
+ */
+export const PROVIDER_KEY_SCHEMES: Readonly<Record<string, SigningScheme | null>> = {
+  'github:': 'github',
+  'stripe:': 'stripe',
+  'slack:': 'slack',
+  'webhook:': 'standard_webhooks',
+  'shopify:': null,
+};
+export const UNVERIFIED_KEY_PREFIX = 'unverified:';
+
+/** The provider prefix a key starts with (`github:`), or undefined. */
+export function providerPrefix(key: string): string | undefined {
+  const colon = key.indexOf(':');
+  if (colon < 0) return undefined;
+  const prefix = key.slice(0, colon + 1);
+  return Object.hasOwn(PROVIDER_KEY_SCHEMES, prefix) ? prefix : undefined;
+}
+
+/**
+ * An inbox delivery's key: never a provider's. The inbox URL proves nothing about its sender, so a
+ * provider-shaped key is kept apart (`unverified:github:…`), where it still dedupes its own repeats.
+ */
+export function inboxDedupeKey(key: string): string {
+  return providerPrefix(key) === undefined ? key : UNVERIFIED_KEY_PREFIX + key;
+}
+
+/**
+ * A captured request's key: a provider key stays itself only when no secret is set for its
+ * scheme, or when the request's signature verified under that scheme's secret.
+ */
+export function captureDedupeKey(key: string, secretSet: (scheme: SigningScheme) => boolean, verifiedScheme: SigningScheme | null): string {
+  const prefix = providerPrefix(key);
+  if (prefix === undefined) return key;
+  const scheme = PROVIDER_KEY_SCHEMES[prefix] ?? null;
+  if (scheme === null || !secretSet(scheme) || verifiedScheme === scheme) return key;
+  return UNVERIFIED_KEY_PREFIX + key;
 }

@@ -61,8 +61,8 @@ export const MAX_TYPE_CHARS = 256;
 export const SCAN_EVENTS = 10_000;
 export const SCAN_BYTES = 16 * 1024 * 1024;
 
-/** The event's fields a match path may start with; `data` and `metadata` take a path below them. */
-export const MATCH_ROOTS = ['data', 'metadata', 'type', 'source', 'id', 'address_id', 'sequence', 'dedupe_key'] as const;
+/** The event's fields a match path may start with; `data`, `metadata` and `trust` take a path below them. */
+export const MATCH_ROOTS = ['data', 'metadata', 'trust', 'type', 'source', 'id', 'address_id', 'sequence', 'dedupe_key'] as const;
 export type MatchRoot = (typeof MATCH_ROOTS)[number];
 
 export interface MatchCondition {

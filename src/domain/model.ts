@@ -33,6 +33,8 @@ export interface EventRecord {
   /** JSON text of an object of strings, or null when absent. */
   metadata: string | null;
   dedupeKey: string | null;
+  /** JSON text of the event's `trust` (domain/trust.ts): written by the service, never by a sender. */
+  trust: string;
   createdAt: number;
   acknowledgedAt: number | null;
   /** Claims made of the event (src/claims); absent, like the two below, when it was never claimed. */

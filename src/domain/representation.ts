@@ -4,6 +4,7 @@
 // a value (MCP structured content).
 import { shownDedupeKey } from './dedupe-key.js';
 import type { AddressRecord, EventRecord } from './model.js';
+import type { Trust } from './trust.js';
 
 export interface AddressView {
   id: string;
@@ -21,6 +22,7 @@ export interface EventView {
   sequence: number;
   type: string;
   source: string;
+  trust: Trust;
   data: unknown;
   metadata?: Record<string, string>;
   dedupe_key?: string;
@@ -49,7 +51,7 @@ export function addressView(a: AddressRecord, emailDomain: string): AddressView 
 
 /** The Event as JSON text. */
 export function eventJson(e: EventRecord): string {
-  let s = `{"id":"${e.id}","address_id":"${e.addressId}","sequence":${e.sequence},"type":${JSON.stringify(e.type)},"source":${JSON.stringify(e.source)},"data":${e.data}`;
+  let s = `{"id":"${e.id}","address_id":"${e.addressId}","sequence":${e.sequence},"type":${JSON.stringify(e.type)},"source":${JSON.stringify(e.source)},"trust":${e.trust},"data":${e.data}`;
   if (e.metadata !== null) s += `,"metadata":${e.metadata}`;
   if (e.dedupeKey !== null) s += `,"dedupe_key":${JSON.stringify(shownDedupeKey(e.dedupeKey))}`;
   s += `,"created_at":"${iso(e.createdAt)}"`;

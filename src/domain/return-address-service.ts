@@ -5,6 +5,7 @@ import { type BlobName, blobBytes, type StoredBlob } from '../blobs/event-blob.j
 import { ClaimService } from '../claims/claim-service.js';
 import { bearerToken, WRONG_TOKEN } from './bearer-token.js';
 import { ADDRESS_ID_RE, EVENT_ID_RE, hashSecret, newAddressId, newEventId, newInboxSecret, newReadToken, newSlug, secretMatches } from './credentials.js';
+import { inboxDedupeKey } from './dedupe-key.js';
 import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
 import { type EventFilter, filterKey, isEmptyFilter } from './event-filter.js';
 import { EventStream, type StreamSink } from './event-stream.js';
@@ -12,9 +13,10 @@ import { LongPoll, type PollCallback } from './long-poll.js';
 import { type AddressRecord, type Delivery, type EventInput, type EventRecord, isHeld, type ListQuery, type NewEvent, type Page } from './model.js';
 import type { Store, WakeupHub } from './ports.js';
 import { storedBytes } from './queue-quota.js';
-import { NO_SCREEN, type SenderScreen } from './sender-screen.js';
+import { NO_SCREEN, refusedTrust, type SenderScreen } from './sender-screen.js';
 import { type DeliveryOutcome, type DeliveryRoute, NO_OBSERVER, type ServiceObserver } from './service-observer.js';
 import { newSigningKeys } from './signing-keys.js';
+import { INBOX_TRUST_JSON } from './trust.js';
 
 export interface ServiceOptions {
   defaultTtlSeconds: number;
@@ -56,6 +58,10 @@ export const DEFAULT_ADDRESS_NAME = 'untitled';
 export const STREAM_PAGE_BYTES = 1024 * 1024;
 /** How long a client told `queue_full` should wait before retrying: long enough for a reader to ack. */
 const QUEUE_FULL_RETRY_AFTER_SECONDS = 30;
+
+/** The stored key: an inbox sender's provider-shaped key is kept apart from the providers' (dedupe-key.ts). */
+const dedupeKeyOf = (key: string | undefined, route: DeliveryRoute): string | null =>
+  key === undefined ? null : route === 'inbox' ? inboxDedupeKey(key) : key;
 
 export class ReturnAddressService {
   /** Stream reads not yet started, by address and cursor: joined by streams asking the same (streamRead). */
@@ -192,7 +198,9 @@ export class ReturnAddressService {
 
   /**
    * Appends one event to an address's queue (any source: HTTP, email). Resolves once the event is
-   * durably committed; a repeat of an idempotency key resolves to the original event.
+   * durably committed; a repeat of an idempotency key resolves to the original event. `trust` is
+   * what the way in itself checked (domain/trust.ts), never taken from the input: an inbox
+   * delivery's unless the caller proved more.
    */
   async deliver(
     address: AddressRecord,
@@ -200,9 +208,10 @@ export class ReturnAddressService {
     idempotencyKey: string | undefined,
     defaultSource: string,
     route: DeliveryRoute = 'other',
+    trust: string = INBOX_TRUST_JSON,
   ): Promise<Delivery> {
     try {
-      const delivery = await this.deliverOnce(address, input, idempotencyKey, defaultSource);
+      const delivery = await this.deliverOnce(address, input, idempotencyKey, defaultSource, route, trust);
       this.observer.delivery(route, delivery.duplicate ? 'duplicate' : 'created');
       return delivery;
     } catch (err) {
@@ -211,7 +220,14 @@ export class ReturnAddressService {
     }
   }
 
-  private async deliverOnce(address: AddressRecord, input: EventInput, idempotencyKey: string | undefined, defaultSource: string): Promise<Delivery> {
+  private async deliverOnce(
+    address: AddressRecord,
+    input: EventInput,
+    idempotencyKey: string | undefined,
+    defaultSource: string,
+    route: DeliveryRoute,
+    trust: string,
+  ): Promise<Delivery> {
     if (idempotencyKey !== undefined && input.dedupe_key !== undefined && idempotencyKey !== input.dedupe_key) {
       throw new ApiError('idempotency_key_mismatch', 'The Idempotency-Key header and the body dedupe_key differ; send one, or the same value in both.');
     }
@@ -226,7 +242,8 @@ export class ReturnAddressService {
       source: input.source ?? defaultSource,
       data: input.dataJson ?? JSON.stringify(input.data ?? null),
       metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
-      dedupeKey: idempotencyKey ?? input.dedupe_key ?? null,
+      dedupeKey: dedupeKeyOf(idempotencyKey ?? input.dedupe_key, route),
+      trust,
       createdAt,
       ...(input.blobs !== undefined && input.blobs.length > 0 ? { blobs: input.blobs } : {}),
     };
@@ -272,7 +289,10 @@ export class ReturnAddressService {
     // A delivery that fails the sender policy is stored all the same, quarantined (design.md,
     // "Sender policy and quarantine"): never refused, so a sender cannot learn the policy by probing.
     const quarantineReason = input.sender === undefined ? null : await this.screen.check(address.id, input.sender);
-    if (quarantineReason !== null) event.quarantinedAt = createdAt;
+    if (quarantineReason !== null) {
+      event.quarantinedAt = createdAt;
+      event.trust = refusedTrust(event.trust, quarantineReason);
+    }
     const started = performance.now();
     const result = await this.store.appendEvent(event, {
       maxEventsPerAddress: this.opts.maxEventsPerAddress,

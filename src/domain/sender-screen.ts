@@ -2,6 +2,7 @@
 // sender policy (design.md, "Sender policy and quarantine"). The policy itself, its store and its
 // rules live in src/sender-policy/, which implements SenderScreen; the service only asks it and
 // stores the event quarantined when it answers a reason. A delivery is never refused for failing.
+import { type Trust, trustJson } from './trust.js';
 
 /** A mail's sender as the SMTP listener read it. */
 export interface EmailSender {
@@ -30,3 +31,11 @@ export interface SenderScreen {
 
 /** No policy anywhere: what a service composed without src/sender-policy/ uses. */
 export const NO_SCREEN: SenderScreen = { check: async () => null };
+
+/**
+ * The trust of an event the policy refused: what the way in proved stays (ingress, method, identity),
+ * but it is not verified, and the reason names the rule it failed.
+ */
+export function refusedTrust(trust: string, reason: string): string {
+  return trustJson({ ...(JSON.parse(trust) as Trust), verified: false, reason });
+}

@@ -6,6 +6,7 @@ import { newEventId } from '../domain/credentials.js';
 import type { Delivery } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { EmailSender } from '../domain/sender-screen.js';
+import { emailTrustJson } from './email-trust.js';
 import { EMAIL_EVENT_SOURCE, emailDataJson, emailEventInput, type ParsedEmail } from './mime-to-event.js';
 import type { SmtpMemoryBudget } from './smtp-memory-budget.js';
 import type { Recipient } from './smtp-recipients.js';
@@ -68,10 +69,12 @@ export async function fanOut(
     dmarc: data.authentication?.dmarc ?? 'none',
     dkimPassDomains: parsed.dkimPassDomains ?? [],
   };
+  // The sender as DMARC proved it (or not): the same for every recipient's copy.
+  const trust = emailTrustJson(data);
   const deliverTo = ({ recipient, rcpt }: { recipient: Recipient; rcpt: string }) => {
     const input = { ...emailEventInput(data, { mailFrom: ctx.mailFrom, rcptTo: rcpt, remoteIp: ctx.remoteIp, tag: recipient.tag }), sender };
     if (parsed.blobs.length === 0)
-      return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE, 'email');
+      return ctx.service.deliver(recipient.address, { ...input, data: undefined, dataJson }, undefined, EMAIL_EVENT_SOURCE, 'email', trust);
     // Blobs are named by url, which holds the address and the event id: one JSON per recipient
     // (bounded by MAX_EVENT_BYTES), the bytes shared.
     const id = newEventId(ctx.now());
@@ -82,6 +85,7 @@ export async function fanOut(
       undefined,
       EMAIL_EVENT_SOURCE,
       'email',
+      trust,
     );
   };
   try {

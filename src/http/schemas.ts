@@ -105,13 +105,53 @@ export const CreateEventBody = Type.Object(
   { additionalProperties: false, title: 'CreateEventBody' },
 );
 
+export const Trust = Type.Object(
+  {
+    ingress: Type.Union([Type.Literal('inbox'), Type.Literal('capture'), Type.Literal('email'), Type.Literal('approval'), Type.Literal('service')], {
+      description:
+        'The way in: inbox (the inbox URL: whoever holds it writes anything), capture (the capture URL), email (SMTP), ' +
+        "approval (a person's answer on an approval page), service (appended by the service itself, e.g. approval.expired).",
+    }),
+    verified: Type.Union([Type.Boolean(), Type.Null()], {
+      description:
+        'true: the service proved the sender (a capture whose provider signature checked against the secret set for its scheme; ' +
+        'a mail whose DMARC passed, aligned; an approval answer). false: a check was possible and failed. null: nothing to check ' +
+        '(an inbox delivery, a capture with no secret for its scheme, mail without DMARC). Act on a provider event or a mail only when true.',
+    }),
+    method: Type.Union(
+      [
+        Type.Literal('github'),
+        Type.Literal('stripe'),
+        Type.Literal('slack'),
+        Type.Literal('standard_webhooks'),
+        Type.Literal('dmarc'),
+        Type.Literal('approval_link'),
+        Type.Null(),
+      ],
+      { description: 'How the sender was checked, or null.' },
+    ),
+    identity: Type.Union([Type.String(), Type.Null()], {
+      description: "The proven identity: the signing scheme's sender, the DMARC-aligned From domain; null otherwise.",
+    }),
+    reason: Type.Union([Type.String(), Type.Null()], { description: 'One line saying why, when verified is not true; null when it is.' }),
+  },
+  {
+    additionalProperties: false,
+    title: 'Trust',
+    description:
+      'Provenance, written only by the service: no delivery can set or change any part of it. Filter on it (match=trust.verified=true, ' +
+      'match=trust.ingress=capture), never on data.signature or data.authentication, which an inbox delivery can write.',
+  },
+);
+
 export const Event = Type.Object(
   {
     id: Type.String({ pattern: EVENT_ID_RE.source, description: 'Unique and opaque. Events are ordered by sequence, never by id.' }),
     address_id: Type.String({ pattern: ADDRESS_ID_RE.source }),
     sequence: Type.Integer({ minimum: 1, description: 'Starts at 1 per address and grows by exactly 1 per new event: no gaps, no reuse.' }),
     type: Type.String(),
-    source: Type.String({ description: '"https" by default for HTTP deliveries, "email" for inbound mail.' }),
+    source: Type.String({ description: '"https" by default for HTTP deliveries, "email" for inbound mail. Set by an inbox sender at will: see trust.' }),
+    trust: Trust,
     data: Type.Unknown({
       description:
         'Any JSON value; null when the delivery had none. For inbound mail (source "email", type "email.received") an object: ' +
@@ -280,6 +320,7 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   CreateAddressResponse,
   Metadata,
   CreateEventBody,
+  Trust,
   Event,
   EventPage,
   EventResponse,

@@ -79,6 +79,9 @@ function conditionSql(m: MatchCondition, p: SqlParams): string {
       return m.path.length > 0 ? 'FALSE' : `dedupe_key IN (${p.add(m.value)}, ${p.add(emailDedupeKey(m.value))})`;
     case 'data':
     case 'metadata':
+    case 'trust':
+      // trust is the service's own small object (domain/trust.ts): a condition on it is among the
+      // plain ones, evaluated before any event's data is parsed.
       return p.dialect === 'sqlite' ? sqliteJsonCondition(m, p) : postgresJsonCondition(m, p);
   }
 }
@@ -123,11 +126,11 @@ function sqliteJsonCondition(m: MatchCondition, p: SqlParams): string {
 /**
  * PostgreSQL: `#>` with the path as text[] takes a digit segment as an array index or an object key,
  * as the value has it. jsonb equality compares numbers as numbers (1.50 = 1.5), and `@>` finds a
- * scalar member of an array. `data` comes from the scan's `dj`; metadata (an object of strings) is
- * cast where it is used.
+ * scalar member of an array. `data` comes from the scan's `dj`; metadata (an object of strings) and
+ * trust (the service's own small JSON, domain/trust.ts) are cast where they are used.
  */
 function postgresJsonCondition(m: MatchCondition, p: SqlParams): string {
-  const doc = m.root === 'data' ? 'dj' : `(${postgresJsonb('metadata')})`;
+  const doc = m.root === 'data' ? 'dj' : m.root === 'trust' ? `(${postgresJsonb('trust')})` : `(${postgresJsonb('metadata')})`;
   const v = `(${doc} #> ${p.add(m.path)}::text[])`;
   const n = matchNumber(m.value);
   const candidates = [`to_jsonb(${p.add(m.value)}::text)`];
@@ -198,7 +201,7 @@ export function scanSql(s: ScanSqlParts): string {
       }
         ORDER BY sequence LIMIT ${s.limit}) AS first_matches
     )
-    SELECT m.id, m.address_id, m.sequence, m.type, m.source, m.data, m.metadata, m.dedupe_key, m.created_at, m.acknowledged_at,
+    SELECT m.id, m.address_id, m.sequence, m.type, m.source, m.data, m.metadata, m.dedupe_key, m.trust, m.created_at, m.acknowledged_at,
            m.delivery_count, m.dead_at, m.dead_reason, m.quarantined_at, m.released_at, m.matched, summary.last_examined, summary.examined, summary.fetched, summary.address_found
     FROM (SELECT MAX(sequence) AS last_examined, COUNT(*) AS examined, MAX(fetched) AS fetched,
                  (SELECT COUNT(*) FROM addresses WHERE id = ${s.address}) AS address_found FROM examined) AS summary
@@ -216,6 +219,7 @@ export interface ScanRow {
   data: string | null;
   metadata: string | null;
   dedupe_key: string | null;
+  trust: string | null;
   created_at: number | string | null;
   acknowledged_at: number | string | null;
   delivery_count: number | string | null;

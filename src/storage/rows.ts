@@ -25,6 +25,8 @@ export interface EventRow {
   data: string;
   metadata: string | null;
   dedupe_key: string | null;
+  /** JSON text (migration 0012). */
+  trust: string;
   created_at: Int;
   acknowledged_at: Int | null;
   /** Claims (migration 0008); absent from rows an append function returns, which are never claimed. */
@@ -45,9 +47,9 @@ export const ADDRESS_COLUMNS = 'id, slug, name, task_id, read_token_hash, inbox_
 export const EVENT_ID_TIME_SQL = 'substr(id, 10, 9)';
 
 export const EVENT_COLUMNS =
-  'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at, delivery_count, dead_at, dead_reason, quarantined_at, released_at';
+  'id, address_id, sequence, type, source, data, metadata, dedupe_key, trust, created_at, acknowledged_at, delivery_count, dead_at, dead_reason, quarantined_at, released_at';
 /** The columns an insert writes (the claim columns take their defaults). */
-export const INSERTED_EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, created_at, acknowledged_at';
+export const INSERTED_EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, trust, created_at, acknowledged_at';
 
 export const toAddress = (r: AddressRow): AddressRecord => ({
   id: r.id,
@@ -70,6 +72,7 @@ export const toEvent = (r: EventRow): EventRecord => ({
   data: r.data,
   metadata: r.metadata,
   dedupeKey: r.dedupe_key,
+  trust: r.trust,
   createdAt: Number(r.created_at),
   acknowledgedAt: r.acknowledged_at === null ? null : Number(r.acknowledged_at),
   ...claimFields(r),

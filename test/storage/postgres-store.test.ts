@@ -7,13 +7,24 @@ import pg from 'pg';
 import { newEventId } from '../../src/domain/credentials.js';
 import type { NewEvent } from '../../src/domain/model.js';
 import type { Log } from '../../src/domain/ports.js';
+import { INBOX_TRUST_JSON } from '../../src/domain/trust.js';
 import { readMigrations } from '../../src/storage/migration-files.js';
 import { LISTENER_APPLICATION_NAME, PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import { createTestStorage, onlyPostgres, range, sleep, type TestStorage } from '../helpers.js';
 import { newAddress, PAGE_BYTES, RATE } from './store-records.js';
 
 function newEvent(addressId: string, dedupeKey: string | null = null): NewEvent {
-  return { id: newEventId(), addressId, type: 'test', source: 'test', data: '{"x":1}', metadata: null, dedupeKey, createdAt: Date.now() };
+  return {
+    id: newEventId(),
+    addressId,
+    type: 'test',
+    source: 'test',
+    data: '{"x":1}',
+    metadata: null,
+    dedupeKey,
+    trust: INBOX_TRUST_JSON,
+    createdAt: Date.now(),
+  };
 }
 
 async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {

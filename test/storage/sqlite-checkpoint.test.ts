@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { newEventId } from '../../src/domain/credentials.js';
 import type { NewEvent } from '../../src/domain/model.js';
+import { INBOX_TRUST_JSON } from '../../src/domain/trust.js';
 import type { SyncFile } from '../../src/storage/sqlite/checkpointer.js';
 import { SqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
 import { onlySqlite, range } from '../helpers.js';
@@ -24,6 +25,7 @@ const newEvent = (addressId: string, data: unknown): NewEvent => ({
   data: JSON.stringify(data),
   metadata: null,
   dedupeKey: null,
+  trust: INBOX_TRUST_JSON,
   createdAt: Date.now(),
 });
 

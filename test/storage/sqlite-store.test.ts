@@ -9,6 +9,7 @@ import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { newEventId } from '../../src/domain/credentials.js';
 import type { AppendResult, NewEvent } from '../../src/domain/model.js';
+import { INBOX_TRUST_JSON } from '../../src/domain/trust.js';
 import { ACKED_SIZES_SQL, SqliteStore } from '../../src/storage/sqlite/sqlite-store.js';
 import { onlySqlite, range } from '../helpers.js';
 import { newAddress, PAGE_BYTES, RATE } from './store-records.js';
@@ -21,6 +22,7 @@ const newEvent = (addressId: string, data: unknown, id = newEventId()): NewEvent
   data: JSON.stringify(data),
   metadata: null,
   dedupeKey: null,
+  trust: INBOX_TRUST_JSON,
   createdAt: Date.now(),
 });
 

@@ -6,6 +6,7 @@ import { loadConfig } from '../../src/config.js';
 import { newEventId } from '../../src/domain/credentials.js';
 import type { AddressRecord, NewEvent } from '../../src/domain/model.js';
 import { type Store, StoreClosedError } from '../../src/domain/ports.js';
+import { INBOX_TRUST_JSON } from '../../src/domain/trust.js';
 import { openStore } from '../../src/storage/open-store.js';
 import { createTestStorage, type TestStorage } from '../helpers.js';
 import { newAddress, PAGE_BYTES } from './store-records.js';
@@ -14,7 +15,7 @@ const WINDOW = 60_000;
 const T0 = 1_800_000_000_000 - (1_800_000_000_000 % WINDOW); // the start of a window
 
 function newEvent(addressId: string, dedupeKey: string | null = null): NewEvent {
-  return { id: newEventId(), addressId, type: 't', source: 's', data: '{"n":1}', metadata: null, dedupeKey, createdAt: Date.now() };
+  return { id: newEventId(), addressId, type: 't', source: 's', data: '{"n":1}', metadata: null, dedupeKey, trust: INBOX_TRUST_JSON, createdAt: Date.now() };
 }
 
 interface Case {

@@ -60,8 +60,10 @@ export function describeValidation(issue: AjvIssue | undefined, context: string 
         (allowed.length === 0 ? 'this endpoint takes no query parameters.' : `the allowed ones are ${allowed.join(', ')}.`)
       );
     }
+    // An event's trust is the service's word about its sender: a sender asking to set it is told so.
+    const why = name === 'trust' && allowed.includes('data') ? 'trust is written only by the service, from what it checked itself; ' : '';
     return (
-      `Unknown property '${name}' in the ${context ?? 'body'}: ` +
+      `Unknown property '${name}' in the ${context ?? 'body'}: ${why}` +
       (allowed.length === 0 ? 'no properties are allowed.' : `the allowed ones are ${allowed.join(', ')}.`)
     );
   }

@@ -352,7 +352,7 @@ export class PostgresStore implements Store {
     return this.appends.submit({ event, limits });
   }
 
-  /** A batch in one transaction (ra_append_events, migration 0003), locking addresses in id order. */
+  /** A batch in one transaction (ra_append_events, migration 0012), locking addresses in id order. */
   private async appendBatch(inputs: AppendInput[]): Promise<AppendResult[]> {
     // Stable sort: one lock order for every batch on every instance (no deadlock), and each
     // address's deliveries keep their arrival order.
@@ -380,7 +380,7 @@ export class PostgresStore implements Store {
 
   private async appendSorted(client: pg.Pool | pg.PoolClient, inputs: AppendInput[], order: number[], sorted: NewEvent[]): Promise<AppendResult[]> {
     const r = await client.query<EventRowOrNull & { ord: number; outcome: string }>(
-      'SELECT * FROM ra_append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
+      'SELECT * FROM ra_append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)',
       [
         sorted.map((e) => e.addressId),
         sorted.map((e) => e.id),
@@ -389,6 +389,7 @@ export class PostgresStore implements Store {
         sorted.map((e) => e.data),
         sorted.map((e) => e.metadata),
         sorted.map((e) => e.dedupeKey),
+        sorted.map((e) => e.trust),
         sorted.map((e) => e.createdAt),
         inputs[0]!.limits.maxEventsPerAddress,
         inputs[0]!.limits.maxBytesPerAddress,
@@ -413,22 +414,26 @@ export class PostgresStore implements Store {
     }
   }
 
-  /** One round trip: ra_append_event (migration 0002) locks, dedupes, prunes, inserts and notifies. */
+  /** One round trip: ra_append_event (migration 0012) locks, dedupes, prunes, inserts and notifies. */
   private async appendOnce(e: NewEvent, limits: StoreLimits): Promise<AppendResult> {
     if ((e.blobs !== undefined && e.blobs.length > 0) || e.quarantinedAt != null) return this.appendWithBlobs(e, e.blobs ?? [], limits);
-    const r = await this.pool.query<EventRowOrNull & { outcome: string }>('SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)', [
-      e.addressId,
-      e.id,
-      e.type,
-      e.source,
-      e.data,
-      e.metadata,
-      e.dedupeKey,
-      e.createdAt,
-      limits.maxEventsPerAddress,
-      limits.maxBytesPerAddress,
-      CHANGE_CHANNEL,
-    ]);
+    const r = await this.pool.query<EventRowOrNull & { outcome: string }>(
+      'SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0)',
+      [
+        e.addressId,
+        e.id,
+        e.type,
+        e.source,
+        e.data,
+        e.metadata,
+        e.dedupeKey,
+        e.trust,
+        e.createdAt,
+        limits.maxEventsPerAddress,
+        limits.maxBytesPerAddress,
+        CHANGE_CHANNEL,
+      ],
+    );
     const row = r.rows[0];
     if (!row) throw new Error('ra_append_event answered no row');
     return toAppendResult(row);
@@ -444,20 +449,24 @@ export class PostgresStore implements Store {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
-      const r = await client.query<EventRowOrNull & { outcome: string }>('SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)', [
-        e.addressId,
-        e.id,
-        e.type,
-        e.source,
-        e.data,
-        e.metadata,
-        e.dedupeKey,
-        e.createdAt,
-        limits.maxEventsPerAddress,
-        limits.maxBytesPerAddress,
-        CHANGE_CHANNEL,
-        blobBytes(blobs),
-      ]);
+      const r = await client.query<EventRowOrNull & { outcome: string }>(
+        'SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)',
+        [
+          e.addressId,
+          e.id,
+          e.type,
+          e.source,
+          e.data,
+          e.metadata,
+          e.dedupeKey,
+          e.trust,
+          e.createdAt,
+          limits.maxEventsPerAddress,
+          limits.maxBytesPerAddress,
+          CHANGE_CHANNEL,
+          blobBytes(blobs),
+        ],
+      );
       const row = r.rows[0];
       if (!row) throw new Error('ra_append_event answered no row');
       const result = toAppendResult(row);
@@ -609,11 +618,11 @@ export class PostgresStore implements Store {
     return r.rows.map(toApproval);
   }
 
-  /** One round trip: ra_approval_step (migration 0009) checks and changes the approval and appends its event, in one transaction. */
+  /** One round trip: ra_approval_step (migration 0012) checks and changes the approval and appends its event, in one transaction. */
   async approvalStep(step: ApprovalStep, limits: StoreLimits): Promise<ApprovalStepResult> {
     if (this.closing) throw new StoreClosedError();
     const e = step.event;
-    const r = await this.pool.query<EventRowOrNull & { outcome: string }>('SELECT * FROM ra_approval_step($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)', [
+    const r = await this.pool.query<EventRowOrNull & { outcome: string }>('SELECT * FROM ra_approval_step($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)', [
       step.kind,
       step.approvalId,
       e.addressId,
@@ -621,6 +630,7 @@ export class PostgresStore implements Store {
       e.type,
       e.source,
       e.data,
+      e.trust,
       e.createdAt,
       limits.maxEventsPerAddress,
       limits.maxBytesPerAddress,

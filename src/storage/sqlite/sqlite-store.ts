@@ -297,8 +297,8 @@ export class SqliteStore implements Store {
       ackedSizes: db.prepare<[string], { sequence: number; bytes: number }>(ACKED_SIZES_SQL),
       pruneAckedUpTo: db.prepare<[string, number]>('DELETE FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL AND sequence <= ?'),
       // Positional parameters: binding by name from an object costs more per event (bench/README.md).
-      insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, number, number | null, number | null]>(
-        `INSERT INTO events (${INSERTED_EVENT_COLUMNS}, claim_indexed, quarantined_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)`,
+      insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, string, number, number | null, number | null]>(
+        `INSERT INTO events (${INSERTED_EVENT_COLUMNS}, claim_indexed, quarantined_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)`,
       ),
       setBlobBytes: db.prepare<[number, string, number]>('UPDATE events SET blob_bytes = ? WHERE address_id = ? AND sequence = ?'),
       insertBlob: db.prepare<[string, number, string, string, string, number, Uint8Array]>(
@@ -699,6 +699,7 @@ export class SqliteStore implements Store {
       e.data,
       e.metadata,
       e.dedupeKey,
+      e.trust,
       e.createdAt,
       c.claimsIndexed ? 1 : null,
       e.quarantinedAt ?? null,
