@@ -12,8 +12,8 @@ export class SqliteSenderPolicies implements SenderPolicyStore {
   ) {
     this.q = {
       get: db.prepare<[string], { policy: string; updated_at: number }>('SELECT policy, updated_at FROM sender_policies WHERE address_id = ?'),
-      upsert: db.prepare<[string, string, number]>(
-        `INSERT INTO sender_policies (address_id, policy, updated_at) SELECT id, ?2, ?3 FROM addresses WHERE id = ?1
+      upsert: db.prepare<[{ id: string; policy: string; now: number }]>(
+        `INSERT INTO sender_policies (address_id, policy, updated_at) SELECT id, @policy, @now FROM addresses WHERE id = @id
          ON CONFLICT (address_id) DO UPDATE SET policy = excluded.policy, updated_at = excluded.updated_at`,
       ),
       remove: db.prepare<[string]>('DELETE FROM sender_policies WHERE address_id = ?'),
@@ -32,7 +32,7 @@ export class SqliteSenderPolicies implements SenderPolicyStore {
       await this.durable();
       return this.q.addressExists.get(addressId) !== undefined;
     }
-    const stored = this.q.upsert.run(addressId, policy, now).changes > 0;
+    const stored = this.q.upsert.run({ id: addressId, policy, now }).changes > 0;
     if (stored) await this.durable();
     return stored;
   }
