@@ -19,7 +19,7 @@ import type { ApprovalService } from '../approvals/approval-service.js';
 import { MAX_MCP_WAIT_SECONDS } from '../config.js';
 import { type Consumers, consumerName } from '../consumers/consumers.js';
 import { ApiError, errorBody, internalErrorBody } from '../domain/errors.js';
-import { EVENT_STATE_NAMES, MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter, STATE_HELP } from '../domain/event-filter.js';
+import { MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter, STATE_HELP } from '../domain/event-filter.js';
 import type { AddressRecord } from '../domain/model.js';
 import { addressView, eventJson, eventPageJson } from '../domain/representation.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
