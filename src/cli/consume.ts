@@ -5,8 +5,10 @@
 // file's cursor, or the named consumer's on the service); any other exit retries the same event with
 // backoff (1 s doubling to 60 s), so nothing is skipped and the order holds. A crash or kill
 // re-runs at most the event that was not committed yet: CMD should dedupe by RA_EVENT_ID.
+
 import { spawn } from 'node:child_process';
 import { MAX_WAIT_SECONDS, parseMatch, ReturnAddress } from '@return-address/client';
+import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import { loadSaved, savedUrl, writeSaved } from './saved-file.js';
 
 export const CONSUME_HELP = `Usage: return-address consume --save FILE --exec CMD [--type T]... [--match path=value]... [--consumer NAME] [--until-idle S]
@@ -25,6 +27,8 @@ to one worker at a time under a lease (--lease S, default 60; extended while CMD
 acks the claim, any other exit nacks it (claimable again after 1 s, 2 s, 4 s ... at most 60 s),
 and after --max-deliveries N (default 5) deliveries without an ack the event becomes dead. Order
 across workers is not kept; the saved cursor is not used.
+For a provider event or a mail, add --match trust.verified=true: only trust is written by the
+service. ${UNTRUSTED_CONTENT}
 `;
 
 export async function consume(

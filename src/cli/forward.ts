@@ -2,9 +2,10 @@
 // until Ctrl-C, one status line per attempt on stderr. Options before the first --to apply to every
 // target; --type and --match after a --to apply to that target only.
 import { parseArgs } from 'node:util';
-import { type EventMatch, parseMatch, ReturnAddress, resolveUrl } from '@return-address/client';
+import { type EventMatch, parseMatch, ReturnAddress } from '@return-address/client';
 import { type ForwardAttempt, type ForwardTarget, forward } from '../forward/forwarder.js';
 import { parseResign } from '../forward/resign.js';
+import { savedUrl } from './saved-file.js';
 import type { CliVerb } from './verb.js';
 
 const OPTIONS = {
@@ -16,6 +17,7 @@ const OPTIONS = {
   match: { type: 'string', multiple: true },
   'from-sequence': { type: 'string' },
   resign: { type: 'string' },
+  'resign-unverified': { type: 'boolean' },
   ack: { type: 'boolean' },
   positions: { type: 'string' },
   'attempt-timeout': { type: 'string' },
@@ -23,6 +25,7 @@ const OPTIONS = {
 
 /** One status line: status, method, path, type, sequence, milliseconds, target. */
 export function statusLine(a: ForwardAttempt): string {
+  if (a.skipped !== undefined) return `forward SKIP ${a.type} seq=${a.sequence} -> ${a.target}: ${a.skipped}`;
   const status = a.status === null ? `ERR ${a.error ?? ''}`.trim() : String(a.status);
   const retry = a.retryInMs === undefined ? '' : `; retry in ${a.retryInMs / 1000}s`;
   return `forward ${status} ${a.method} ${a.path} ${a.type} seq=${a.sequence} ${a.ms}ms -> ${a.target}${retry}`;
@@ -32,7 +35,7 @@ export const forwardVerb: CliVerb = {
   summary: 'replay the queue into local handlers (resumable, in order, retried)',
   help: `Usage: return-address forward --save FILE --to URL [--type T]... [--match path=value]...
        [--to URL [--type T] [--match path=value]]... [--from-sequence N]
-       [--resign github|stripe|slack|standard_webhooks:SECRET] [--ack]
+       [--resign github|stripe|slack|standard_webhooks:SECRET [--resign-unverified]] [--ack]
 
 Replays the address's events into local handlers, like \`stripe listen --forward-to\` but
 resumable: each --to keeps its own position in the service (the named consumer
@@ -50,7 +53,12 @@ stopped and delivers the events that arrived meanwhile, in order.
   --from-sequence N   replay from sequence N (each target's position is set to N-1 first)
   --resign SCHEME:SECRET   sign each request again, now, with a local secret, as the provider would
                       (github, stripe, slack, standard_webhooks), so a handler accepts events older
-                      than the provider's 300 s tolerance
+                      than the provider's 300 s tolerance. Only events the service verified
+                      (trust.verified true, or a capture whose signature matched and only its
+                      timestamp was stale) are signed: any other is skipped for that target, with
+                      a line "forward SKIP TYPE seq=N -> TARGET: why", and its position moves on
+  --resign-unverified sign and send unverified events too (forgeries included): only for a handler
+                      that does not act on the signature alone
   --ack               acknowledge each event after a target answered 2xx
   --positions FILE    where positions are kept if the service has no named consumers
                       (default: FILE.forward.json beside --save)
@@ -58,7 +66,7 @@ One line per attempt on stderr: forward STATUS METHOD PATH TYPE seq=N MSms -> TA
 cleanly: an attempt under way is abandoned and sent again next time; nothing is lost.
 
   --save FILE    the file \`create --save\` wrote
-  --url URL      service base URL (default $RETURN_ADDRESS_URL, else http://localhost:3000)
+  --url URL      service base URL (default: the one saved in FILE, else $RETURN_ADDRESS_URL, else http://localhost:3000)
 `,
   async run(args, kit) {
     let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof OPTIONS; tokens: true; strict: true }>>;
@@ -107,7 +115,7 @@ cleanly: an attempt under way is abandoned and sent again next time; nothing is 
       throw kit.usage((err as Error).message);
     }
     const saved = kit.loadSaved(values.save);
-    const ra = ReturnAddress.fromCreated(saved, { url: resolveUrl(values.url) });
+    const ra = ReturnAddress.fromCreated(saved, { url: savedUrl(values.url, saved) });
     const stop = new AbortController();
     let stops = 0;
     const onSignal = (sig: NodeJS.Signals) => {
@@ -126,6 +134,7 @@ cleanly: an attempt under way is abandoned and sent again next time; nothing is 
         targets: forwardTargets,
         fromSequence,
         resign,
+        resignUnverified: values['resign-unverified'] === true,
         ack: values.ack === true,
         signal: stop.signal,
         attemptTimeoutMs,

@@ -1,5 +1,6 @@
 // `return-address` CLI (design.md, "Agent toolkit and live view"): a thin shell over the TypeScript client. JSON results go to
 // stdout, human messages to stderr; exit 0 done/found, 2 wait timed out, 1 error.
+
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import {
   type CreateEventBody,
@@ -12,6 +13,7 @@ import {
   sourceOf,
   type WaitResult,
 } from '@return-address/client';
+import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import { ASK_HELP, ask } from './ask.js';
 import { CONSUME_HELP, consume } from './consume.js';
 import { forwardVerb } from './forward.js';
@@ -56,7 +58,7 @@ stderr. Exit codes: 0 success, 2 wait timed out, 1 error (ask: 0 first option, 1
 `,
   serve: `Usage: return-address serve\n\nRuns the service in the foreground, exactly like \`npm start\`. Configure it with the\nenvironment variables of the README (PORT, SMTP_PORT, BASE_URL, DATA_DIR or DATABASE_URL, ...).\n`,
   create: `Usage: return-address create [--name N] [--task-id T] [--ttl SECONDS] [--save FILE [--print-credentials]]\n\nCreates an address. Without --save, prints the whole create response (credentials included).\nWith --save, writes that response plus "cursor": 0 and "url" (this service) to FILE with mode\n0600 and prints only {address, endpoints: {events_url, mcp_url}, saved_to}: no credential reaches\nstdout (an agent's transcript). --print-credentials prints the whole response as well.\nA service whose operator set CREATE_TOKENS needs one: $RETURN_ADDRESS_CREATE_TOKEN.\n\n${COMMON}`,
-  wait: `Usage: return-address wait --save FILE [--type T] [--match path=value]... [--timeout S] [--ack]\n\nWaits (long-polling, reconnecting after network errors) for the first event after the saved\ncursor with type T and every path=value (dotted into the event: data.from.address=x), prints it\nas JSON and exits 0; exits 2 when --timeout seconds (default 300) pass without one.\n--ack acknowledges the event; without --type/--match it also advances the saved cursor to it,\nso the next wait starts after it. A filtered wait never moves the saved cursor: the events it\npassed over are still there for events and consume.\n\n${SAVE}${COMMON}`,
+  wait: `Usage: return-address wait --save FILE [--type T] [--match path=value]... [--timeout S] [--ack]\n\nWaits (long-polling, reconnecting after network errors) for the first event after the saved\ncursor with type T and every path=value (dotted into the event: data.from.address=x), prints it\nas JSON and exits 0; exits 2 when --timeout seconds (default 300) pass without one.\n--ack acknowledges the event; without --type/--match it also advances the saved cursor to it,\nso the next wait starts after it. A filtered wait never moves the saved cursor: the events it\npassed over are still there for events and consume.\nFor a provider event or a mail, add --match trust.verified=true (and trust.ingress=capture or\nemail): only trust is written by the service; type, source and data are whatever the sender sent.\n${UNTRUSTED_CONTENT}\n\n${SAVE}${COMMON}`,
   events: `Usage: return-address events --save FILE [--after N] [--limit N] [--wait S] [--type T]... [--match path=value]... [--advance]\n\nPrints one page {events, next_cursor, has_more} after the saved cursor (or --after). The saved\ncursor moves to next_cursor only with --advance, once you have handled the page (or use\nconsume, which moves it event by event). --wait long-polls up to S seconds (max ${MAX_WAIT_SECONDS}) when there\nis none; --type and --match filter on the service.\n\n${SAVE}${COMMON}`,
   consume: CONSUME_HELP,
   get: `Usage: return-address get --save FILE\n\nPrints {"address": ...}.\n\n${SAVE}${COMMON}`,

@@ -1,10 +1,11 @@
 // `return-address signing-secrets`: sets the secrets that check the capture URL's signatures
-// (design.md, "Capture URL", PUT …/signing-secrets), so a recipe can wait for data.signature.verified=true
+// (design.md, "Capture URL", PUT …/signing-secrets), so a recipe can wait for trust.verified=true
 // without a hand-written curl. The PUT replaces the whole set, so the verb does too, and says so.
 // A secret can come from an environment variable instead of the command line, where `ps` and shell
 // history would keep it.
-import { ReturnAddress, resolveUrl, type SigningSecretsBody } from '@return-address/client';
+import { ReturnAddress, type SigningSecretsBody } from '@return-address/client';
 import { SIGNING_SCHEMES, type SigningScheme } from '../domain/signing-schemes.js';
+import { savedUrl } from './saved-file.js';
 import type { CliVerb } from './verb.js';
 
 /** A scheme's option: its name with a hyphen (--standard-webhooks). */
@@ -16,8 +17,9 @@ export const signingSecretsVerb: CliVerb = {
        [--standard-webhooks S] [--github-env VAR] [--stripe-env VAR] ... | --clear
 
 Sets the secrets that check signatures on requests to hook_url: each captured request that carries
-that scheme's signature then has data.signature.verified true or false (null without a secret), so
-\`wait --match data.signature.verified=true\` ignores forged requests.
+that scheme's signature then has trust.verified true or false (null without a secret), so
+\`wait --match trust.ingress=capture --match trust.verified=true\` ignores forged requests (never
+match on data.signature: a delivery to the inbox URL can write it).
 This REPLACES the address's whole set: a scheme not given is removed (secrets are never returned,
 so they cannot be merged). --clear removes them all. --SCHEME-env VAR reads the secret from the
 environment variable VAR, which keeps it out of \`ps\` and shell history.
@@ -28,7 +30,7 @@ environment variable VAR, which keeps it out of \`ps\` and shell history.
 Prints {"configured": [schemes]}.
 
   --save FILE    the file \`create --save\` wrote
-  --url URL      service base URL (default $RETURN_ADDRESS_URL, else http://localhost:3000)
+  --url URL      service base URL (default: the one saved in FILE, else $RETURN_ADDRESS_URL, else http://localhost:3000)
 `,
   async run(args, kit) {
     const options: Record<string, { type: 'string' } | { type: 'boolean' }> = { clear: { type: 'boolean' } };
@@ -53,7 +55,8 @@ Prints {"configured": [schemes]}.
       throw kit.usage('give at least one secret (--github, --stripe, --slack, --standard-webhooks, or their -env forms), or --clear to remove them all');
     }
     if (Object.keys(body).length > 0 && values.clear === true) throw kit.usage('--clear removes every secret: give it alone');
-    const ra = ReturnAddress.fromCreated(kit.loadSaved(values.save), { url: resolveUrl(values.url) });
+    const saved = kit.loadSaved(values.save);
+    const ra = ReturnAddress.fromCreated(saved, { url: savedUrl(values.url, saved) });
     kit.out(await ra.setSigningSecrets(body));
     return 0;
   },

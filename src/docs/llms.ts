@@ -6,6 +6,7 @@ import { type Config, MAX_MCP_WAIT_SECONDS } from '../config.js';
 import { ERROR_CATALOGUE, type ErrorCode } from '../domain/errors.js';
 import { MAX_VALUE_DEPTH } from '../domain/json-depth.js';
 import { MAX_WAIT_SECONDS } from '../domain/long-poll.js';
+import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 
 const GUIDES_DIR = new URL('./guides/', import.meta.url);
 
@@ -40,6 +41,7 @@ export function guideValues(c: Config): Record<string, string> {
     max_wait_seconds: String(MAX_WAIT_SECONDS),
     max_mcp_wait_seconds: String(MAX_MCP_WAIT_SECONDS),
     error_table: errorTable(),
+    untrusted_content: UNTRUSTED_CONTENT,
     create_access:
       c.createTokens.length > 0
         ? 'This deployment requires a create token: send Authorization: Bearer <token>, a token its operator gave you (CREATE_TOKENS). ' +

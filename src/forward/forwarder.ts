@@ -4,12 +4,14 @@
 // as it came, any other as Event JSON), and moves its position past an event only after the
 // handler's 2xx. Anything else is retried, 1 s doubling to 60 s, and nothing after that event is
 // sent meanwhile, so a handler sees events in order. A target that is down holds back no other.
+// With --resign, an event that did not verify is skipped (resign-policy.ts), its position passed.
 import type { Event, ReturnAddress } from '@return-address/client';
 import { type EventMatch, eventMatches } from '../domain/event-match.js';
 import { forwardConsumerName } from './consumer-name.js';
 import { openPosition, type PositionStore } from './position.js';
 import { RawBytesError, replayRequest } from './replay-request.js';
 import { parseResign, type Resign, resignHeaders } from './resign.js';
+import { resignRefusal } from './resign-policy.js';
 import { sendReplay } from './send-request.js';
 
 export interface ForwardTarget {
@@ -35,14 +37,18 @@ export interface ForwardAttempt {
   ms: number;
   /** When it failed: how long until the next attempt. */
   retryInMs?: number;
+  /** Set when the event was not sent to this target (and the position moved past it): why. */
+  skipped?: string;
 }
 
 export interface ForwardOptions {
   targets: ForwardTarget[];
   /** Replay from this sequence (inclusive): every target's position is set to N-1 first. */
   fromSequence?: number;
-  /** Re-sign each request with this scheme and local secret ("github:SECRET" or parsed). */
+  /** Re-sign each request with this scheme and local secret ("github:SECRET" or parsed): only what verified (resign-policy.ts). */
   resign?: Resign | string;
+  /** Re-sign events that did not verify too (forgeries included): for a handler that knows it. */
+  resignUnverified?: boolean;
   /** Acknowledge each event after a target's 2xx. */
   ack?: boolean;
   /** Stops the forwarder: the attempt under way is abandoned and its event sent again next time. */
@@ -108,6 +114,7 @@ export async function forward(ra: ReturnAddress, opts: ForwardOptions): Promise<
     ra,
     signal,
     resign,
+    resignUnverified: opts.resignUnverified === true,
     ack: opts.ack === true,
     onAttempt: opts.onAttempt ?? (() => {}),
     onNotice: opts.onNotice ?? (() => {}),
@@ -127,6 +134,7 @@ interface LoopContext {
   ra: ReturnAddress;
   signal: AbortSignal;
   resign: Resign | undefined;
+  resignUnverified: boolean;
   ack: boolean;
   onAttempt: (a: ForwardAttempt) => void;
   onNotice: (m: string) => void;
@@ -177,8 +185,23 @@ async function targetLoop(ctx: LoopContext, target: Target): Promise<void> {
   }
 }
 
-/** Sends `event` until a 2xx (true) or the forwarder stops (false). */
+/** Sends `event` until a 2xx (true) or the forwarder stops (false); true at once for an event it must skip. */
 async function deliverInOrder(ctx: LoopContext, target: Target, event: Event): Promise<boolean> {
+  const refusal = ctx.resign === undefined || ctx.resignUnverified ? null : resignRefusal(event);
+  if (refusal !== null) {
+    ctx.onAttempt({
+      target: target.url.href,
+      status: null,
+      method: '-',
+      path: '-',
+      type: event.type,
+      sequence: event.sequence,
+      eventId: event.id,
+      ms: 0,
+      skipped: refusal,
+    });
+    return true;
+  }
   const fetchRaw = async (url: string) => Buffer.from(await ctx.ra.rawBytes(url, { signal: ctx.signal }));
   const base = await retryRead(ctx, `fetching the raw bytes of ${event.id}`, () => replayRequest(event, target.url, fetchRaw));
   if (base === undefined) return false;

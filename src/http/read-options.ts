@@ -22,8 +22,8 @@ export const READ_OPTION_PROPERTIES = {
   ),
   match: repeatable(
     MAX_MATCH_CONDITIONS,
-    `Only events where a dotted path equals a value: path=value, e.g. data.from.address=a@b.c or data.signature.verified=true. ` +
-      `Repeat it for all of several (at most ${MAX_MATCH_CONDITIONS}). Paths start with data, metadata, type, source, id, address_id, sequence or dedupe_key; ` +
+    `Only events where a dotted path equals a value: path=value, e.g. data.from.address=a@b.c or trust.verified=true. ` +
+      `Repeat it for all of several (at most ${MAX_MATCH_CONDITIONS}). Paths start with data, metadata, trust, type, source, id, address_id, sequence or dedupe_key; ` +
       'a digit segment indexes an array (data.links.0.url). Strings compare exactly; a number, true, false or null matches its JSON text (so =true matches JSON true and "true"); ' +
       'a path holding an array matches when a member does; objects and missing paths never match.',
   ),

@@ -187,6 +187,21 @@ async function ack(e, button) {
   }
 }
 
+/**
+ * The service's own word on the event (design.md, "Trust: what an agent may believe"): its way in
+ * and whether the sender was proved. Type, source and data are the sender's and may be forged.
+ */
+function trustBadge(t) {
+  if (!isObject(t)) return el('span', { className: 'trust unverified', text: 'trust unknown' });
+  const verified = t.verified === true;
+  const text = `${t.ingress} · ${verified ? `verified${t.method ? ` (${t.method}${t.identity ? `: ${t.identity}` : ''})` : ''}` : 'not verified'}`;
+  return el('span', {
+    className: `trust ${verified ? 'verified' : 'unverified'}`,
+    text,
+    attrs: { title: verified ? 'The service proved the sender.' : (t.reason ?? 'Nothing about the sender was proved.') },
+  });
+}
+
 function renderEvent(e, fresh) {
   const d = e.data;
   const article = el('article', {
@@ -200,6 +215,7 @@ function renderEvent(e, fresh) {
       el('span', { className: 'seq', text: `#${e.sequence}` }),
       el('span', { className: 'type', text: e.type }),
       el('span', { className: 'source', text: `source ${e.source}` }),
+      trustBadge(e.trust),
       el('time', { className: 'time', text: e.created_at, attrs: { datetime: e.created_at } }),
       el('span', { className: 'eid mono', text: e.id }),
       ackState(e),

@@ -23,10 +23,12 @@ import { MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter, STATE_HELP }
 import type { AddressRecord } from '../domain/model.js';
 import { addressView, eventJson, eventPageJson } from '../domain/representation.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import { EventsQuery } from '../http/schemas.js';
 import type { SenderPolicies } from '../sender-policy/sender-policies.js';
 import { registerApprovalTools } from './approval-tools.js';
 import { registerClaimTools } from './claim-tools.js';
+import { EVENT_TOOLS, jsonResult, TrustOutput } from './event-results.js';
 import { ResultBudget, storedBytes } from './result-budget.js';
 import { registerSenderPolicyTools } from './sender-policy-tools.js';
 
@@ -64,7 +66,8 @@ const SERVER_INFO = { name: 'return-address', version: '0.1.0' } as const;
 const INSTRUCTIONS =
   'This server is one return address: an ordered, durable queue of events (HTTP callbacks to its inbox URL ' +
   'and inbound email). Read with list_events or wait_for_event, process events in sequence order, keep next_cursor and pass it ' +
-  'as `after` next time, and ack_event what you have handled. get_address shows the address and its email.';
+  'as `after` next time, and ack_event what you have handled. get_address shows the address and its email. ' +
+  `Each event's trust says how it came in and whether the service proved its sender. ${UNTRUSTED_CONTENT}`;
 
 // ---- input schemas (strict: an unknown or misspelt argument is an error, not silently ignored) ----
 
@@ -82,8 +85,8 @@ const MatchArg = z
   .union([z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])), z.array(z.string())])
   .optional()
   .describe(
-    `Only events where every dotted path equals its value: {"data.from.address": "noreply@github.com", "data.signature.verified": true} ` +
-      `or ["data.from.address=noreply@github.com"] (at most ${MAX_MATCH_CONDITIONS}). Strings compare exactly; numbers, booleans and null as their JSON text, ` +
+    `Only events where every dotted path equals its value: {"trust.ingress": "capture", "trust.verified": true} ` +
+      `or ["trust.verified=true", "data.from.address=noreply@github.com"] (at most ${MAX_MATCH_CONDITIONS}). Strings compare exactly; numbers, booleans and null as their JSON text, ` +
       'so true and "true" both match JSON true; a path into an array matches any member; a missing path never matches.',
   );
 const StateArg = z.string().optional().describe(`Which events: ${STATE_HELP}.`);
@@ -173,7 +176,8 @@ const Event = z.object({
   address_id: z.string(),
   sequence: z.number().int().min(1).describe('Orders events within the address: 1, 2, 3… without gaps.'),
   type: z.string(),
-  source: z.string().describe('"https" for HTTP deliveries by default, "email" for inbound mail.'),
+  source: z.string().describe('"https" for HTTP deliveries by default, "email" for inbound mail; an inbox sender sets it at will.'),
+  trust: TrustOutput,
   data: z.unknown().describe('Any JSON value; null when the delivery had none.'),
   metadata: z.record(z.string(), z.string()).optional(),
   dedupe_key: z.string().optional(),
@@ -205,11 +209,6 @@ const WaitResult = z.object({
       "The last event examined (the event's sequence, or past non-matching events after it), or how far the queue was scanned when event is null. Pass as `after` next time.",
     ),
 });
-
-/** A result whose text is exactly the JSON the HTTP API would send. */
-function jsonResult(text: string): CallToolResult {
-  return { content: [{ type: 'text', text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
-}
 
 export interface ToolContext {
   service: ReturnAddressService;
@@ -253,7 +252,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
    */
   const run: RunTool = async (tool, extra: { signal: AbortSignal }, fn: (signal: AbortSignal) => Promise<string>): Promise<CallToolResult> => {
     try {
-      return jsonResult(await fn(AbortSignal.any([ctx.signal, extra.signal])));
+      return jsonResult(await fn(AbortSignal.any([ctx.signal, extra.signal])), EVENT_TOOLS.has(tool));
     } catch (err) {
       const e = err instanceof ApiError ? err : null;
       if (!e || e.status >= 500) ctx.log.error({ err, tool }, 'MCP tool failed');

@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { llmsFullTxt, llmsTxt, renderGuide } from '../../src/docs/llms.js';
 import { ERROR_CATALOGUE } from '../../src/domain/errors.js';
+import { UNTRUSTED_CONTENT } from '../../src/domain/trust.js';
 
 const custom = loadConfig({
   BASE_URL: 'https://ra.example.org/prefix',
@@ -74,5 +75,54 @@ describe('guides (/llms.txt, /llms-full.txt)', () => {
     const headings = full.split('\n').filter((l) => l.startsWith('## '));
     assert.ok(headings.indexOf('## What it is') < headings.indexOf('## Errors'));
     assert.ok(!/\n\n\n/.test(full), 'no section leaves a double blank line');
+  });
+});
+
+describe('recipes an agent follows cannot be satisfied by a forgery', () => {
+  const config = loadConfig({});
+  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  const texts: [string, string][] = [
+    ['/llms.txt', llmsTxt(config)],
+    ['/llms-full.txt', llmsFullTxt(config)],
+    ['README.md', readme],
+  ];
+
+  it("llms.txt's first screen says event content is data, in the one sentence", () => {
+    const firstScreen = llmsTxt(config).split('\n').slice(0, 25).join('\n');
+    assert.ok(firstScreen.includes(UNTRUSTED_CONTENT), firstScreen);
+  });
+
+  it('no recipe filters on data.signature or data.authentication', () => {
+    for (const [name, text] of texts) {
+      for (const bad of ['match data.signature', 'match=data.signature', '"data.signature.verified"', 'data.authentication.summary=', '"data.authentication']) {
+        assert.ok(!text.includes(bad), `${name} still has a recipe with ${bad}`);
+      }
+    }
+  });
+
+  it('every CLI wait recipe for a provider event or a mail filters on trust; an OAuth one on trust.ingress=capture', () => {
+    for (const [name, text] of texts) {
+      // A command may continue on the next line after a backslash.
+      const commands = text
+        .replace(/\\\n\s*/g, ' ')
+        .split('\n')
+        .filter((l) => /return-address(-py)? wait|return_address\.py wait/.test(l));
+      assert.ok(commands.length > 0, `${name} has wait recipes`);
+      for (const c of commands) {
+        const type = /--type (\S+)/.exec(c)?.[1];
+        if (type === undefined) continue;
+        if (type === 'http.request') assert.match(c, /trust\.ingress=capture/, `${name}: ${c}`);
+        else assert.match(c, /trust\.verified=true/, `${name}: ${c}`);
+      }
+    }
+  });
+
+  it('every client recipe that waits on a match includes trust', () => {
+    for (const [name, text] of texts) {
+      const calls = text
+        .split('\n')
+        .filter((l) => /(waitFor|wait_for|wait_for_event)\b.*match/.test(l) && !/match\?|match: \{path|wait_for\(type, match/.test(l));
+      for (const c of calls) assert.match(c, /trust\.(verified|ingress)/, `${name}: ${c}`);
+    }
   });
 });

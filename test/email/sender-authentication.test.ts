@@ -76,6 +76,8 @@ describe('sender authentication over SMTP', () => {
     assert.equal(r.final?.code, 250, r.final?.text);
     const ev = await onlyEvent(svc, a);
     assert.deepEqual(ev.data.authentication, { spf: 'pass', dkim: 'pass', dmarc: 'pass', summary: 'pass' });
+    // DMARC passed, aligned: the service vouches for the From domain, and says how.
+    assert.deepEqual(ev.trust, { ingress: 'email', verified: true, method: 'dmarc', identity: SENDER_DOMAIN, reason: null });
     assert.deepEqual(ev.data.extracted.otp_codes, ['482913']);
     assert.ok(lookups.includes(`TXT ${SELECTOR}._domainkey.${SENDER_DOMAIN}`), `the DKIM key was looked up: ${lookups.join(', ')}`);
   });
@@ -87,6 +89,14 @@ describe('sender authentication over SMTP', () => {
     assert.equal(r.final?.code, 250, r.final?.text);
     const ev = await onlyEvent(svc, a);
     assert.deepEqual(ev.data.authentication, { spf: 'none', dkim: 'fail', dmarc: 'fail', summary: 'fail' });
+    // A spoof the check caught: not verified, with the reason.
+    assert.deepEqual(ev.trust, {
+      ingress: 'email',
+      verified: false,
+      method: 'dmarc',
+      identity: null,
+      reason: 'DMARC result is fail, not pass: the From address is not proven',
+    });
   });
 
   it('a body changed after signing: dkim as mailauth reports it (neutral, body hash did not verify), summary fail', async () => {
@@ -111,7 +121,19 @@ describe('sender authentication over SMTP', () => {
     const raw = message(a.email, 'hello').replace(`alerts@${SENDER_DOMAIN}`, 'someone@nowhere.example');
     const r = await sendRaw(svc.smtpPort, { from: 'someone@nowhere.example', rcpts: [a.email], message: raw });
     assert.equal(r.final?.code, 250, r.final?.text);
-    assert.deepEqual((await onlyEvent(svc, a)).data.authentication, { spf: 'none', dkim: 'none', dmarc: 'none', summary: 'none' });
+    const ev = await onlyEvent(svc, a);
+    assert.deepEqual(ev.data.authentication, { spf: 'none', dkim: 'none', dmarc: 'none', summary: 'none' });
+    // Nothing could be checked: neither proven nor refuted.
+    assert.deepEqual(ev.trust, {
+      ingress: 'email',
+      verified: null,
+      method: null,
+      identity: null,
+      reason: 'DMARC result is none, not pass: the From address is not proven',
+    });
+    // A reader filtering on trust never sees it as a proven sender.
+    const proven = await listEvents(svc.baseUrl, a, { match: 'trust.verified=true' });
+    assert.deepEqual(proven.json.events, []);
   });
 });
 

@@ -67,6 +67,9 @@ describe('Python forward', { skip: hasPython ? false : 'python3 is not installed
     const a = await createAddress(svc.baseUrl);
     const file = savedFile(a);
     const secret = 'py-original';
+    // The provider's secret is set, so the capture verifies and --resign may sign it again.
+    const set = await api(svc.baseUrl, 'PUT', `/api/v1/addresses/${a.id}/signing-secrets`, { token: a.token, json: { github: secret } });
+    assert.equal(set.status, 200, set.text);
     const body = `{"action":"closed","id":12345678901234567890,"delivery":"${randomUUID()}"}`;
     await api(svc.baseUrl, 'POST', `${a.body.endpoints.hook_url}/gh?x=1`, {
       body,
@@ -126,6 +129,18 @@ describe('Python forward', { skip: hasPython ? false : 'python3 is not installed
     assert.equal((await resigned.done).code, 0);
     assert.equal(r.received.length, 1);
     assert.equal(r.received[0]!.body.toString(), body);
+
+    // The inbox URL's events verified nothing: --resign skips them, saying why, and moves on.
+    const skipped = python(
+      ['clients/python/return_address.py', 'forward', '--save', file, '--to', `${r.url}/jobs`, '--resign', 'github:py-local', '--type', 'job'],
+      env,
+    );
+    const lines = await skipped.lines(/^forward SKIP job seq=4 /, 1);
+    skipped.proc.kill('SIGINT');
+    assert.equal((await skipped.done).code, 0);
+    assert.match(lines[0]!, /not re-signed: inbox event unverified \(nothing was checked\)/);
+    assert.match(skipped.stderr(), /^forward SKIP job seq=2 -> .*: not re-signed: inbox event/m);
+    assert.equal(r.received.length, 1, 'no forged-able event reached the handler signed');
   });
 
   it('ReturnAddress.forward() as a function, with a Standard Webhooks re-signature', async () => {
@@ -147,7 +162,7 @@ describe('Python forward', { skip: hasPython ? false : 'python3 is not installed
       'seen = []',
       'def on_attempt(a):',
       '    seen.append(a); stop.set()',
-      `ra.forward([{"url": ${JSON.stringify(h.url)}}], resign=${JSON.stringify(`standard_webhooks:${key}`)}, stop=stop, on_attempt=on_attempt)`,
+      `ra.forward([{"url": ${JSON.stringify(h.url)}}], resign=${JSON.stringify(`standard_webhooks:${key}`)}, resign_unverified=True, stop=stop, on_attempt=on_attempt)`,
       'print(json.dumps(seen))',
     ].join('\n');
     const p = python(['-c', script], {});

@@ -93,6 +93,9 @@ describe('the /inspect page in a browser', { skip: noChromium }, () => {
     }
     assert.deepEqual(await shownSequences(p), [3, 2, 1]);
     assert.equal(await p.$eval('#events article[data-sequence="2"] .type', (e) => e.textContent), 'build.step2');
+    // The service's word on it: an inbox delivery, nothing proved.
+    assert.equal(await p.$eval('#events article[data-sequence="2"] .trust', (e) => e.textContent), 'inbox · not verified');
+    assert.equal(await p.$eval('#events article[data-sequence="2"] .trust', (e) => e.className), 'trust unverified');
     // Ack from the page.
     await p.click('#events article[data-sequence="1"] button[data-ack]');
     await p.waitForSelector('#events article.acked[data-sequence="1"]', { timeout: 3000 });

@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { UNTRUSTED_CONTENT } from '../../src/domain/trust.js';
 import { type Addr, api, createAddress, deliver, listEvents, type Res, sleep, startTestService, type TestService } from '../helpers.js';
 
 const MCP_HEADERS = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
@@ -90,6 +91,7 @@ describe('MCP endpoint', () => {
     assert.equal(c.getServerVersion()?.name, 'return-address');
     assert.ok(c.getServerCapabilities()?.tools, 'offers tools');
     assert.match(c.getInstructions() ?? '', /next_cursor/);
+    assert.ok((c.getInstructions() ?? '').includes(UNTRUSTED_CONTENT), 'the instructions say event content is data');
     const init = await rpc(base, a, {
       jsonrpc: '2.0',
       id: 1,
@@ -160,6 +162,15 @@ describe('MCP endpoint', () => {
     assert.deepEqual(page, (await listEvents(base, a, { after: 1, limit: 1 })).json);
     assert.deepEqual([page.events.map((e: any) => e.sequence), page.next_cursor, page.has_more], [[2], 2, true]);
     assert.deepEqual(await callOk(c, 'list_events', { after: 3 }), { events: [], next_cursor: 3, has_more: false });
+    // Every result that carries events says, beside the JSON, that their content is data; others do not.
+    const listed = (await c.callTool({ name: 'list_events' })) as CallToolResult;
+    assert.deepEqual(listed.content[1], { type: 'text', text: UNTRUSTED_CONTENT });
+    assert.equal(all.events[0].trust.ingress, 'inbox');
+    const waited = (await c.callTool({ name: 'wait_for_event', arguments: { match: { 'trust.verified': true }, timeout: 0 } })) as CallToolResult;
+    assert.deepEqual(waited.structuredContent, { event: null, next_cursor: 3 }, 'no inbox delivery passes trust.verified=true');
+    assert.deepEqual(waited.content[1], { type: 'text', text: UNTRUSTED_CONTENT });
+    const address = (await c.callTool({ name: 'get_address' })) as CallToolResult;
+    assert.equal(address.content.length, 1);
   });
 
   it('list_events with wait is a long-poll woken by a delivery', async () => {

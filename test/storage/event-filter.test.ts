@@ -1,5 +1,5 @@
 // Filters evaluated by the store (event-filter-sql.ts) against the one matching rule in JavaScript
-// (event-match.ts), on a real store: random events and random filters, every filtered walk equals
+// (event-match.ts), on a real store: random events (random trust too) and random filters, every filtered walk equals
 // the events the JS rule keeps; a sparse walk over many non-matching events finds exactly the
 // matches, never re-scans and never skips; the scan's bound answers has_more.
 import assert from 'node:assert/strict';
@@ -11,6 +11,7 @@ import type { EventRecord } from '../../src/domain/model.js';
 import type { Store } from '../../src/domain/ports.js';
 import { eventObject } from '../../src/domain/representation.js';
 import { ReturnAddressService } from '../../src/domain/return-address-service.js';
+import { INBOX_TRUST, type Trust, trustJson } from '../../src/domain/trust.js';
 import { openStore } from '../../src/storage/open-store.js';
 import { InProcessWakeupHub } from '../../src/wakeup/wakeup-hub.js';
 import { createTestStorage, STORE, type TestStorage } from '../helpers.js';
@@ -28,7 +29,39 @@ function prng(seed: number): () => number {
 }
 
 const TYPES = ['stripe.invoice.paid', 'stripe.charge', 'stripe', 'github.push', 'email.received', 'a.b.c'];
-const SCALARS: unknown[] = ['x', 'y', 'true', 'null', '7', '07', 7, 7.5, 0, -1, true, false, null, '', 'a@b.c', 'é', 1e21, '1e+21'];
+const SCALARS: unknown[] = [
+  'x',
+  'y',
+  'true',
+  'null',
+  '7',
+  '07',
+  7,
+  7.5,
+  0,
+  -1,
+  true,
+  false,
+  null,
+  '',
+  'a@b.c',
+  'é',
+  1e21,
+  '1e+21',
+  'capture',
+  'inbox',
+  'github',
+  'example.com',
+];
+/** Trusts the service writes (domain/trust.ts), the column a trust.* path is evaluated on. */
+const TRUSTS = [
+  INBOX_TRUST,
+  { ingress: 'capture', verified: true, method: 'github', identity: 'github', reason: null },
+  { ingress: 'capture', verified: false, method: 'github', identity: null, reason: 'x' },
+  { ingress: 'capture', verified: null, method: null, identity: null, reason: 'true' },
+  { ingress: 'email', verified: true, method: 'dmarc', identity: 'example.com', reason: null },
+  { ingress: 'email', verified: null, method: null, identity: null, reason: '' },
+] as const satisfies readonly Trust[];
 const KEYS = ['k', 'from', 'ok', 'n', '0', '1', 'a.b', 'q"x', 'sp ace'];
 
 function randomValue(r: () => number, depth: number): unknown {
@@ -46,6 +79,7 @@ function randomPath(r: () => number): string {
   if (roll < 0.12) return 'source';
   if (roll < 0.16) return 'sequence';
   if (roll < 0.22) return `metadata.${['m', 'n'][Math.floor(r() * 2)]}`;
+  if (roll < 0.34) return `trust.${['ingress', 'verified', 'method', 'identity', 'reason', 'verified.x', 'ingress.0'][Math.floor(r() * 7)]}`;
   const segments = ['data'];
   for (let i = Math.floor(r() * 3); i >= 0; i--) segments.push(KEYS[Math.floor(r() * KEYS.length)]!);
   return segments.join('.');
@@ -106,6 +140,8 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
         },
         undefined,
         'https',
+        'other',
+        trustJson(TRUSTS[Math.floor(r() * TRUSTS.length)]!),
       );
       stored.push(d.event);
     }

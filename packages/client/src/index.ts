@@ -616,7 +616,9 @@ export class ReturnAddress {
     const lifetime = Math.ceil((Date.parse(approval.expires_at) - Date.now()) / 1000);
     // The expiry event comes within the server's sweep interval after expires_at: wait a minute past it.
     const timeout = opts.timeout ?? lifetime + 60;
-    const { event } = await this.waitFor({ match: { 'data.approval_id': approval.id }, timeout, signal: opts.signal });
+    // trust.verified: only the service's own approval events (an answer, an expiry, a cancel) count,
+    // never an inbox delivery that copies their data.
+    const { event } = await this.waitFor({ match: { 'trust.verified': true, 'data.approval_id': approval.id }, timeout, signal: opts.signal });
     return { approval, event };
   }
 

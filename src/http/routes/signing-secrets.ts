@@ -18,8 +18,8 @@ export const signingSecretRoutes =
           summary: 'Set the secrets that check capture URL signatures',
           description:
             "Replaces the address's signing secrets as a whole (a scheme left out is removed; {} removes all). " +
-            'Each request to hook_url that carries a signature header of a scheme then gets data.signature.verified true or false; ' +
-            'without a secret for its scheme it is null. A bad signature is recorded, never refused. Secrets are never returned and never logged; ' +
+            'Each request to hook_url that carries a signature header of a scheme then gets trust.verified (and data.signature.verified) true or false; ' +
+            "without a secret for its scheme it is null, and once one is set the provider's dedupe key is taken only by a delivery that verified. A bad signature is recorded, never refused. Secrets are never returned and never logged; " +
             "they are stored sealed under a key that only this address's read token and inbox secret can open, so a copy of the database alone does not reveal them.",
           tags: ['capture'],
           security: BEARER,
