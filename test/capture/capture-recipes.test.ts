@@ -59,8 +59,22 @@ describe('capture recipes', () => {
     assert.equal(forged.status, 202);
     const all = (await listEvents(svc.baseUrl, a)).json.events;
     assert.deepEqual(
-      all.map((x: any) => eventMatches(x, { match: { 'data.body.action': 'closed', 'data.signature.verified': 'true' } })),
+      all.map((x: any) => eventMatches(x, { match: { 'data.body.action': 'closed', 'trust.ingress': 'capture', 'trust.verified': 'true' } })),
       [true, false],
+    );
+    // The same forgery sent to the inbox URL, data.signature and all: the recipe's filter passes over it.
+    const copy = { type: 'github.pull_request', source: 'github', data: { ...all[0].data } };
+    assert.equal((await api(svc.baseUrl, 'POST', a.inboxUrl, { json: copy })).status, 202);
+    const withCopy = (await listEvents(svc.baseUrl, a)).json.events;
+    assert.deepEqual(
+      withCopy.map((x: any) => eventMatches(x, { match: { 'data.body.action': 'closed', 'data.signature.verified': 'true' } })),
+      [true, false, true],
+      'a filter on data matches the copy',
+    );
+    assert.deepEqual(
+      withCopy.map((x: any) => eventMatches(x, { match: { 'data.body.action': 'closed', 'trust.ingress': 'capture', 'trust.verified': 'true' } })),
+      [true, false, false],
+      "the recipe's filter does not",
     );
   });
 
