@@ -31,6 +31,8 @@ import { inspectRoutes } from './http/routes/inspect.js';
 import { signingSecretRoutes } from './http/routes/signing-secrets.js';
 import { COMPONENT_SCHEMAS, DOCUMENT_TAGS } from './http/schemas.js';
 import { JsonRpcError, MCP_DOCUMENT_ONLY, mcpRoutes } from './mcp/mcp-route.js';
+import { senderPolicyRoutes } from './sender-policy/sender-policy-routes.js';
+import { SENDER_POLICY_COMPONENT_SCHEMAS } from './sender-policy/sender-policy-schemas.js';
 import { WriteHealth } from './storage/store-unavailable.js';
 
 const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
@@ -126,7 +128,10 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
         },
       },
     },
-    transformObject: finishDocument({ components: [...COMPONENT_SCHEMAS, ...CLAIM_COMPONENT_SCHEMAS, JsonRpcError], extraOperations: MCP_DOCUMENT_ONLY }),
+    transformObject: finishDocument({
+      components: [...COMPONENT_SCHEMAS, ...CLAIM_COMPONENT_SCHEMAS, ...SENDER_POLICY_COMPONENT_SCHEMAS, JsonRpcError],
+      extraOperations: MCP_DOCUMENT_ONLY,
+    }),
   });
 
   await app.register(healthRoutes(deps));
@@ -143,5 +148,6 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   await app.register(inspectRoutes(deps));
   await app.register(consumerRoutes(deps));
   await app.register(approvalRoutes(deps));
+  await app.register(senderPolicyRoutes(deps));
   return app;
 }

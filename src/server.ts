@@ -16,6 +16,7 @@ import { type SmtpListener, startSmtpListener } from './email/smtp-listener.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { type MetricsListener, startMetricsListener } from './metrics/metrics-listener.js';
 import { countingStoreErrors, ServiceMetrics } from './metrics/service-metrics.js';
+import { SenderPolicies } from './sender-policy/sender-policies.js';
 import { logStartupSettings } from './startup-settings.js';
 import { SchemaTooNewError } from './storage/migration-files.js';
 import { openStore } from './storage/open-store.js';
@@ -57,13 +58,15 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   if (metrics) service.observer = metrics;
   const signingSecrets = new SigningSecrets(store);
   const capture = new Capture(service, signingSecrets, { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes });
+  const senderPolicies = new SenderPolicies(openedStore.senderPolicies);
+  service.screen = senderPolicies;
   // An operator's `admin delete` on the SQLite file while this runs: caches drop it, waiters re-read.
   store.watchExternalChanges?.(() => hub.notifyAll());
   let app: FastifyInstance | undefined;
   let smtp: SmtpListener | undefined;
   let metricsListener: MetricsListener | undefined;
   try {
-    app = await buildApp({ config, store, service, capture, signingSecrets, metrics }, { loggerInstance: log });
+    app = await buildApp({ config, store, service, capture, signingSecrets, senderPolicies, metrics }, { loggerInstance: log });
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe(
         (addressId) => hub.notify(addressId),

@@ -17,6 +17,7 @@ import type { Store } from '../src/domain/ports.js';
 import { ReturnAddressService } from '../src/domain/return-address-service.js';
 import { SigningSecrets } from '../src/domain/signing-secrets.js';
 import { loggerOptions } from '../src/http/plugins/request-logging.js';
+import { SenderPolicies } from '../src/sender-policy/sender-policies.js';
 import { openStore } from '../src/storage/open-store.js';
 import { InProcessWakeupHub } from '../src/wakeup/wakeup-hub.js';
 import { createTestStorage, type Res, type TestStorage } from './helpers.js';
@@ -52,12 +53,15 @@ export async function startInjectedService(env: Record<string, string> = {}, sto
   let store: Store | undefined;
   try {
     // The same composition as startService (src/server.ts), without the listeners and the sweeper.
-    store = await openStore(config, log.child({ component: 'store' }));
+    const openedStore = await openStore(config, log.child({ component: 'store' }));
+    store = openedStore;
     const hub = new InProcessWakeupHub();
     const service = new ReturnAddressService(store, hub, config);
     const signingSecrets = new SigningSecrets(store);
     const capture = new Capture(service, signingSecrets, { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes });
-    const app = await buildApp({ config, store, service, capture, signingSecrets }, { loggerInstance: log });
+    const senderPolicies = new SenderPolicies(openedStore.senderPolicies);
+    service.screen = senderPolicies;
+    const app = await buildApp({ config, store, service, capture, signingSecrets, senderPolicies }, { loggerInstance: log });
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe(
         (addressId) => hub.notify(addressId),

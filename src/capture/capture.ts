@@ -62,7 +62,15 @@ export class Capture {
       maxEventBytes: this.limits.maxEventBytes,
       urlFor: (name) => blobUrl(this.limits.baseUrl, address.id, id, name),
     });
-    const input: EventInput = { type, source, dataJson: built.dataJson, id, blobs: built.blobs };
+    const input: EventInput = {
+      type,
+      source,
+      dataJson: built.dataJson,
+      id,
+      blobs: built.blobs,
+      // Judged against the address's sender policy (capture.require_signature) before it is stored.
+      sender: { ingress: 'capture', signatureVerified: signature.verified },
+    };
     this.service.observer.signature(
       signature.scheme === null ? 'unsigned' : signature.verified === null ? 'unverified' : signature.verified ? 'verified' : 'failed',
     );

@@ -24,6 +24,10 @@ export const ERROR_CATALOGUE = {
     status: 409,
     description: 'The approval takes no more answers: it has max_responses answers, expired, or was cancelled (POST to its page, or DELETE).',
   },
+  not_quarantined: {
+    status: 409,
+    description: 'POST …/events/{eventId}/release on an event that was never quarantined by the sender policy: there is nothing to release.',
+  },
   address_expired: { status: 410, description: 'The address is past expiresAt and refuses deliveries.' },
   payload_too_large: {
     status: 413,

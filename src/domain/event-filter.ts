@@ -6,19 +6,41 @@
 // or a LIKE pattern, so no filter can make a read slower than a scan of that many events.
 import { ApiError } from './errors.js';
 
+/** Not held in quarantine (model.ts isHeld, as SQL): never quarantined, or released. */
+const NOT_HELD = '(quarantined_at IS NULL OR released_at IS NOT NULL)';
+
 /**
  * Which events a `state` keeps, as a predicate over the events table (the same columns in both
  * stores). Adding a state is adding a line here (claims: `dead: { …, where: 'dead_at IS NOT NULL' }`).
+ * Every state but `quarantined` and `all` leaves out the events held in quarantine (design.md,
+ * "Sender policy and quarantine"): only those two ever show an event a sender policy refused.
  */
 export const EVENT_STATES = {
-  unacked: { description: 'not acknowledged', where: 'acknowledged_at IS NULL' },
-  acked: { description: 'acknowledged', where: 'acknowledged_at IS NOT NULL' },
-  dead: { description: 'claimed max_deliveries times without an ack, or nacked as dead; never claimed again', where: 'dead_at IS NOT NULL' },
-  all: { description: 'every event (the default)', where: null },
+  unacked: { description: 'not acknowledged', where: `acknowledged_at IS NULL AND ${NOT_HELD}` },
+  acked: { description: 'acknowledged', where: `acknowledged_at IS NOT NULL AND ${NOT_HELD}` },
+  dead: { description: 'claimed max_deliveries times without an ack, or nacked as dead; never claimed again', where: `dead_at IS NOT NULL AND ${NOT_HELD}` },
+  quarantined: {
+    description: 'stored quarantined because it failed the sender policy, and neither released nor acknowledged yet',
+    where: 'quarantined_at IS NOT NULL AND released_at IS NULL AND acknowledged_at IS NULL',
+  },
+  all: { description: 'every event, quarantined ones included', where: null },
 } as const satisfies Record<string, { description: string; where: string | null }>;
 
 export type EventState = keyof typeof EVENT_STATES;
 export const EVENT_STATE_NAMES = Object.keys(EVENT_STATES) as EventState[];
+
+/**
+ * The state of a read that names none: every event except those held in quarantine. Not a value a
+ * client sends; `state=all` is the way to see everything.
+ */
+export const DEFAULT_STATE = { description: 'every event except those held in quarantine (the default)', where: NOT_HELD } as const;
+export type FilterState = EventState | 'default';
+
+/** The SQL predicate of a filter's state (null: every event). */
+export const stateWhere = (s: FilterState): string | null => (s === 'default' ? DEFAULT_STATE.where : EVENT_STATES[s].where);
+
+/** What the `state` parameter says, for the documents: each state, and the default when none is given. */
+export const STATE_HELP = `${EVENT_STATE_NAMES.join(', ')}; without state: ${DEFAULT_STATE.description}`;
 
 /** At most this many `match` conditions (and as many `type` patterns) in one filter. */
 export const MAX_MATCH_CONDITIONS = 20;
@@ -60,7 +82,7 @@ export interface TypePattern {
 export interface EventFilter {
   types: TypePattern[];
   match: MatchCondition[];
-  state: EventState;
+  state: FilterState;
 }
 
 /** Filter input as it arrives: query strings (one or repeated) or MCP's JSON. */
@@ -71,11 +93,15 @@ export interface FilterInput {
   state?: string | undefined;
 }
 
-const NO_FILTER: EventFilter = Object.freeze({ types: [], match: [], state: 'all' as EventState });
+const NO_FILTER: EventFilter = Object.freeze({ types: [], match: [], state: 'default' as FilterState });
+const ALL_EVENTS: EventFilter = Object.freeze({ types: [], match: [], state: 'all' as FilterState });
 
-/** True when the filter keeps every event (then a read takes the unfiltered path). */
+/**
+ * True when the filter keeps every event but, unless its state is `all`, the ones held in quarantine:
+ * then a read takes the unfiltered path, which leaves those out itself (return-address-service.ts).
+ */
 export function isEmptyFilter(f: EventFilter): boolean {
-  return f.types.length === 0 && f.match.length === 0 && f.state === 'all';
+  return f.types.length === 0 && f.match.length === 0 && (f.state === 'default' || f.state === 'all');
 }
 
 const list = (v: string | readonly string[] | undefined): readonly string[] => (v === undefined ? [] : typeof v === 'string' ? [v] : v);
@@ -122,15 +148,17 @@ export function parseEventFilter(input: FilterInput, param = 'query parameter'):
   if (pairs.length > MAX_MATCH_CONDITIONS) throw bad(param, `match': at most ${MAX_MATCH_CONDITIONS} conditions may be given; send fewer.`);
   for (const [path, value] of pairs) match.push(parseCondition(path, value, param));
 
-  const state = input.state ?? 'all';
-  if (!Object.hasOwn(EVENT_STATES, state)) {
+  const state = input.state ?? 'default';
+  if (state !== 'default' && !Object.hasOwn(EVENT_STATES, state)) {
     throw bad(
       param,
-      `state': must be one of ${EVENT_STATE_NAMES.join(', ')} (${EVENT_STATE_NAMES.map((s) => `${s}: ${EVENT_STATES[s].description}`).join('; ')}).`,
+      `state': must be one of ${EVENT_STATE_NAMES.join(', ')} (${EVENT_STATE_NAMES.map((s) => `${s}: ${EVENT_STATES[s].description}`).join('; ')}), ` +
+        `or left out for ${DEFAULT_STATE.description}.`,
     );
   }
-  if (patterns.length === 0 && match.length === 0 && state === 'all') return NO_FILTER;
-  return { types: patterns, match, state: state as EventState };
+  if (patterns.length === 0 && match.length === 0)
+    return state === 'all' ? ALL_EVENTS : state === 'default' ? NO_FILTER : { types: [], match: [], state: state as FilterState };
+  return { types: patterns, match, state: state as FilterState };
 }
 
 function parseCondition(path: string, value: string, param: string): MatchCondition {

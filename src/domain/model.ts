@@ -1,4 +1,5 @@
 import type { EventFilter } from './event-filter.js';
+import type { SenderFacts } from './sender-screen.js';
 
 // The records the queue is made of, as the domain sees them. Times are epoch milliseconds;
 // `data` and `metadata` stay JSON text from the moment they are validated to the moment they
@@ -41,13 +42,25 @@ export interface EventRecord {
   /** When it became dead (max_deliveries reached, or nacked as dead): never claimed again. */
   deadAt?: number | null;
   deadReason?: string | null;
+  /**
+   * When it was stored quarantined: it failed its address's sender policy (design.md, "Sender policy
+   * and quarantine"). Absent, like releasedAt, for an event that never was.
+   */
+  quarantinedAt?: number | null;
+  /** When a reader released it from quarantine: from then on it is read like any other event. */
+  releasedAt?: number | null;
 }
+
+/** Held in quarantine: skipped by default reads, streams, waits, claims and consumers until released. */
+export const isHeld = (e: EventRecord): boolean => e.quarantinedAt != null && e.releasedAt == null;
 
 /**
  * A new event as the store receives it: not yet acknowledged, and without the sequence, which the store allocates.
  * `blobs` are written in the same transaction, only when the event is created (not for a duplicate).
  */
-export type NewEvent = Omit<EventRecord, 'sequence' | 'acknowledgedAt' | 'deliveryCount' | 'deadAt' | 'deadReason'> & { blobs?: readonly BlobInput[] };
+export type NewEvent = Omit<EventRecord, 'sequence' | 'acknowledgedAt' | 'deliveryCount' | 'deadAt' | 'deadReason' | 'releasedAt'> & {
+  blobs?: readonly BlobInput[];
+};
 
 export type AppendResult =
   | { kind: 'created'; event: EventRecord }
@@ -90,11 +103,15 @@ export interface EventInput {
   id?: string;
   /** Bytes stored beside the event (blobs/event-blob.ts); `data` names them by URL, so `id` must be set. */
   blobs?: readonly BlobInput[];
+  /** What the way in proved about the sender (email, capture): judged against the address's sender policy. */
+  sender?: SenderFacts;
 }
 
 export interface Delivery {
   event: EventRecord;
   duplicate: boolean;
+  /** The sender policy's rule a new event failed (it was stored quarantined); absent when it passed. */
+  quarantineReason?: string;
 }
 
 export interface Page {

@@ -160,6 +160,11 @@ export interface Store {
    * service): `onChange` is called when a change made elsewhere was seen, after the caches dropped it.
    */
   watchExternalChanges?(onChange: () => void): void;
+  /**
+   * Sets released_at once on a quarantined event (a second release keeps the first time) and returns
+   * the event; an event never quarantined is returned unchanged; null when no such event.
+   */
+  releaseEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
   /** Sets acknowledged_at once (a second ack keeps the first time); null when no such event. */
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
   /**

@@ -31,6 +31,8 @@ export interface EventView {
   delivery_count?: number;
   dead_at?: string;
   dead_reason?: string;
+  quarantined_at?: string;
+  released_at?: string;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -56,6 +58,8 @@ export function eventJson(e: EventRecord): string {
   if (e.acknowledgedAt !== null) s += `,"acknowledged_at":"${iso(e.acknowledgedAt)}"`;
   if (e.deliveryCount !== undefined) s += `,"delivery_count":${e.deliveryCount}`;
   if (e.deadAt !== undefined && e.deadAt !== null) s += `,"dead_at":"${iso(e.deadAt)}","dead_reason":${JSON.stringify(e.deadReason ?? '')}`;
+  if (e.quarantinedAt !== undefined && e.quarantinedAt !== null) s += `,"quarantined_at":"${iso(e.quarantinedAt)}"`;
+  if (e.releasedAt !== undefined && e.releasedAt !== null) s += `,"released_at":"${iso(e.releasedAt)}"`;
   return `${s}}`;
 }
 

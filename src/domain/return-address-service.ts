@@ -10,9 +10,10 @@ import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
 import { type EventFilter, filterKey, isEmptyFilter } from './event-filter.js';
 import { EventStream, type StreamSink } from './event-stream.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
-import type { AddressRecord, Delivery, EventInput, EventRecord, ListQuery, NewEvent, Page } from './model.js';
+import { type AddressRecord, type Delivery, type EventInput, type EventRecord, isHeld, type ListQuery, type NewEvent, type Page } from './model.js';
 import type { Store, WakeupHub } from './ports.js';
 import { storedBytes } from './queue-quota.js';
+import { NO_SCREEN, refusedTrust, type SenderScreen } from './sender-screen.js';
 import { type DeliveryOutcome, type DeliveryRoute, NO_OBSERVER, type ServiceObserver } from './service-observer.js';
 import { newSigningKeys } from './signing-keys.js';
 import { INBOX_TRUST_JSON } from './trust.js';
@@ -69,6 +70,8 @@ export class ReturnAddressService {
   observer: ServiceObserver = NO_OBSERVER;
   /** Claims for several workers on one address (src/claims). */
   readonly claims: ClaimService;
+  /** Judges email and capture deliveries against the address's sender policy (src/sender-policy sets it; none by default). */
+  screen: SenderScreen = NO_SCREEN;
 
   constructor(
     private readonly store: Store,
@@ -283,6 +286,13 @@ export class ReturnAddressService {
         );
       }
     }
+    // A delivery that fails the sender policy is stored all the same, quarantined (design.md,
+    // "Sender policy and quarantine"): never refused, so a sender cannot learn the policy by probing.
+    const quarantineReason = input.sender === undefined ? null : await this.screen.check(address.id, input.sender);
+    if (quarantineReason !== null) {
+      event.quarantinedAt = createdAt;
+      event.trust = refusedTrust(event.trust, quarantineReason);
+    }
     const started = performance.now();
     const result = await this.store.appendEvent(event, {
       maxEventsPerAddress: this.opts.maxEventsPerAddress,
@@ -292,7 +302,7 @@ export class ReturnAddressService {
     switch (result.kind) {
       case 'created':
         this.changed(address.id);
-        return { event: result.event, duplicate: false };
+        return quarantineReason === null ? { event: result.event, duplicate: false } : { event: result.event, duplicate: false, quarantineReason };
       case 'duplicate':
         return { event: result.event, duplicate: true };
       case 'queue_full':
@@ -361,7 +371,8 @@ export class ReturnAddressService {
    * read began, which is what keeps a stream gapless (event-stream.ts).
    */
   private streamRead(addressId: string, cursor: number, filter: EventFilter | undefined): Promise<Page> {
-    const key = filter === undefined || isEmptyFilter(filter) ? `${addressId} ${cursor}` : `${addressId} ${cursor} ${filterKey(filter)}`;
+    const key =
+      filter === undefined || (isEmptyFilter(filter) && filter.state === 'default') ? `${addressId} ${cursor}` : `${addressId} ${cursor} ${filterKey(filter)}`;
     let read = this.pendingStreamReads.get(key);
     if (read === undefined) {
       read = new Promise<void>((start) => queueMicrotask(start)).then(() => {
@@ -414,6 +425,26 @@ export class ReturnAddressService {
     return event;
   }
 
+  /**
+   * POST …/events/{eventId}/release: a quarantined event becomes an ordinary one, read by default reads
+   * again at its own sequence (design.md, "Sender policy and quarantine"). Idempotent; 409
+   * not_quarantined for an event that never was quarantined.
+   */
+  async releaseEvent(address: AddressRecord, eventId: string): Promise<EventRecord> {
+    if (!EVENT_ID_RE.test(eventId)) throw notFound('Event');
+    const event = await this.store.releaseEvent(address.id, eventId, this.now());
+    if (!event) throw notFound('Event');
+    if (event.quarantinedAt == null) {
+      throw new ApiError(
+        'not_quarantined',
+        `Event ${eventId} was never quarantined: there is nothing to release. Acknowledge it instead, if you are done with it.`,
+      );
+    }
+    // Readers whose cursor is before it, and claimers, may now have an event to take.
+    this.changed(address.id);
+    return event;
+  }
+
   /** Deletes addresses past expiresAt + grace, with their events; ends their waiting reads. */
   async sweepExpired(batchSize = 500): Promise<number> {
     const cutoff = this.now() - this.opts.expiredGraceSeconds * 1000;
@@ -460,7 +491,10 @@ export class ReturnAddressService {
     const page = await this.store.listEvents(addressId, after, limit, budget);
     if (!page) throw notFound('Address');
     const last = page.events.at(-1);
-    return { events: page.events, nextCursor: last ? last.sequence : after, hasMore: page.hasMore };
+    // Events held in quarantine are examined and passed over, as a filter passes over what it does
+    // not keep: the cursor moves past them (design.md, "Sender policy and quarantine").
+    const events = filter?.state === 'all' || !page.events.some(isHeld) ? page.events : page.events.filter((e) => !isHeld(e));
+    return { events, nextCursor: last ? last.sequence : after, hasMore: page.hasMore };
   }
 
   /** The address, unless it is past its grace period (then it is as good as swept). */

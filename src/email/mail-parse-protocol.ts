@@ -1,12 +1,12 @@
 // Messages between the mail-parsing pool (mail-parse-pool.ts) and its workers (mail-parse-worker.ts).
 import type { EmailLimits, ParsedEmail } from './mime-to-event.js';
-import type { SenderAuthentication, SmtpFacts } from './sender-authentication.js';
+import type { SenderProof, SmtpFacts } from './sender-authentication.js';
 
 export type MailTask =
   | { kind: 'parse'; limits: EmailLimits }
   | { kind: 'authenticate'; facts: SmtpFacts; lookupTimeoutMs: number | undefined; budgetMs: number | undefined };
 
-export type MailTaskResult = { kind: 'parse'; parsed: ParsedEmail } | { kind: 'authenticate'; authentication: SenderAuthentication; error: string | null };
+export type MailTaskResult = { kind: 'parse'; parsed: ParsedEmail } | { kind: 'authenticate'; proof: SenderProof; error: string | null };
 
 export type ToWorker =
   | { type: 'task'; id: number; task: MailTask; raw: Uint8Array }

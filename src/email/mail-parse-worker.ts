@@ -28,7 +28,7 @@ async function run(message: Extract<ToWorker, { type: 'task' }>): Promise<MailTa
   const { task } = message;
   if (task.kind === 'parse') return { kind: 'parse', parsed: withoutRawBytes(await parseEmail(raw, task.limits)) };
   let error: string | null = null;
-  const authentication = await authenticateSender(raw, task.facts, {
+  const proof = await authenticateSender(raw, task.facts, {
     resolver: resolveOnMainThread,
     lookupTimeoutMs: task.lookupTimeoutMs,
     budgetMs: task.budgetMs,
@@ -36,7 +36,7 @@ async function run(message: Extract<ToWorker, { type: 'task' }>): Promise<MailTa
       error = err instanceof Error ? err.message : String(err);
     },
   });
-  return { kind: 'authenticate', authentication, error };
+  return { kind: 'authenticate', proof, error };
 }
 
 port.on('message', (message: ToWorker) => {

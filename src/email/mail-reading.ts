@@ -13,23 +13,28 @@ import { type EmailLimits, type ParsedEmail, parseEmail, unparsedEmail } from '.
 import {
   authenticateSender,
   DEFAULT_AUTHENTICATION_BUDGET_MS,
-  type SenderAuthentication,
   type SenderAuthenticationOptions,
+  type SenderProof,
   type SmtpFacts,
+  UNPROVEN,
 } from './sender-authentication.js';
 
 /** The message as data within the event limits, the bytes to store beside it, and its authentication in `data`. */
 export type MailReader = (raw: Buffer, facts: SmtpFacts) => Promise<ParsedEmail>;
 
-const ALL_TEMPERROR: SenderAuthentication = { spf: 'temperror', dkim: 'temperror', dmarc: 'temperror', summary: 'temperror' };
+/** The proof into the parsed mail: the authentication in its data, the passing DKIM domains beside it. */
+function withProof(parsed: ParsedEmail, proof: SenderProof): ParsedEmail {
+  parsed.data.authentication = proof.authentication;
+  parsed.dkimPassDomains = proof.dkimPassDomains;
+  return parsed;
+}
 
 /** On the calling thread, without budgets: for tests of the pure steps and tools, never for the listener. */
 export function inProcessMailReader(auth: SenderAuthenticationOptions, limits: EmailLimits): MailReader {
   return async (raw, facts) => {
     const authentication = authenticateSender(withBoundedDkimSignatures(raw, messageShape(raw)), facts, auth);
     const parsed = await parseEmail(raw, limits);
-    parsed.data.authentication = await authentication;
-    return parsed;
+    return withProof(parsed, await authentication);
   };
 }
 
@@ -55,11 +60,11 @@ export function pooledMailReader(pool: MailParsePool, opts: PooledMailReaderOpti
         (result) => {
           if (result.kind !== 'authenticate') throw new Error('the mail parser answered another task');
           if (result.error !== null) opts.onProblem?.('authenticate', new Error(result.error));
-          return result.authentication;
+          return result.proof;
         },
         (err: unknown) => {
           opts.onProblem?.('authenticate', err);
-          return ALL_TEMPERROR;
+          return UNPROVEN;
         },
       );
     let parsed: ParsedEmail;
@@ -81,7 +86,6 @@ export function pooledMailReader(pool: MailParsePool, opts: PooledMailReaderOpti
         opts.limits,
       );
     }
-    parsed.data.authentication = await authentication;
-    return parsed;
+    return withProof(parsed, await authentication);
   };
 }

@@ -60,7 +60,8 @@ export interface EmailMailbox {
 export const UNBOUNDED_EMAIL: EmailLimits = { inlineAttachmentBytes: Number.POSITIVE_INFINITY, maxEventBytes: Number.POSITIVE_INFINITY };
 
 /** The pure step's result: the message as data (urls empty) and the bytes to store beside it. */
-export type ParsedEmail = KeptMail<EmailData>;
+/** The d= domains of the DKIM signatures that passed (sender-authentication.ts) ride beside it, kept out of data: a sender policy reads them. */
+export type ParsedEmail = KeptMail<EmailData> & { dkimPassDomains?: string[] };
 
 export interface EmailData {
   from: EmailMailbox | null;

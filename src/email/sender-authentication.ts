@@ -27,6 +27,13 @@ export interface SenderAuthentication {
   summary: 'pass' | 'fail' | 'temperror' | 'none';
 }
 
+/** The authentication and, beside it (not in the event's data), the d= domains of the DKIM signatures that passed. */
+export interface SenderProof {
+  authentication: SenderAuthentication;
+  /** Lower-case: what a sender policy's `require: dkim` compares with the From domain. */
+  dkimPassDomains: string[];
+}
+
 /** `resolve(name, rrtype)` as node's dns.promises.resolve; errors carry its codes (ENOTFOUND, ENODATA, …). */
 export type DnsResolver = (name: string, rrtype: string) => Promise<unknown>;
 
@@ -55,6 +62,7 @@ export const DEFAULT_DNS_LOOKUP_TIMEOUT_MS = 3000;
 export const DEFAULT_AUTHENTICATION_BUDGET_MS = 8000;
 
 const ALL_TEMPERROR: SenderAuthentication = { spf: 'temperror', dkim: 'temperror', dmarc: 'temperror', summary: 'temperror' };
+export const UNPROVEN: SenderProof = { authentication: ALL_TEMPERROR, dkimPassDomains: [] };
 
 export function summarize(spf: string, dkim: string, dmarc: string): SenderAuthentication['summary'] {
   if (dmarc === 'pass') return 'pass';
@@ -99,7 +107,7 @@ export function boundedResolver(resolver: DnsResolver, lookupTimeoutMs: number, 
 }
 
 /** SPF, DKIM and DMARC of one received message; never throws, never takes longer than the budget. */
-export async function authenticateSender(raw: Buffer, facts: SmtpFacts, opts: SenderAuthenticationOptions = {}): Promise<SenderAuthentication> {
+export async function authenticateSender(raw: Buffer, facts: SmtpFacts, opts: SenderAuthenticationOptions = {}): Promise<SenderProof> {
   const budgetMs = opts.budgetMs ?? DEFAULT_AUTHENTICATION_BUDGET_MS;
   const deadline = Date.now() + budgetMs;
   const resolver = boundedResolver(
@@ -108,10 +116,10 @@ export async function authenticateSender(raw: Buffer, facts: SmtpFacts, opts: Se
     deadline,
   );
   let timer: NodeJS.Timeout | undefined;
-  const overBudget = new Promise<SenderAuthentication>((resolve) => {
-    timer = setTimeout(() => resolve(ALL_TEMPERROR), budgetMs);
+  const overBudget = new Promise<SenderProof>((resolve) => {
+    timer = setTimeout(() => resolve(UNPROVEN), budgetMs);
   });
-  const check = (async (): Promise<SenderAuthentication> => {
+  const check = (async (): Promise<SenderProof> => {
     const { authenticate } = await loadMailauth();
     const result = await authenticate(raw, {
       ip: facts.ip,
@@ -127,10 +135,13 @@ export async function authenticateSender(raw: Buffer, facts: SmtpFacts, opts: Se
     const dkimResults = signatures.map((r) => String(r.status.result));
     const dkim = dkimResults.includes('pass') ? 'pass' : (dkimResults[0] ?? 'none');
     const dmarc = result.dmarc ? String(result.dmarc.status.result) : 'none';
-    return { spf, dkim, dmarc, summary: summarize(spf, dkim, dmarc) };
+    const dkimPassDomains = signatures
+      .filter((r) => r.status.result === 'pass' && typeof r.signingDomain === 'string')
+      .map((r) => String(r.signingDomain).toLowerCase());
+    return { authentication: { spf, dkim, dmarc, summary: summarize(spf, dkim, dmarc) }, dkimPassDomains };
   })().catch((err: unknown) => {
     opts.onError?.(err);
-    return ALL_TEMPERROR;
+    return UNPROVEN;
   });
   try {
     return await Promise.race([check, overBudget]);

@@ -5,6 +5,7 @@ import { blobUrl } from '../blobs/event-blob.js';
 import { newEventId } from '../domain/credentials.js';
 import type { Delivery } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import type { EmailSender } from '../domain/sender-screen.js';
 import { emailDataJson } from './email-blobs.js';
 import { emailTrustJson } from './email-trust.js';
 import { EMAIL_EVENT_SOURCE, emailEventInput, type ParsedEmail } from './mime-to-event.js';
@@ -61,10 +62,17 @@ export async function fanOut(
     throw smtpError(452, 'Insufficient system storage, try again later');
   }
   if (!othersHold) ctx.budget.take(dataJson.length);
+  // What the mail proved about its sender, judged against each recipient address's sender policy.
+  const sender: EmailSender = {
+    ingress: 'email',
+    from: parsed.data.from?.address ?? null,
+    dmarc: parsed.data.authentication?.dmarc ?? 'none',
+    dkimPassDomains: parsed.dkimPassDomains ?? [],
+  };
   // The sender as DMARC proved it (or not): the same for every recipient's copy.
   const trust = emailTrustJson(parsed.data);
   const deliverTo = ({ recipient, rcpt }: { recipient: Recipient; rcpt: string }) => {
-    const input = emailEventInput(parsed.data, { mailFrom: ctx.mailFrom, rcptTo: rcpt, remoteIp: ctx.remoteIp, tag: recipient.tag });
+    const input = { ...emailEventInput(parsed.data, { mailFrom: ctx.mailFrom, rcptTo: rcpt, remoteIp: ctx.remoteIp, tag: recipient.tag }), sender };
     // Every mail keeps its raw message beside its event (email-blobs.ts). Blobs are named by url,
     // which holds the address and the event id: one JSON per recipient (the shared text joined
     // around its urls), the bytes shared.

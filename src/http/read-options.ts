@@ -6,7 +6,7 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { consumerName } from '../consumers/consumers.js';
-import { EVENT_STATE_NAMES, type EventFilter, MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter } from '../domain/event-filter.js';
+import { type EventFilter, MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter, STATE_HELP } from '../domain/event-filter.js';
 
 /** A query value as the router leaves it: text, or a number when it is only digits. */
 const QueryText = Type.Union([Type.String(), Type.Integer()]);
@@ -35,7 +35,7 @@ export const READ_OPTION_PROPERTIES = {
       'a digit segment indexes an array (data.links.0.url). Strings compare exactly; a number, true, false or null matches its JSON text (so =true matches JSON true and "true"); ' +
       'a path holding an array matches when a member does; objects and missing paths never match.',
   ),
-  state: Type.Optional(queryText({ description: `Which events: ${EVENT_STATE_NAMES.join(', ')} (default all).` })),
+  state: Type.Optional(queryText({ description: `Which events: ${STATE_HELP}.` })),
   consumer: Type.Optional(
     queryText({
       description:

@@ -178,6 +178,20 @@ export const Event = Type.Object(
     dead_reason: Type.Optional(
       Type.String({ description: "Why the event is dead (the last nack's reason, or that its final lease ran out); present with dead_at." }),
     ),
+    quarantined_at: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description:
+          "Present when the event failed the address's sender policy and was stored quarantined (trust.reason names the rule). " +
+          'Until released it is skipped by default reads, streams, waits, claims and consumers; state=quarantined lists it.',
+      }),
+    ),
+    released_at: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description: 'Present once a quarantined event was released (POST …/events/{eventId}/release): it is read as any other event.',
+      }),
+    ),
   },
   { additionalProperties: false, title: 'Event' },
 );
@@ -331,6 +345,10 @@ export const DOCUMENT_TAGS = [
       'The capture URL: any request from any sender (GitHub, Stripe, Slack, OAuth redirects) stored as it came, and the secrets that check their signatures.',
   },
   { name: 'approvals', description: 'Ask a person: a page with one button per option, whose answer arrives as an event (approval.decided) in the queue.' },
+  {
+    name: 'trust',
+    description: "Who may send: the address's sender policy, and the events it quarantined (released with POST …/events/{eventId}/release).",
+  },
   { name: 'mcp', description: 'The same queue as a Model Context Protocol server (Streamable HTTP, stateless).' },
   { name: 'documents', description: 'This description and the plain-text guides for agents.' },
   { name: 'inspect', description: 'A live page for a person to watch a queue.' },

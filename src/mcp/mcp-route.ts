@@ -230,6 +230,7 @@ export const mcpRoutes =
           signal: gone.signal,
           log: request.log,
           approvals,
+          senderPolicies: deps.senderPolicies,
           maxEventBytes: config.maxEventBytes,
         });
         // A call that carries a progress token is answered as an SSE stream, so notifications/progress

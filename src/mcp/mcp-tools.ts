@@ -19,16 +19,18 @@ import type { ApprovalService } from '../approvals/approval-service.js';
 import { MAX_MCP_WAIT_SECONDS } from '../config.js';
 import { type Consumers, consumerName } from '../consumers/consumers.js';
 import { ApiError, errorBody, internalErrorBody } from '../domain/errors.js';
-import { EVENT_STATE_NAMES, MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter } from '../domain/event-filter.js';
+import { MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter, STATE_HELP } from '../domain/event-filter.js';
 import type { AddressRecord } from '../domain/model.js';
 import { addressView, eventJson, eventPageJson } from '../domain/representation.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import { EventsQuery } from '../http/schemas.js';
+import type { SenderPolicies } from '../sender-policy/sender-policies.js';
 import { registerApprovalTools } from './approval-tools.js';
 import { registerClaimTools } from './claim-tools.js';
 import { EVENT_TOOLS, jsonResult, TrustOutput } from './event-results.js';
 import { ResultBudget, storedBytes } from './result-budget.js';
+import { registerSenderPolicyTools } from './sender-policy-tools.js';
 
 interface Range {
   minimum: number;
@@ -87,10 +89,7 @@ const MatchArg = z
       `or ["trust.verified=true", "data.from.address=noreply@github.com"] (at most ${MAX_MATCH_CONDITIONS}). Strings compare exactly; numbers, booleans and null as their JSON text, ` +
       'so true and "true" both match JSON true; a path into an array matches any member; a missing path never matches.',
   );
-const StateArg = z
-  .string()
-  .optional()
-  .describe(`Which events: ${EVENT_STATE_NAMES.join(', ')} (default all).`);
+const StateArg = z.string().optional().describe(`Which events: ${STATE_HELP}.`);
 const ConsumerArg = z
   .string()
   .optional()
@@ -223,6 +222,8 @@ export interface ToolContext {
   maxEventBytes: number;
   /** request_approval and get_approval (approval-tools.ts). */
   approvals?: ApprovalService;
+  /** get_sender_policy and set_sender_policy (sender-policy-tools.ts). */
+  senderPolicies?: SenderPolicies;
 }
 
 /**
@@ -372,6 +373,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
 
   registerClaimTools(server, ctx, run, Event);
   registerApprovalTools(server, address, ctx.approvals, run);
+  registerSenderPolicyTools(server, ctx, run, Event);
 
   // registerTool advertises tools.listChanged: true; this server is stateless (one per request) and
   // its tools never change, so it never sends notifications/tools/list_changed.

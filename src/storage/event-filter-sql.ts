@@ -11,7 +11,7 @@
 // true and the string "true"); or an array at the path holding such a member. Objects never match,
 // nor does a missing path.
 import { emailDedupeKey } from '../domain/dedupe-key.js';
-import { EVENT_STATES, type EventFilter, isIndex, type MatchCondition, matchNumber } from '../domain/event-filter.js';
+import { type EventFilter, isIndex, type MatchCondition, matchNumber, stateWhere } from '../domain/event-filter.js';
 import type { ScanPageRecord } from '../domain/model.js';
 import { EVENT_COLUMNS, type EventRow, toEvent } from './rows.js';
 
@@ -50,7 +50,7 @@ export function filterSql(f: EventFilter, p: SqlParams): string {
 export function filterSqlParts(f: EventFilter, p: SqlParams): { plain: string; json: string } {
   const parts: string[] = [];
   const jsonParts: string[] = [];
-  const where = EVENT_STATES[f.state].where;
+  const where = stateWhere(f.state);
   if (where !== null) parts.push(where);
   if (f.types.length > 0) {
     parts.push(`(${f.types.map((t) => (t.prefix ? `substr(type, 1, ${p.add(t.text.length)}) = ${p.add(t.text)}` : `type = ${p.add(t.text)}`)).join(' OR ')})`);
@@ -202,7 +202,7 @@ export function scanSql(s: ScanSqlParts): string {
         ORDER BY sequence LIMIT ${s.limit}) AS first_matches
     )
     SELECT m.id, m.address_id, m.sequence, m.type, m.source, m.data, m.metadata, m.dedupe_key, m.trust, m.created_at, m.acknowledged_at,
-           m.delivery_count, m.dead_at, m.dead_reason, m.matched, summary.last_examined, summary.examined, summary.fetched, summary.address_found
+           m.delivery_count, m.dead_at, m.dead_reason, m.quarantined_at, m.released_at, m.matched, summary.last_examined, summary.examined, summary.fetched, summary.address_found
     FROM (SELECT MAX(sequence) AS last_examined, COUNT(*) AS examined, MAX(fetched) AS fetched,
                  (SELECT COUNT(*) FROM addresses WHERE id = ${s.address}) AS address_found FROM examined) AS summary
     LEFT JOIN matches AS m ON (m.page_rn = 1 OR m.page_running <= ${s.budget})
@@ -225,6 +225,8 @@ export interface ScanRow {
   delivery_count: number | string | null;
   dead_at: number | string | null;
   dead_reason: string | null;
+  quarantined_at: number | string | null;
+  released_at: number | string | null;
   matched: number | string | null;
   last_examined: number | string | null;
   examined: number | string;

@@ -2,11 +2,15 @@
 import { join, resolve } from 'node:path';
 import type { Config } from '../config.js';
 import type { Log, Store } from '../domain/ports.js';
+import type { SenderPolicyStore } from '../sender-policy/sender-policy-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
 export const SQLITE_FILE = 'return-address.sqlite';
 
-export async function openStore(config: Config, log?: Log): Promise<Store> {
+/** A store as the composition opens it: the Store port, and the stores of rooms that own their port beside it. */
+export type OpenedStore = Store & { readonly senderPolicies: SenderPolicyStore };
+
+export async function openStore(config: Config, log?: Log): Promise<OpenedStore> {
   if (config.databaseUrl !== undefined) {
     const { PostgresStore } = await import('./postgres/postgres-store.js');
     const store = new PostgresStore({

@@ -33,6 +33,9 @@ export interface EventRow {
   delivery_count?: Int | null;
   dead_at?: Int | null;
   dead_reason?: string | null;
+  /** Quarantine (migration 0013); absent from rows an append function returns (the store knows what it marked). */
+  quarantined_at?: Int | null;
+  released_at?: Int | null;
 }
 
 export const ADDRESS_COLUMNS = 'id, slug, name, task_id, read_token_hash, inbox_secret_hash, signing_keys, created_at, expires_at';
@@ -44,7 +47,7 @@ export const ADDRESS_COLUMNS = 'id, slug, name, task_id, read_token_hash, inbox_
 export const EVENT_ID_TIME_SQL = 'substr(id, 10, 9)';
 
 export const EVENT_COLUMNS =
-  'id, address_id, sequence, type, source, data, metadata, dedupe_key, trust, created_at, acknowledged_at, delivery_count, dead_at, dead_reason';
+  'id, address_id, sequence, type, source, data, metadata, dedupe_key, trust, created_at, acknowledged_at, delivery_count, dead_at, dead_reason, quarantined_at, released_at';
 /** The columns an insert writes (the claim columns take their defaults). */
 export const INSERTED_EVENT_COLUMNS = 'id, address_id, sequence, type, source, data, metadata, dedupe_key, trust, created_at, acknowledged_at';
 
@@ -73,7 +76,14 @@ export const toEvent = (r: EventRow): EventRecord => ({
   createdAt: Number(r.created_at),
   acknowledgedAt: r.acknowledged_at === null ? null : Number(r.acknowledged_at),
   ...claimFields(r),
+  ...quarantineFields(r),
 });
+
+/** The quarantine columns, only when the event was quarantined: every other event reads as before. */
+function quarantineFields(r: EventRow): Pick<EventRecord, 'quarantinedAt' | 'releasedAt'> {
+  if (r.quarantined_at === undefined || r.quarantined_at === null) return {};
+  return { quarantinedAt: Number(r.quarantined_at), releasedAt: r.released_at === undefined || r.released_at === null ? null : Number(r.released_at) };
+}
 
 /** The claim columns, only when the event was ever claimed: an event no one claimed reads as before. */
 function claimFields(r: EventRow): Pick<EventRecord, 'deliveryCount' | 'deadAt' | 'deadReason'> {
@@ -113,3 +123,15 @@ export function cutPage<R extends { fetched: number | string | null }>(rows: R[]
   if (rows.length > limit) return { rows: rows.slice(0, limit), hasMore: true };
   return { rows, hasMore: fetched > rows.length };
 }
+
+/**
+ * Releases an event from quarantine (design.md, "Sender policy and quarantine"): sets released_at
+ * once, only on an event that was quarantined, and returns the event whatever it was (the caller
+ * tells "never quarantined" from the row). Bound: now, the event id twice (its time part leads the
+ * index), the address.
+ */
+export const releaseSql = (dialect: 'sqlite' | 'postgres'): string => {
+  const [now, id, id2, address] = dialect === 'sqlite' ? ['?', '?', '?', '?'] : ['$1::bigint', '$2::text', '$2', '$3'];
+  return `UPDATE events SET released_at = CASE WHEN quarantined_at IS NULL THEN NULL ELSE COALESCE(released_at, ${now}) END
+  WHERE ${EVENT_ID_TIME_SQL} = substr(${id}, 10, 9) AND id = ${id2} AND address_id = ${address} RETURNING ${EVENT_COLUMNS}`;
+};

@@ -57,7 +57,7 @@ describe('MailParsePool', () => {
         asked.some((q) => q.endsWith('x.example')),
         `the resolver was asked: ${asked.join(', ')}`,
       );
-      assert.equal(result.kind === 'authenticate' && result.authentication.spf, 'none');
+      assert.equal(result.kind === 'authenticate' && result.proof.authentication.spf, 'none');
     } finally {
       await pool.close();
     }

@@ -162,7 +162,7 @@ describe(`filtered reads over HTTP and SSE (${STORE})`, () => {
   it('bad filters are 400 invalid_request naming the parameter and the fix', async () => {
     const a = await createAddress(svc.baseUrl);
     const cases: [[string, string][], RegExp][] = [
-      [[['state', 'done']], /'state'.*unacked, acked, dead, all/],
+      [[['state', 'done']], /'state'.*unacked, acked, dead, quarantined, all/],
       [
         [
           ['state', 'all'],

@@ -43,6 +43,8 @@ function expectation(issue: AjvIssue): string {
   if ((k === 'minLength' || k === 'maxLength') && (s.minLength !== undefined || s.maxLength !== undefined)) {
     return `must be ${s.minLength ?? 0}-${s.maxLength ?? 'any number of'} characters long`;
   }
+  if (k === 'enum' && Array.isArray(issue.params?.allowedValues)) return `must be one of ${issue.params.allowedValues.join(', ')}`;
+  if (k === 'maxItems' && typeof issue.params?.limit === 'number') return `holds more than ${issue.params.limit} entries; send at most ${issue.params.limit}`;
   if (k === 'pattern' && s.pattern === STORABLE_TEXT) return 'must not contain the character U+0000 or a lone surrogate (an unpaired \\ud800-\\udfff escape)';
   if (k === 'pattern' && s.pattern === HTTP_DEDUPE_KEY_PATTERN) return 'must not contain control characters (U+0000-U+001F, U+007F) or a lone surrogate';
   return issue.message ?? 'is invalid';

@@ -102,4 +102,28 @@ export const eventRoutes =
         return sendJsonText(reply, `{"event":${eventJson(event)}}`);
       },
     );
+
+    app.post(
+      '/api/v1/addresses/:addressId/events/:eventId/release',
+      {
+        onRequest: auth,
+        schema: {
+          operationId: 'releaseEvent',
+          summary: 'Release a quarantined event',
+          description:
+            'An event the sender policy quarantined becomes an ordinary one at its own sequence: default reads, streams, waits, claims and consumers ' +
+            'whose position is before it read it; a reader already past it sees it only by reading back (after=, or state=all). ' +
+            'Idempotent: a second release returns 200 and the same released_at; an event never quarantined is 409 not_quarantined. ' +
+            'To dismiss one instead, acknowledge it. Send no body. Guide: /llms-full.txt, "Sender policy and quarantine".',
+          tags: ['events'],
+          security: BEARER,
+          params: EventParams,
+          response: { 200: EventResponse, ...errorResponses(401, 404, 409, 413, 415) },
+        },
+      },
+      async (request, reply) => {
+        const event = await service.releaseEvent(authenticatedAddress(request), request.params.eventId);
+        return sendJsonText(reply, `{"event":${eventJson(event)}}`);
+      },
+    );
   };

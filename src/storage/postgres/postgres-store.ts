@@ -30,15 +30,28 @@ import { type EventFilter, SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-fi
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
 import { type Log, SILENT_LOG, type Store, StoreClosedError, type StoreLimits } from '../../domain/ports.js';
 import { retryAfterSeconds, staleRateWindowsBefore, windowStartOf } from '../../domain/rate-window.js';
+import type { SenderPolicyStore } from '../../sender-policy/sender-policy-store.js';
 import { APPROVAL_COLUMNS, type ApprovalAnswerRow, type ApprovalRow, approvalValues, toAnswer, toApproval } from '../approval-rows.js';
 import { filterSql, filterSqlParts, needsDataJson, postgresJsonb, type ScanRow, SqlParams, scanPage, scanSql } from '../event-filter-sql.js';
-import { ADDRESS_COLUMNS, type AddressRow, boundedPageSql, cutPage, EVENT_COLUMNS, EVENT_ID_TIME_SQL, type EventRow, toAddress, toEvent } from '../rows.js';
+import {
+  ADDRESS_COLUMNS,
+  type AddressRow,
+  boundedPageSql,
+  cutPage,
+  EVENT_COLUMNS,
+  EVENT_ID_TIME_SQL,
+  type EventRow,
+  releaseSql,
+  toAddress,
+  toEvent,
+} from '../rows.js';
 import { jsonBytesSql } from '../stored-bytes-sql.js';
 import { AppendBatcher } from './append-batcher.js';
 import { ChangeListener, type ListenerState } from './change-listener.js';
 import { runMigrations } from './migrator.js';
 import { PostgresClaims } from './postgres-claims.js';
 import { PostgresConsumerPositions } from './postgres-consumers.js';
+import { PostgresSenderPolicies } from './postgres-sender-policies.js';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -88,12 +101,37 @@ function toAppendResult(row: EventRowOrNull & { outcome: string }): AppendResult
   }
 }
 
+/**
+ * Marks the created events that are to be quarantined, inside the append's transaction, and sets
+ * quarantinedAt on their results (the append functions return rows without it). `sorted[i]` is the
+ * event whose result is `results[order[i]]`.
+ */
+async function markQuarantined(client: pg.PoolClient, sorted: readonly NewEvent[], results: AppendResult[], order: readonly number[]): Promise<void> {
+  const marks: { addressId: string; sequence: number; at: number; i: number }[] = [];
+  sorted.forEach((e, i) => {
+    const result = results[order[i]!];
+    if (e.quarantinedAt != null && result?.kind === 'created') marks.push({ addressId: e.addressId, sequence: result.event.sequence, at: e.quarantinedAt, i });
+  });
+  if (marks.length === 0) return;
+  await client.query(
+    `UPDATE events e SET quarantined_at = v.t FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS v(a, s, t)
+     WHERE e.address_id = v.a AND e.sequence = v.s`,
+    [marks.map((m) => m.addressId), marks.map((m) => m.sequence), marks.map((m) => m.at)],
+  );
+  for (const m of marks) {
+    const result = results[order[m.i]!];
+    if (result?.kind === 'created') results[order[m.i]!] = { kind: 'created', event: { ...result.event, quarantinedAt: m.at, releasedAt: null } };
+  }
+}
+
 const compareIds = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   readonly capabilities = { crossInstanceWakeups: true };
   readonly consumers: ConsumerPositions;
+  /** Sender policies (src/sender-policy/), beside the Store port rather than in it. */
+  readonly senderPolicies: SenderPolicyStore;
   private readonly clientConfig: pg.ClientConfig;
   private readonly pool: pg.Pool;
   private readonly claims: PostgresClaims;
@@ -129,6 +167,7 @@ export class PostgresStore implements Store {
       idle_in_transaction_session_timeout: 60_000,
     });
     this.consumers = new PostgresConsumerPositions(this.pool);
+    this.senderPolicies = new PostgresSenderPolicies(this.pool);
     this.claims = new PostgresClaims(this.pool, CHANGE_CHANNEL);
     this.log = opts.log ?? SILENT_LOG;
     let idleConnectionsLost = 0;
@@ -319,7 +358,28 @@ export class PostgresStore implements Store {
     // address's deliveries keep their arrival order.
     const order = inputs.map((_, i) => i).sort((a, b) => compareIds(inputs[a]!.event.addressId, inputs[b]!.event.addressId));
     const sorted = order.map((i) => inputs[i]!.event);
-    const r = await this.pool.query<EventRowOrNull & { ord: number; outcome: string }>(
+    // A batch holding an event to quarantine runs in a transaction of its own that marks those events
+    // before COMMIT (migration 0013): no reader, on any instance, sees one unmarked. Others stay one statement.
+    const quarantines = sorted.some((e) => e.quarantinedAt != null);
+    const client = quarantines ? await this.pool.connect() : this.pool;
+    try {
+      if (quarantines) await client.query('BEGIN');
+      const results = await this.appendSorted(client, inputs, order, sorted);
+      if (quarantines) {
+        await markQuarantined(client as pg.PoolClient, sorted, results, order);
+        await client.query('COMMIT');
+        (client as pg.PoolClient).release();
+      }
+      return results;
+    } catch (err) {
+      // A failed transaction is rolled back by discarding its connection (it may be broken anyway).
+      if (quarantines) (client as pg.PoolClient).release(err instanceof Error ? err : true);
+      throw err;
+    }
+  }
+
+  private async appendSorted(client: pg.Pool | pg.PoolClient, inputs: AppendInput[], order: number[], sorted: NewEvent[]): Promise<AppendResult[]> {
+    const r = await client.query<EventRowOrNull & { ord: number; outcome: string }>(
       'SELECT * FROM ra_append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)',
       [
         sorted.map((e) => e.addressId),
@@ -356,7 +416,7 @@ export class PostgresStore implements Store {
 
   /** One round trip: ra_append_event (migration 0012) locks, dedupes, prunes, inserts and notifies. */
   private async appendOnce(e: NewEvent, limits: StoreLimits): Promise<AppendResult> {
-    if (e.blobs !== undefined && e.blobs.length > 0) return this.appendWithBlobs(e, e.blobs, limits);
+    if ((e.blobs !== undefined && e.blobs.length > 0) || e.quarantinedAt != null) return this.appendWithBlobs(e, e.blobs ?? [], limits);
     const r = await this.pool.query<EventRowOrNull & { outcome: string }>(
       'SELECT * FROM ra_append_event($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0)',
       [
@@ -382,7 +442,8 @@ export class PostgresStore implements Store {
   /**
    * An event and its blobs in one transaction (migration 0006): the append function counts the
    * blobs' bytes toward the quota, and the blobs are inserted only when the event is new. COMMIT
-   * returns before the caller is answered, as for every append.
+   * returns before the caller is answered, as for every append. An event to quarantine is marked
+   * in the same transaction (migration 0013).
    */
   private async appendWithBlobs(e: NewEvent, blobs: readonly BlobInput[], limits: StoreLimits): Promise<AppendResult> {
     const client = await this.pool.connect();
@@ -409,6 +470,7 @@ export class PostgresStore implements Store {
       const row = r.rows[0];
       if (!row) throw new Error('ra_append_event answered no row');
       const result = toAppendResult(row);
+      await markQuarantined(client, [e], [result], [0]);
       if (result.kind === 'created') {
         for (const b of blobs) {
           await client.query('INSERT INTO event_blobs (address_id, sequence, name, content_type, sha256, size, bytes) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
@@ -502,6 +564,11 @@ export class PostgresStore implements Store {
     });
     const r = await this.pool.query<ScanRow>(sql, p.bound());
     return scanPage(r.rows, after, limit);
+  }
+
+  async releaseEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
+    const r = await this.pool.query<EventRow>(releaseSql('postgres'), [now, eventId, addressId]);
+    return r.rows[0] ? toEvent(r.rows[0]) : null;
   }
 
   async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {

@@ -226,7 +226,9 @@ CREATE TABLE public.events (
     available_at bigint,
     dead_at bigint,
     dead_reason text,
-    trust text DEFAULT '{"ingress":"inbox","verified":null,"method":null,"identity":null,"reason":"stored before this service recorded provenance, by a way in it cannot tell now: treated as an inbox delivery, nothing about the sender was checked"}'::text NOT NULL
+    trust text DEFAULT '{"ingress":"inbox","verified":null,"method":null,"identity":null,"reason":"stored before this service recorded provenance, by a way in it cannot tell now: treated as an inbox delivery, nothing about the sender was checked"}'::text NOT NULL,
+    quarantined_at bigint,
+    released_at bigint
 );
 
 CREATE TABLE public.rate_windows (
@@ -239,6 +241,12 @@ CREATE TABLE public.schema_migrations (
     version integer NOT NULL,
     name text NOT NULL,
     applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE public.sender_policies (
+    address_id text NOT NULL,
+    policy text NOT NULL,
+    updated_at bigint NOT NULL
 );
 
 ALTER TABLE ONLY public.addresses
@@ -267,6 +275,9 @@ ALTER TABLE ONLY public.rate_windows
 
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+ALTER TABLE ONLY public.sender_policies
+    ADD CONSTRAINT sender_policies_pkey PRIMARY KEY (address_id);
 
 CREATE INDEX addresses_expires_at ON public.addresses USING btree (expires_at);
 
@@ -304,3 +315,6 @@ ALTER TABLE ONLY public.event_blobs
 
 ALTER TABLE ONLY public.events
     ADD CONSTRAINT events_address_id_fkey FOREIGN KEY (address_id) REFERENCES public.addresses(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.sender_policies
+    ADD CONSTRAINT sender_policies_address_id_fkey FOREIGN KEY (address_id) REFERENCES public.addresses(id) ON DELETE CASCADE;

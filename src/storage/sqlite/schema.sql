@@ -68,7 +68,7 @@ CREATE TABLE events (
   metadata        TEXT,               -- JSON text of an object of strings
   dedupe_key      TEXT,
   created_at      INTEGER NOT NULL,
-  acknowledged_at INTEGER, blob_bytes INTEGER NOT NULL DEFAULT 0, delivery_count INTEGER NOT NULL DEFAULT 0, max_deliveries INTEGER, lease_id TEXT, lease_expires_at INTEGER, available_at INTEGER, dead_at INTEGER, dead_reason TEXT, claim_indexed INTEGER, trust TEXT NOT NULL DEFAULT '{"ingress":"inbox","verified":null,"method":null,"identity":null,"reason":"stored before this service recorded provenance, by a way in it cannot tell now: treated as an inbox delivery, nothing about the sender was checked"}',
+  acknowledged_at INTEGER, blob_bytes INTEGER NOT NULL DEFAULT 0, delivery_count INTEGER NOT NULL DEFAULT 0, max_deliveries INTEGER, lease_id TEXT, lease_expires_at INTEGER, available_at INTEGER, dead_at INTEGER, dead_reason TEXT, claim_indexed INTEGER, trust TEXT NOT NULL DEFAULT '{"ingress":"inbox","verified":null,"method":null,"identity":null,"reason":"stored before this service recorded provenance, by a way in it cannot tell now: treated as an inbox delivery, nothing about the sender was checked"}', quarantined_at INTEGER, released_at INTEGER,
   -- A bug that reused a sequence must fail loudly instead of reordering a queue.
   UNIQUE (address_id, sequence)
 ) STRICT;
@@ -81,6 +81,12 @@ CREATE TABLE rate_windows (
 
 CREATE TABLE schema_migrations (
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT;
+
+CREATE TABLE sender_policies (
+  address_id TEXT PRIMARY KEY REFERENCES addresses (id) ON DELETE CASCADE,
+  policy TEXT NOT NULL,
+  updated_at INTEGER NOT NULL
+);
 
 CREATE INDEX addresses_expires_at ON addresses (expires_at);
 

@@ -33,6 +33,7 @@ import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEven
 import { type Log, SILENT_LOG, type Store, StoreClosedError, type StoreLimits } from '../../domain/ports.js';
 import { roomToFree, storedBytes } from '../../domain/queue-quota.js';
 import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
+import type { SenderPolicyStore } from '../../sender-policy/sender-policy-store.js';
 import { APPROVAL_COLUMNS, type ApprovalAnswerRow, type ApprovalRow, approvalValues, toAnswer, toApproval } from '../approval-rows.js';
 import { filterSql, type ScanRow, SqlParams, scanPage, scanSql } from '../event-filter-sql.js';
 import {
@@ -44,6 +45,7 @@ import {
   EVENT_ID_TIME_SQL,
   type EventRow,
   INSERTED_EVENT_COLUMNS,
+  releaseSql,
   toAddress,
   toEvent,
 } from '../rows.js';
@@ -57,6 +59,7 @@ import { migrateSqlite } from './sqlite-migrations.js';
 import { type QueueCounters, SqliteQueueCounters } from './sqlite-queue-counters.js';
 import { type QueueTotals, SqliteQueueTotals } from './sqlite-queue-totals.js';
 import { SqliteReadCache } from './sqlite-read-cache.js';
+import { SqliteSenderPolicies } from './sqlite-sender-policies.js';
 
 /** Prepared statements of filtered scans kept (each filter shape is one). */
 const SCAN_STATEMENTS = 64;
@@ -123,6 +126,8 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   readonly capabilities = { crossInstanceWakeups: false };
   readonly consumers: ConsumerPositions;
+  /** Sender policies (src/sender-policy/), beside the Store port rather than in it. */
+  readonly senderPolicies: SenderPolicyStore;
   readonly path: string;
   private readonly minFreeBytes: number;
   private readonly db: Database.Database;
@@ -183,6 +188,7 @@ export class SqliteStore implements Store {
       markIndexed: (addressId) => this.counters.markClaimsIndexed(addressId),
     });
     this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
+    this.senderPolicies = new SqliteSenderPolicies(this.db, () => this.durable());
     // Room for both limits: the shortest run of oldest acknowledged events that frees enough
     // events and bytes, or QueueFull (the savepoint undoes nothing, since nothing was written).
     this.appendAfterPrune = this.db.transaction((e: NewEvent, c: BatchCounters, size: number, needEvents: number, needBytes: number) => {
@@ -291,8 +297,8 @@ export class SqliteStore implements Store {
       ackedSizes: db.prepare<[string], { sequence: number; bytes: number }>(ACKED_SIZES_SQL),
       pruneAckedUpTo: db.prepare<[string, number]>('DELETE FROM events WHERE address_id = ? AND acknowledged_at IS NOT NULL AND sequence <= ?'),
       // Positional parameters: binding by name from an object costs more per event (bench/README.md).
-      insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, string, number, number | null]>(
-        `INSERT INTO events (${INSERTED_EVENT_COLUMNS}, claim_indexed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)`,
+      insertEvent: db.prepare<[string, string, number, string, string, string, string | null, string | null, string, number, number | null, number | null]>(
+        `INSERT INTO events (${INSERTED_EVENT_COLUMNS}, claim_indexed, quarantined_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)`,
       ),
       setBlobBytes: db.prepare<[number, string, number]>('UPDATE events SET blob_bytes = ? WHERE address_id = ? AND sequence = ?'),
       insertBlob: db.prepare<[string, number, string, string, string, number, Uint8Array]>(
@@ -332,6 +338,7 @@ export class SqliteStore implements Store {
         `UPDATE events SET acknowledged_at = COALESCE(acknowledged_at, ?)
          WHERE ${EVENT_ID_TIME_SQL} = substr(?, 10, 9) AND id = ? AND address_id = ? RETURNING ${EVENT_COLUMNS}`,
       ),
+      release: db.prepare<[number, string, string, string], EventRow>(releaseSql('sqlite')),
     };
   }
 
@@ -683,7 +690,20 @@ export class SqliteStore implements Store {
 
   private insertNext(e: NewEvent, c: BatchCounters, size: number, pruned: number, prunedBytes: number): AppendResult {
     const sequence = c.lastSequence + 1;
-    this.q.insertEvent.run(e.id, e.addressId, sequence, e.type, e.source, e.data, e.metadata, e.dedupeKey, e.trust, e.createdAt, c.claimsIndexed ? 1 : null);
+    this.q.insertEvent.run(
+      e.id,
+      e.addressId,
+      sequence,
+      e.type,
+      e.source,
+      e.data,
+      e.metadata,
+      e.dedupeKey,
+      e.trust,
+      e.createdAt,
+      c.claimsIndexed ? 1 : null,
+      e.quarantinedAt ?? null,
+    );
     if (e.blobs !== undefined && e.blobs.length > 0) {
       // Same transaction as the event: durable with it, in the same fdatasync of the WAL.
       this.q.setBlobBytes.run(blobBytes(e.blobs), e.addressId, sequence);
@@ -764,6 +784,14 @@ export class SqliteStore implements Store {
 
   async ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
     const r = this.q.ack.get(now, eventId, eventId, addressId);
+    if (!r) return null;
+    this.forget(addressId);
+    await this.durable();
+    return toEvent(r);
+  }
+
+  async releaseEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null> {
+    const r = this.q.release.get(now, eventId, eventId, addressId);
     if (!r) return null;
     this.forget(addressId);
     await this.durable();
