@@ -68,3 +68,8 @@ BEGIN
     p_dedupe_key, p_created_at, NULL::BIGINT;
 END
 $$;
+
+-- Consumer names of dots only ('.', '..') are refused from this release on: clients rewrite such a
+-- path segment, so DELETE …/consumers/.. reached the address. Any stored before are forgotten here
+-- (they could be neither read nor deleted any more, and would hold a place under the cap).
+DELETE FROM consumers WHERE name ~ '^\.+$';
