@@ -7,6 +7,7 @@ import { consumerRoutes } from './consumers/consumer-routes.js';
 import { ERROR_CATALOGUE } from './domain/errors.js';
 import { finishDocument } from './http/openapi-document.js';
 import { clientErrorHandler } from './http/plugins/client-error-handler.js';
+import { refuseUnsafeDeletePaths } from './http/plugins/delete-path.js';
 import { registerErrorHandling } from './http/plugins/error-handling.js';
 import { suspendSocketTimeoutWhileHandling } from './http/plugins/in-flight-socket-timeout.js';
 import { registerJsonBody } from './http/plugins/json-body.js';
@@ -83,6 +84,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   closeQueryStrings(app);
   suspendSocketTimeoutWhileHandling(app, config.socketTimeoutMs);
   app.addHook('onRequest', requireHostHeader);
+  app.addHook('onRequest', refuseUnsafeDeletePaths);
   deps.metrics?.registerHttpHooks(app);
 
   await app.register(swagger, {

@@ -55,7 +55,10 @@ export interface Config {
    * "every hop": then any client could name its own IP and dodge the create rate limit.
    */
   readonly trustProxy: false | number | string[];
+  /** PG_POOL_SIZE: connections for deliveries, acks and lookups (short statements). */
   readonly pgPoolSize: number;
+  /** PG_READ_POOL_SIZE: connections for pages, filtered reads, claims, blob reads and totals, apart so they never hold a delivery up. */
+  readonly pgReadPoolSize: number;
   readonly pgStatementTimeoutMs: number;
   /** How long a client may take to send a whole request (headers and body); not the answer's wait. */
   readonly requestTimeoutMs: number;
@@ -288,6 +291,7 @@ export function loadConfig(env: Env = process.env): Config {
     smtpMaxConnectionsPerIp: int(env, 'SMTP_MAX_CONNECTIONS_PER_IP', 20, 1, 100_000),
     trustProxy: trustProxy(env),
     pgPoolSize: int(env, 'PG_POOL_SIZE', 10, 1, 1000),
+    pgReadPoolSize: int(env, 'PG_READ_POOL_SIZE', 10, 1, 1000),
     pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 10_000, 0),
     requestTimeoutMs,
     headersTimeoutMs,

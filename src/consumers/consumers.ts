@@ -9,17 +9,30 @@ import type { AddressRecord } from '../domain/model.js';
 import type { Store } from '../domain/ports.js';
 import type { ConsumerRecord } from './consumer-positions.js';
 
-export const CONSUMER_NAME_PATTERN = '^[a-z0-9_.:-]{1,64}$';
+/**
+ * A consumer name is a URL path segment (DELETE …/consumers/{name}) that no client may rewrite: `.`
+ * and `..` (and names of dots only) are dot segments, which curl and fetch resolve away, so
+ * `DELETE …/consumers/..` would be sent as a DELETE of the address itself. Such names are refused.
+ */
+export const CONSUMER_NAME_PATTERN = '^(?!\\.+$)[a-z0-9_.:-]{1,64}$';
 export const CONSUMER_NAME_RE = new RegExp(CONSUMER_NAME_PATTERN);
+const DOTS_ONLY = /^\.+$/;
 /** Consumers one address may hold: each is a row, and a position write per page read. */
 export const MAX_CONSUMERS_PER_ADDRESS = 100;
 
 /** The name, checked: 400 naming the parameter and the rule. */
 export function consumerName(name: unknown, param = "query parameter 'consumer'"): string {
   if (typeof name === 'string' && CONSUMER_NAME_RE.test(name)) return name;
+  if (typeof name === 'string' && DOTS_ONLY.test(name)) {
+    throw new ApiError(
+      'invalid_request',
+      `Invalid ${param}: a consumer name may not be only dots (${JSON.stringify(name.slice(0, 80))}): clients rewrite '.' and '..' in a URL path, ` +
+        'so such a name could not be deleted, or its DELETE would reach the address. Use a name with a letter or digit (e.g. worker-1).',
+    );
+  }
   throw new ApiError(
     'invalid_request',
-    `Invalid ${param}: a consumer name is 1-64 characters of a-z, 0-9, _ . : - (e.g. worker-1 or forward:localhost:3000); got ${JSON.stringify(String(name).slice(0, 80))}.`,
+    `Invalid ${param}: a consumer name is 1-64 characters of a-z, 0-9, _ . : -, not only dots (e.g. worker-1 or forward:localhost:3000); got ${JSON.stringify(String(name).slice(0, 80))}.`,
   );
 }
 

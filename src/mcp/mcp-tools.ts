@@ -94,7 +94,7 @@ const ConsumerArg = z
   .string()
   .optional()
   .describe(
-    'A named consumer ([a-z0-9_.:-]{1,64}) whose position the server keeps: without `after` the read starts after its stored position ' +
+    'A named consumer ([a-z0-9_.:-]{1,64}, not only dots) whose position the server keeps: without `after` the read starts after its stored position ' +
       '(0 for a new name); with `after`, that is stored first. Passing after = the previous next_cursor confirms what you handled.',
   );
 

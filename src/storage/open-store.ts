@@ -16,6 +16,7 @@ export async function openStore(config: Config, log?: Log): Promise<OpenedStore>
     const store = new PostgresStore({
       connectionString: config.databaseUrl,
       poolSize: config.pgPoolSize,
+      readPoolSize: config.pgReadPoolSize,
       statementTimeoutMs: config.pgStatementTimeoutMs,
       log,
     });

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MAX_CONSUMERS_PER_ADDRESS } from '../../src/consumers/consumers.js';
 import { type Addr, api, createAddress, deliver, onlyPostgres, range, STORE, startTestService, type TestService } from '../helpers.js';
+import { sendPipelined } from '../pipelined-http.js';
 import { openStream } from '../sse-client.js';
 
 const seqs = (r: { json: { events: { sequence: number }[] } }) => r.json.events.map((e) => e.sequence);
@@ -122,6 +123,49 @@ describe(`named consumers (${STORE})`, () => {
     assert.equal(list.length, MAX_CONSUMERS_PER_ADDRESS);
     const [name] = list[0]!;
     assert.equal((await read(svc, a, { consumer: name as string, after: 0 })).status, 200, 'an existing consumer moves at the cap');
+  });
+
+  it('names of dots only are refused everywhere; a raw DELETE ending in a slash or holding a dot segment never deletes the address', async () => {
+    const a = await createAddress(svc.baseUrl);
+    assert.equal((await deliver(svc.baseUrl, a, { type: 'keep' })).status, 202);
+    for (const name of ['.', '..', '...']) {
+      const r = await read(svc, a, { consumer: name });
+      assert.equal(r.status, 400, name);
+      assert.equal(r.json.error.code, 'invalid_request');
+      assert.match(r.json.error.message, /consumer.*only dots/);
+    }
+    assert.equal((await read(svc, a, { consumer: '.a.' })).status, 200, 'dots beside a letter are a name');
+    // curl and fetch resolve dot segments before sending, so these are written on a raw socket, as
+    // sent by a client that does not (and as curl sends `…/consumers/..` after resolving it).
+    const bearer = { authorization: `Bearer ${a.token}` };
+    const paths = [
+      `/api/v1/addresses/${a.id}/`,
+      `/api/v1/addresses/${a.id}//`,
+      `/api/v1/addresses/${a.id}/consumers/..`,
+      `/api/v1/addresses/${a.id}/consumers/%2E%2E`,
+      `/api/v1/addresses/${a.id}/consumers/%2e`,
+      `/api/v1/addresses/${a.id}/consumers/.`,
+      `/api/v1/addresses/${a.id}/consumers/.a./`,
+      `/api/v1/addresses/${a.id}/consumers/../..`,
+      `/api/v1/addresses/${a.id}/.`,
+      `/api/v1/addresses/${a.id}/%2E%2E/${a.id}`,
+    ];
+    const port = Number(new URL(svc.baseUrl).port);
+    // One connection each: an error answer may close its connection.
+    const answers = (await Promise.all(paths.map((path) => sendPipelined(port, [{ method: 'DELETE', path, headers: bearer }])))).map((r) => r[0]!);
+    assert.equal(answers.length, paths.length);
+    answers.forEach((r, i) => {
+      assert.equal(r.status, 400, paths[i]);
+      assert.equal(r.json.error.code, 'invalid_request', paths[i]);
+      assert.match(r.json.error.message, /DELETE path may not end in '\/' nor hold a '\.' or '\.\.' segment/, paths[i]);
+    });
+    const still = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events`, { token: a.token });
+    assert.equal(still.status, 200, 'the address still exists');
+    assert.equal(still.json.events.length, 1, `with its event: ${still.text}`);
+    // The exact paths still work: a consumer named '.a.' is deleted, then the address.
+    const gone = await api(svc.baseUrl, 'DELETE', `/api/v1/addresses/${a.id}/consumers/.a.`, { token: a.token });
+    assert.equal(gone.status, 204);
+    assert.equal((await api(svc.baseUrl, 'DELETE', `/api/v1/addresses/${a.id}`, { token: a.token })).status, 204);
   });
 
   it('parallel seeks of one consumer leave one of the positions asked, never another', async () => {

@@ -295,6 +295,8 @@ describe('MCP endpoint', () => {
       ['wait_for_event', { match: ['nopair'] }, /match.*path=value/],
       ['list_events', { match: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`data.k${i}`, 'v'])) }, /match.*at most 20/],
       ['list_events', { consumer: 'Bad Name' }, /consumer.*a-z/],
+      ['list_events', { consumer: '..' }, /consumer.*only dots/],
+      ['wait_for_event', { consumer: '.' }, /consumer.*only dots/],
       ['list_events', { type: 'stripe*' }, /type/],
       ['wait_for_event', { timeout: -1 }, /timeout/],
       ['wait_for_event', { type: 7 }, /type/],

@@ -146,6 +146,53 @@ const cases: Case[] = [
     },
   },
   {
+    name: 'counters: exact under parallel acks interleaved with appends that prune, and with retention deletes',
+    async run(store) {
+      // Each append past the limit prunes the oldest acknowledged events while acks land beside it;
+      // an ack committed between the prune's count and its delete must not leave the address's
+      // counters (events and bytes) above what it holds. Then the whole quota must still be usable.
+      const a = newAddress();
+      await store.createAddress(a, { key: 'c', limit: 1e6, windowMs: WINDOW, now: Date.now() });
+      const size = newEvent(a.id).data.length;
+      const max = 400;
+      const limits = { maxEventsPerAddress: max, maxBytesPerAddress: max * size };
+      const storedBefore = (await store.queueTotals(1)).stored;
+      const open: string[] = [];
+      const append = async () => {
+        const r = await store.appendEvent(newEvent(a.id), limits);
+        if (r.kind === 'created') open.push(r.event.id);
+      };
+      await Promise.all(Array.from({ length: max }, append));
+      assert.equal(open.length, max);
+      const ackSome = (n: number, retentionCutoff: number | null) => {
+        const picked: string[] = [];
+        for (let i = 0; i < n && open.length > 0; i++) picked.push(...open.splice(Math.floor(Math.random() * open.length), 1));
+        return [
+          ...picked.map((id) => store.ackEvent(a.id, id, Date.now())),
+          ...(retentionCutoff === null ? [] : [store.deleteAcknowledgedBefore(retentionCutoff, 7)]),
+        ];
+      };
+      for (let round = 0; round < 60; round++) {
+        await Promise.all([...ackSome(30, round % 5 === 4 ? Date.now() : null), ...Array.from({ length: 30 }, append)]);
+      }
+      // Recount what the address holds, page by page.
+      let held = 0;
+      for (let after = 0; ; ) {
+        const page = await store.listEvents(a.id, after, 100, PAGE_BYTES);
+        assert.ok(page);
+        held += page.events.length;
+        if (!page.hasMore) break;
+        after = page.events.at(-1)!.sequence;
+      }
+      assert.equal((await store.queueTotals(1)).stored - storedBefore, held, 'the stored count equals a recount of the events');
+      // With everything acknowledged, a full quota of new events fits (a counter left too high refuses the last ones).
+      await Promise.all(ackSome(open.length, null));
+      const refills = await Promise.all(Array.from({ length: max }, () => store.appendEvent(newEvent(a.id), limits)));
+      assert.equal(refills.filter((r) => r.kind !== 'created').length, 0, 'every event of a full quota was stored');
+      assert.equal((await store.queueTotals(1)).stored - storedBefore, max);
+    },
+  },
+  {
     name: 'ack: the first time stays; unknown events and addresses answer null',
     async run(store) {
       const a = newAddress();

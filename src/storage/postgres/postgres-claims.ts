@@ -33,8 +33,13 @@ import { toEvent } from '../rows.js';
 type ClaimRow = { [K in keyof ClaimedRow]: ClaimedRow[K] | null } & { died: string; address_found: string };
 
 export class PostgresClaims {
+  /**
+   * `claimPool` runs claims (each may scan, and every waiting claim re-runs on a change: the reads
+   * pool); `settlePool` runs acks, extensions and nacks, short statements beside deliveries.
+   */
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly claimPool: pg.Pool,
+    private readonly settlePool: pg.Pool,
     private readonly channel: string,
   ) {}
 
@@ -66,7 +71,7 @@ export class PostgresClaims {
         SELECT (SELECT count(*) FROM died) AS died, (SELECT count(*) FROM addresses WHERE id = ${a}) AS address_found
       ) AS s LEFT JOIN claimed AS c ON true
       ORDER BY c.sequence`;
-    const res = await this.pool.query<ClaimRow>(sql, p.bound());
+    const res = await this.claimPool.query<ClaimRow>(sql, p.bound());
     const summary = res.rows[0];
     if (!summary || Number(summary.address_found) === 0) return null;
     const claims = res.rows
@@ -79,7 +84,7 @@ export class PostgresClaims {
     let nextChangeAt: number | null = null;
     if (claims.length === 0) {
       const n = new SqlParams('postgres');
-      const next = await this.pool.query<{ next_change: string | null }>(nextChangeSql(n.add(addressId), intParam(n, r.now)), n.bound());
+      const next = await this.claimPool.query<{ next_change: string | null }>(nextChangeSql(n.add(addressId), intParam(n, r.now)), n.bound());
       const v = next.rows[0]?.next_change;
       nextChangeAt = v === null || v === undefined ? null : Number(v);
     }
@@ -93,14 +98,14 @@ export class PostgresClaims {
     // A nack makes the event claimable again (at once or after its delay): waiting claims on every
     // instance hear of it at the commit.
     const notify = s.kind === 'nack' ? `, pg_notify(${p.add(this.channel)}, u.address_id)` : '';
-    const res = await this.pool.query<SettledRow>(
+    const res = await this.settlePool.query<SettledRow>(
       `WITH u AS (UPDATE events SET ${set} WHERE ${where} RETURNING ${SETTLED_COLUMNS}) SELECT u.*${notify} FROM u`,
       p.bound(),
     );
     const row = res.rows[0];
     if (row) return { outcome: 'settled', event: toEvent(row), leaseExpiresAt: row.lease_expires_at === null ? null : Number(row.lease_expires_at) };
     const q = new SqlParams('postgres');
-    const state = await this.pool.query<LeaseStateRow>(leaseStateSql(q, addressId, eventId), q.bound());
+    const state = await this.settlePool.query<LeaseStateRow>(leaseStateSql(q, addressId, eventId), q.bound());
     if (!state.rows[0]) return { outcome: 'not_found' };
     return { outcome: 'lease_lost', why: leaseLostReason(toLeaseState(state.rows[0]), leaseId, s.kind) };
   }

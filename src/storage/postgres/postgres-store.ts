@@ -17,6 +17,12 @@
 // (change-listener.ts). Deletions notify too, so waits on other instances end with 404.
 // Durability: a call resolves only after COMMIT returned (synchronous_commit as configured on
 // the server; the default, on, makes a 2xx survive kill -9 of the service and of PostgreSQL).
+// Capacity (design.md, "Bounded work"): two pools. The writes pool (PG_POOL_SIZE) runs the short
+// statements a delivery, an ack or a lookup needs; the reads pool (PG_READ_POOL_SIZE) runs what can
+// take long or come by the thousand (pages, filtered reads, claims and the re-reads of waiting
+// claims, blob chunks, totals). However many slow reads are queued, a delivery or an ack to any
+// address never waits for their connections; a read that waits too long for one is answered 503
+// with Retry-After (pg's connection timeout, or statement_timeout), as a store outage is.
 // Times are epoch ms in BIGINT columns; pg returns int8 as strings, parsed here with Number.
 
 import { dirname, join } from 'node:path';
@@ -59,6 +65,7 @@ const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations
 export const CHANGE_CHANNEL = 'ra_address_changed';
 export const APPLICATION_NAME = 'return-address';
 export const LISTENER_APPLICATION_NAME = 'return-address-listener';
+export const READS_APPLICATION_NAME = 'return-address-reads';
 
 /** /readyz fails once the listener has been disconnected this long (wake-ups would be late). */
 const LISTENER_DOWN_UNREADY_MS = 10_000;
@@ -67,8 +74,10 @@ const APPEND_ATTEMPTS = 3;
 
 export interface PostgresStoreOptions {
   connectionString: string;
-  /** Connections in the pool (PG_POOL_SIZE); the LISTEN connection comes on top. */
+  /** Connections for deliveries, acks and lookups (PG_POOL_SIZE); the reads pool and the LISTEN connection come on top. */
   poolSize: number;
+  /** Connections for pages, filtered reads, claims, blob reads and totals (PG_READ_POOL_SIZE); default: poolSize. */
+  readPoolSize?: number;
   /** statement_timeout of pooled connections in ms (PG_STATEMENT_TIMEOUT_MS); 0 disables it. */
   statementTimeoutMs: number;
   log?: Log;
@@ -134,6 +143,8 @@ export class PostgresStore implements Store {
   readonly senderPolicies: SenderPolicyStore;
   private readonly clientConfig: pg.ClientConfig;
   private readonly pool: pg.Pool;
+  /** Reads that can take long or come in crowds: never on `pool`, so they cannot hold a delivery up. */
+  private readonly readPool: pg.Pool;
   private readonly claims: PostgresClaims;
   private listener: ChangeListener | undefined;
   private readonly log: Log;
@@ -159,25 +170,28 @@ export class PostgresStore implements Store {
       keepAliveInitialDelayMillis: 10_000,
       connectionTimeoutMillis: 10_000,
     };
-    this.pool = new pg.Pool({
+    const pooled = {
       ...this.clientConfig,
-      max: opts.poolSize,
       statement_timeout: opts.statementTimeoutMs > 0 ? opts.statementTimeoutMs : false,
       // A transaction left open by a stuck caller would hold its address lock: end it.
       idle_in_transaction_session_timeout: 60_000,
-    });
+    } as const;
+    this.pool = new pg.Pool({ ...pooled, max: opts.poolSize });
+    this.readPool = new pg.Pool({ ...pooled, max: opts.readPoolSize ?? opts.poolSize, application_name: READS_APPLICATION_NAME });
     this.consumers = new PostgresConsumerPositions(this.pool);
     this.senderPolicies = new PostgresSenderPolicies(this.pool);
-    this.claims = new PostgresClaims(this.pool, CHANGE_CHANNEL);
+    this.claims = new PostgresClaims(this.readPool, this.pool, CHANGE_CHANNEL);
     this.log = opts.log ?? SILENT_LOG;
     let idleConnectionsLost = 0;
     // An idle pooled connection died (server restart, terminated backend): the pool drops it and
     // opens a new one on demand. Without this handler the 'error' event would crash the process;
     // with it, the loss is still seen in the log.
-    this.pool.on('error', (err) => {
-      idleConnectionsLost++;
-      this.log.warn({ err, idleConnectionsLost }, 'an idle PostgreSQL connection failed; the pool opens a new one when needed');
-    });
+    for (const pool of [this.pool, this.readPool]) {
+      pool.on('error', (err) => {
+        idleConnectionsLost++;
+        this.log.warn({ err, idleConnectionsLost }, 'an idle PostgreSQL connection failed; the pool opens a new one when needed');
+      });
+    }
   }
 
   migrate(): Promise<void> {
@@ -202,7 +216,7 @@ export class PostgresStore implements Store {
     return (this.closing ??= (async () => {
       await this.appends.whenIdle();
       await this.listener?.close();
-      await this.pool.end();
+      await Promise.all([this.pool.end(), this.readPool.end()]);
     })());
   }
 
@@ -291,7 +305,7 @@ export class PostgresStore implements Store {
   async reclaimSpace(): Promise<void> {}
 
   async queueTotals(countCap: number): Promise<{ stored: number; unacknowledged: number; oldestUnacknowledgedAt: number | null }> {
-    const r = await this.pool.query<{ stored: string; unacked: string; oldest: string | null }>(
+    const r = await this.readPool.query<{ stored: string; unacked: string; oldest: string | null }>(
       `SELECT (SELECT coalesce(sum(event_count), 0) FROM addresses) AS stored,
               (SELECT count(*) FROM (SELECT 1 FROM events WHERE acknowledged_at IS NULL LIMIT $1) s) AS unacked,
               (SELECT min(created_at) FROM events WHERE acknowledged_at IS NULL) AS oldest`,
@@ -495,7 +509,7 @@ export class PostgresStore implements Store {
   }
 
   async openBlob(addressId: string, eventId: string, name: BlobName): Promise<StoredBlob | null> {
-    const r = await this.pool.query<{ sequence: string; content_type: string; sha256: string; size: string }>(
+    const r = await this.readPool.query<{ sequence: string; content_type: string; sha256: string; size: string }>(
       `SELECT b.sequence, b.content_type, b.sha256, b.size FROM events e
        JOIN event_blobs b ON b.address_id = e.address_id AND b.sequence = e.sequence
        WHERE substr(e.id, 10, 9) = substr($1::text, 10, 9) AND e.id = $1 AND e.address_id = $2 AND b.name = $3`,
@@ -503,7 +517,7 @@ export class PostgresStore implements Store {
     );
     const b = r.rows[0];
     if (!b) return null;
-    const pool = this.pool;
+    const pool = this.readPool;
     const size = Number(b.size);
     return {
       contentType: b.content_type,
@@ -526,7 +540,7 @@ export class PostgresStore implements Store {
 
   async listEvents(addressId: string, after: number, limit: number, maxBytes: number): Promise<EventPageRecord | null> {
     // One statement: no row when the address does not exist, one row of NULLs when its page is empty.
-    const r = await this.pool.query<{ [K in keyof EventRow]: EventRow[K] | null } & { fetched: string | null }>(
+    const r = await this.readPool.query<{ [K in keyof EventRow]: EventRow[K] | null } & { fetched: string | null }>(
       `SELECT e.* FROM addresses a
        LEFT JOIN LATERAL (${boundedPageSql(jsonBytesSql('postgres'), {
          address: 'a.id',
@@ -562,7 +576,7 @@ export class PostgresStore implements Store {
         ? (({ plain, json }) => ({ filter: plain, dataJson: { expr: postgresJsonb('data'), filter: json } }))(filterSqlParts(filter, p))
         : { filter: filterSql(filter, p), dataJson: null }),
     });
-    const r = await this.pool.query<ScanRow>(sql, p.bound());
+    const r = await this.readPool.query<ScanRow>(sql, p.bound());
     return scanPage(r.rows, after, limit);
   }
 

@@ -32,7 +32,7 @@ BEGIN
 
   IF v_count >= p_max_events OR v_bytes + v_size > p_max_bytes THEN
     -- The shortest run of oldest acknowledged events whose removal makes room for both limits.
-    SELECT s.sequence, s.n, s.b INTO v_upto, v_pruned, v_pruned_bytes FROM (
+    SELECT s.sequence INTO v_upto FROM (
       SELECT e.sequence, count(*) OVER w AS n,
              sum(octet_length(e.data) + coalesce(octet_length(e.metadata), 0) + e.blob_bytes) OVER w AS b
       FROM events e WHERE e.address_id = p_address_id AND e.acknowledged_at IS NOT NULL
@@ -44,7 +44,13 @@ BEGIN
         NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::BIGINT, NULL::BIGINT;
       RETURN;
     END IF;
-    DELETE FROM events e WHERE e.address_id = p_address_id AND e.acknowledged_at IS NOT NULL AND e.sequence <= v_upto;
+    -- What this statement deletes is what it subtracts: an event acknowledged since the run was
+    -- measured may go too (it frees more room, never less), and is counted.
+    WITH gone AS (
+      DELETE FROM events e WHERE e.address_id = p_address_id AND e.acknowledged_at IS NOT NULL AND e.sequence <= v_upto
+      RETURNING octet_length(e.data) + coalesce(octet_length(e.metadata), 0) + e.blob_bytes AS b
+    )
+    SELECT count(*)::INTEGER, coalesce(sum(g.b), 0)::BIGINT INTO v_pruned, v_pruned_bytes FROM gone g;
   END IF;
 
   INSERT INTO events (id, address_id, sequence, type, source, data, metadata, dedupe_key, trust, created_at, acknowledged_at, blob_bytes)
