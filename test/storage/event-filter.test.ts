@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
-import { type EventFilter, parseEventFilter, SCAN_EVENTS } from '../../src/domain/event-filter.js';
+import { type EventFilter, MAX_MATCH_ARRAY_MEMBERS, parseEventFilter, SCAN_EVENTS } from '../../src/domain/event-filter.js';
 import { eventMatches } from '../../src/domain/event-match.js';
-import type { EventRecord } from '../../src/domain/model.js';
+import type { AddressRecord, EventRecord } from '../../src/domain/model.js';
 import type { Store } from '../../src/domain/ports.js';
 import { eventObject } from '../../src/domain/representation.js';
 import { ReturnAddressService } from '../../src/domain/return-address-service.js';
@@ -89,6 +89,21 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
     }
   }
 
+  /** The same walk through the service's reads: shared windows, the filter evaluated in memory (event-filter-eval.ts). */
+  async function walkInMemory(address: AddressRecord, filter: EventFilter, limit: number): Promise<{ events: EventRecord[]; reads: number }> {
+    const events: EventRecord[] = [];
+    let cursor = 0;
+    let reads = 0;
+    for (;;) {
+      const page = await service.listEvents(address, { after: cursor, limit, wait: 0, filter });
+      reads++;
+      events.push(...page.events);
+      if (!page.hasMore) return { events, reads };
+      assert.ok(page.nextCursor > cursor, 'a page with more to come moves the cursor');
+      cursor = page.nextCursor;
+    }
+  }
+
   it('random events, random filters: the store keeps exactly what event-match.ts keeps', async () => {
     const seed = Number(process.env.FILTER_SEED ?? Date.now() % 100_000);
     const r = prng(seed);
@@ -125,11 +140,18 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
         }
         return state === 'all' || (state === 'acked') === (e.acknowledgedAt !== null);
       });
-      const { events } = await walk(address.id, filter, 1 + Math.floor(r() * 7));
+      const limit = 1 + Math.floor(r() * 7);
+      const { events } = await walk(address.id, filter, limit);
       assert.deepEqual(
         events.map((e) => e.sequence),
         wanted.map((e) => e.sequence),
         `seed ${seed}, filter ${JSON.stringify({ types, match, state })}`,
+      );
+      const inMemory = await walkInMemory(address, filter, limit);
+      assert.deepEqual(
+        inMemory.events.map((e) => e.sequence),
+        wanted.map((e) => e.sequence),
+        `in memory: seed ${seed}, filter ${JSON.stringify({ types, match, state })}`,
       );
     }
   });
@@ -138,7 +160,12 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
     const { address } = await service.createAddress({}, 'filters');
     const data = [{ ok: true }, { ok: 'true' }, { ok: false }, { ok: [true, 'x'] }, { ok: { v: true } }, {}, { n: 7 }, { n: '07' }, { n: 7.0 }, { n: [1, 7] }];
     for (const d of data) await service.deliver(address, { type: 't', data: d }, undefined, 'https');
-    const seqs = async (m: string) => (await walk(address.id, parseEventFilter({ match: m }), 100)).events.map((e) => e.sequence);
+    const seqs = async (m: string) => {
+      const sql = (await walk(address.id, parseEventFilter({ match: m }), 100)).events.map((e) => e.sequence);
+      const inMemory = (await walkInMemory(address, parseEventFilter({ match: m }), 100)).events.map((e) => e.sequence);
+      assert.deepEqual(inMemory, sql, `in memory as in SQL: ${m}`);
+      return sql;
+    };
     assert.deepEqual(await seqs('data.ok=true'), [1, 2, 4]);
     assert.deepEqual(await seqs('data.ok=false'), [3]);
     assert.deepEqual(await seqs('data.n=7'), [7, 9, 10]);
@@ -166,6 +193,12 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
       expected,
     );
     assert.ok(reads <= expected.length / 2 + 2, `${reads} reads for ${expected.length} matches, two a page`);
+    const inMemory = await walkInMemory(address, parseEventFilter({ type: 'stripe.*', match: 'data.ok=true' }), 2);
+    assert.deepEqual(
+      inMemory.events.map((e) => e.sequence),
+      expected,
+    );
+    assert.ok(inMemory.reads <= expected.length / 2 + 2, `${inMemory.reads} reads in memory for ${expected.length} matches, two a page`);
   });
 
   it(`a scan examines at most ${SCAN_EVENTS} events: reaching the bound answers has_more and the last event examined`, async () => {
@@ -189,5 +222,41 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
     assert.equal(second!.nextCursor, total);
     assert.equal(second!.hasMore, false);
     assert.equal(await store.scanEvents('addr_missing', 0, parseEventFilter({ type: 'x' }), 10, 1e9), null);
+    // In memory, over shared windows: the same bound, the same cursors.
+    const firstInMemory = await service.listEvents(address, { after: 0, limit: 10, wait: 0, filter: parseEventFilter({ type: 'wanted' }) });
+    assert.deepEqual(firstInMemory, { events: [], nextCursor: SCAN_EVENTS, hasMore: true });
+    const secondInMemory = await service.listEvents(address, { after: SCAN_EVENTS, limit: 10, wait: 0, filter: parseEventFilter({ type: 'wanted' }) });
+    assert.deepEqual(
+      [secondInMemory.events.map((e) => e.sequence), secondInMemory.nextCursor, secondInMemory.hasMore],
+      [[total], total, false],
+    );
+  });
+
+  it(`an array matches by one of its first ${MAX_MATCH_ARRAY_MEMBERS} members, in SQL and in memory alike`, async () => {
+    const { address } = await service.createAddress({}, 'filters');
+    const long = Array.from({ length: MAX_MATCH_ARRAY_MEMBERS + 50 }, (_, i) => `m${i}`);
+    await service.deliver(address, { type: 't', data: { to: long } }, undefined, 'https');
+    for (const [value, expected] of [
+      ['m0', [1]],
+      [`m${MAX_MATCH_ARRAY_MEMBERS - 1}`, [1]],
+      [`m${MAX_MATCH_ARRAY_MEMBERS}`, []],
+      [`m${MAX_MATCH_ARRAY_MEMBERS + 49}`, []],
+    ] as const) {
+      const filter = parseEventFilter({ match: `data.to=${value}` });
+      assert.deepEqual(
+        (await walk(address.id, filter, 10)).events.map((e) => e.sequence),
+        expected,
+        `SQL, ${value}`,
+      );
+      assert.deepEqual(
+        (await walkInMemory(address, filter, 10)).events.map((e) => e.sequence),
+        expected,
+        `in memory, ${value}`,
+      );
+    }
+    // An index past the bound still addresses its member directly.
+    const direct = parseEventFilter({ match: `data.to.${MAX_MATCH_ARRAY_MEMBERS + 10}=m${MAX_MATCH_ARRAY_MEMBERS + 10}` });
+    assert.deepEqual((await walk(address.id, direct, 10)).events.length, 1);
+    assert.deepEqual((await walkInMemory(address, direct, 10)).events.length, 1);
   });
 });
