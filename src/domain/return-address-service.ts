@@ -336,7 +336,14 @@ export class ReturnAddressService {
    * (the sink may be called from inside start()), and `cancel()` it when the client leaves.
    */
   streamEvents(address: AddressRecord, after: number, heartbeatMs: number, sink: StreamSink, filter?: EventFilter): EventStream {
-    return new EventStream(this.hub, address.id, (cursor) => this.readPage(address.id, cursor, 100, Math.max(STREAM_PAGE_BYTES, this.opts.maxEventBytes), filter), after, heartbeatMs, sink);
+    return new EventStream(
+      this.hub,
+      address.id,
+      (cursor) => this.readPage(address.id, cursor, 100, Math.max(STREAM_PAGE_BYTES, this.opts.maxEventBytes), filter),
+      after,
+      heartbeatMs,
+      sink,
+    );
   }
 
   /**

@@ -226,10 +226,7 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
     const firstInMemory = await service.listEvents(address, { after: 0, limit: 10, wait: 0, filter: parseEventFilter({ type: 'wanted' }) });
     assert.deepEqual(firstInMemory, { events: [], nextCursor: SCAN_EVENTS, hasMore: true });
     const secondInMemory = await service.listEvents(address, { after: SCAN_EVENTS, limit: 10, wait: 0, filter: parseEventFilter({ type: 'wanted' }) });
-    assert.deepEqual(
-      [secondInMemory.events.map((e) => e.sequence), secondInMemory.nextCursor, secondInMemory.hasMore],
-      [[total], total, false],
-    );
+    assert.deepEqual([secondInMemory.events.map((e) => e.sequence), secondInMemory.nextCursor, secondInMemory.hasMore], [[total], total, false]);
   });
 
   it(`an array matches by one of its first ${MAX_MATCH_ARRAY_MEMBERS} members, in SQL and in memory alike`, async () => {
