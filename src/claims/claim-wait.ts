@@ -8,6 +8,17 @@
 //
 // A read that leased events is kept before the follower sees it: a shutdown or a deadline that
 // comes during that read still answers those leases instead of dropping them.
+//
+// A filtered claim examines one window of open events per read (claim-rules.ts,
+// CLAIM_WINDOW_EVENTS), from a cursor: a window that leased nothing and has more after it is
+// followed at once by the next; a claim that answers at once stops after SCAN_EVENTS events or
+// SCAN_BYTES examined and answers nothing. A waiting claim that reached the last open event waits,
+// and after a wake-up goes on from where it got to, so a delivery costs it one window of the new
+// events, not a rescan of the queue. Events before the cursor can become claimable again only by a
+// nack (this process counts them per address: `nacks`) or by time (a lease or a delay running out:
+// the registration's timeout); either sends it back to the first open event.
+
+import { SCAN_BYTES, SCAN_EVENTS } from '../domain/event-filter.js';
 import { type AfterPage, type Follow, type FollowEnd, Follower } from '../domain/follower.js';
 import type { WakeupHub } from '../domain/ports.js';
 import type { ClaimBatch } from './claim-rules.js';
@@ -21,17 +32,27 @@ export class ClaimWait implements Follow<ClaimBatch> {
   readonly waiterKind = 'claim' as const;
   private readonly follower: Follower<ClaimBatch>;
   private latest: ClaimBatch = NOTHING;
+  /** A filtered claim's cursor: the last open event examined (0: from the first). */
+  private after = 0;
+  /** Open events and bytes examined since the claim began (a claim that answers at once stops at the scan's bounds). */
+  private examined = 0;
+  private examinedBytes = 0;
+  /** The address's nack count as of the last read: a nack since sends the cursor back to the first open event. */
+  private nacksSeen: number;
 
   constructor(
     hub: WakeupHub,
     addressId: string,
-    private readonly claimOnce: () => Promise<ClaimBatch>,
+    private readonly claimOnce: (after: number) => Promise<ClaimBatch>,
     /** Epoch ms to wait until; undefined: claim once and answer. */
     private readonly deadline: number | undefined,
     private readonly now: () => number,
     private readonly callback: ClaimCallback,
+    /** Nacks made on the address by this process so far. */
+    private readonly nacks: () => number = () => 0,
   ) {
     this.follower = new Follower(hub, addressId, this);
+    this.nacksSeen = nacks();
   }
 
   start(): void {
@@ -45,14 +66,31 @@ export class ClaimWait implements Follow<ClaimBatch> {
 
   /** @internal Follow */
   async read(): Promise<ClaimBatch> {
-    const batch = await this.claimOnce();
+    const nacks = this.nacks();
+    if (nacks !== this.nacksSeen) {
+      this.nacksSeen = nacks;
+      this.after = 0;
+    }
+    const batch = await this.claimOnce(this.after);
     if (batch.claims.length > 0 || this.latest.claims.length === 0) this.latest = batch;
     return batch;
   }
 
   /** @internal Follow */
   page(batch: ClaimBatch): AfterPage {
-    return batch.claims.length > 0 || this.deadline === undefined || this.now() >= this.deadline ? 'done' : 'wait';
+    if (batch.claims.length > 0) return 'done';
+    const w = batch.window;
+    if (w !== undefined) {
+      this.after = w.examinedTo;
+      this.examined += w.examined;
+      this.examinedBytes += w.examinedBytes;
+      if (w.more) {
+        // The scan's bounds end a claim that answers at once; a waiting one goes on to its deadline.
+        if (this.deadline === undefined) return this.examined >= SCAN_EVENTS || this.examinedBytes >= SCAN_BYTES ? 'done' : 'again';
+        return this.now() >= this.deadline ? 'done' : 'again';
+      }
+    }
+    return this.deadline === undefined || this.now() >= this.deadline ? 'done' : 'wait';
   }
 
   /** @internal Follow: until the deadline, or the next lease end or delay end if sooner. */
@@ -64,6 +102,8 @@ export class ClaimWait implements Follow<ClaimBatch> {
 
   /** @internal Follow: a lease end or delay end came before the deadline: claim again. */
   timedOut(): boolean {
+    // Time alone made an event claimable (a lease or a delay ran out), maybe before the cursor.
+    this.after = 0;
     return this.deadline !== undefined && this.now() < this.deadline;
   }
 

@@ -4,6 +4,7 @@
 // matches, never re-scans and never skips; the scan's bound answers has_more.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { CLAIM_WINDOW_EVENTS, newLeaseNonce } from '../../src/claims/claim-rules.js';
 import { loadConfig } from '../../src/config.js';
 import { type EventFilter, MAX_MATCH_ARRAY_MEMBERS, parseEventFilter, SCAN_EVENTS } from '../../src/domain/event-filter.js';
 import { eventMatches } from '../../src/domain/event-match.js';
@@ -255,5 +256,42 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
     const direct = parseEventFilter({ match: `data.to.${MAX_MATCH_ARRAY_MEMBERS + 10}=m${MAX_MATCH_ARRAY_MEMBERS + 10}` });
     assert.deepEqual((await walk(address.id, direct, 10)).events.length, 1);
     assert.deepEqual((await walkInMemory(address, direct, 10)).events.length, 1);
+  });
+
+  it(`a filtered claim examines one window of open events after its cursor (${CLAIM_WINDOW_EVENTS} events), and says where it got to`, async () => {
+    const { address } = await service.createAddress({}, 'filters');
+    const total = 2 * CLAIM_WINDOW_EVENTS + 1;
+    for (let i = 0; i < total; i += 250) {
+      await Promise.all(
+        Array.from({ length: Math.min(250, total - i) }, (_, j) =>
+          service.deliver(address, { type: 'job', data: { wanted: i + j === total - 1 } }, undefined, 'https'),
+        ),
+      );
+    }
+    const filter = parseEventFilter({ match: 'data.wanted=true' });
+    const claim = (after: number) =>
+      store.claimEvents(address.id, { max: 5, leaseMs: 60_000, maxDeliveries: 5, filter, nonce: newLeaseNonce(), now: Date.now(), after });
+    const first = await claim(0);
+    assert.deepEqual(
+      [first?.claims.length, first?.window?.examinedTo, first?.window?.examined, first?.window?.more],
+      [0, CLAIM_WINDOW_EVENTS, CLAIM_WINDOW_EVENTS, true],
+    );
+    const second = await claim(CLAIM_WINDOW_EVENTS);
+    assert.deepEqual([second?.claims.length, second?.window?.examinedTo, second?.window?.more], [0, 2 * CLAIM_WINDOW_EVENTS, true]);
+    const third = await claim(2 * CLAIM_WINDOW_EVENTS);
+    assert.deepEqual(
+      [third?.claims.map((c) => c.event.sequence), third?.window?.examinedTo, third?.window?.examined, third?.window?.more],
+      [[total], total, 1, false],
+    );
+    // Past the last open event: nothing examined, the cursor stays.
+    const past = await claim(total);
+    assert.deepEqual([past?.claims.length, past?.window?.examinedTo, past?.window?.examined, past?.window?.more], [0, total, 0, false]);
+    // Through the service, a claim that answers at once walks the windows and finds it (leased above: now the next one).
+    await service.deliver(address, { type: 'job', data: { wanted: true } }, undefined, 'https');
+    const batch = await service.claims.claimEvents(address, { max: 1, lease_seconds: 60, wait: 0, max_deliveries: 5, match: ['data.wanted=true'] });
+    assert.deepEqual(
+      batch.claims.map((c) => c.event.sequence),
+      [total + 1],
+    );
   });
 });

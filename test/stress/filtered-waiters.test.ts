@@ -205,4 +205,94 @@ describe(`filtered waiters share their reads (${STORE})`, () => {
       }
     });
   });
+
+  it('a 20 MiB JSON capture of 1.5 M keys is checked off the event loop: /healthz and a delivery beside it stay under 1 s', { timeout: 300_000 }, async () => {
+    await withService({}, async (svc) => {
+      const a = await createAddress(svc.baseUrl);
+      const other = await createAddress(svc.baseUrl);
+      const hook = new URL(a.body.endpoints.hook_url as string);
+      const parts: string[] = [];
+      for (let i = 0; i < 1_500_000; i++) parts.push(`"k${i.toString(36).padStart(8, '0')}":${i % 10}`);
+      const body = `{${parts.join(',')}}`;
+      assert.ok(body.length > 20 * 1024 * 1024 && body.length <= 25 * 1024 * 1024, `${body.length} bytes`);
+      const probe = startLivenessProbe(svc.baseUrl);
+      let slowestOther = 0;
+      try {
+        const capture = api(svc.baseUrl, 'POST', `${hook.pathname}`, { body, headers: { 'content-type': 'application/json' } });
+        let done = false;
+        void capture.finally(() => {
+          done = true;
+        });
+        while (!done) {
+          const [r, ms] = await timed(() => deliver(svc.baseUrl, other, { type: 'y' }));
+          assert.equal(r.status, 202, r.text);
+          slowestOther = Math.max(slowestOther, ms);
+          await sleep(100);
+        }
+        const captured = await capture;
+        assert.equal(captured.status, 202, captured.text.slice(0, 300));
+        const page = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events`, { token: a.token });
+        const event = page.json.events[0];
+        assert.equal(event.type, 'http.request');
+        assert.equal(event.data.body, null, 'too large to sit inline: its bytes are behind raw.url');
+        assert.match(event.data.raw.url, /\/raw$/);
+      } finally {
+        const live = await probe.stop();
+        console.log(
+          `1.5 M-key JSON capture: slowest delivery beside it ${slowestOther.toFixed(0)} ms; healthz max ${live.maxMs.toFixed(0)} ms over ${live.answers} answers`,
+        );
+        assert.ok(slowestOther < 1000, `slowest delivery beside the capture ${slowestOther.toFixed(0)} ms`);
+        assert.ok(live.maxMs < 1000, JSON.stringify(live));
+      }
+    });
+  });
+
+  it('8 waiting filtered claims over 40 MB of open events: deliveries beside them answer under 1 s, and the match is claimed once', {
+    timeout: 300_000,
+  }, async () => {
+    await withService({}, async (svc) => {
+      const a = await createAddress(svc.baseUrl);
+      const other = await createAddress(svc.baseUrl);
+      const pad = 'p'.repeat(100_000);
+      for (let i = 0; i < 400; i += 20) {
+        const rs = await Promise.all(range(1, 20).map(() => deliver(svc.baseUrl, a, { type: 'job', data: { pad, wanted: false } })));
+        for (const r of rs) assert.equal(r.status, 202, r.text);
+      }
+      const probe = startLivenessProbe(svc.baseUrl);
+      let slowest = 0;
+      try {
+        const claims = range(1, 8).map(() =>
+          api(svc.baseUrl, 'POST', `/api/v1/addresses/${a.id}/claims`, { token: a.token, json: { max: 1, wait: 25, match: ['data.wanted=true'] } }),
+        );
+        for (const round of range(1, 10)) {
+          const [own, ms] = await timed(() => deliver(svc.baseUrl, a, { type: 'job', data: { wanted: false, round } }));
+          assert.equal(own.status, 202, own.text);
+          const [o, oms] = await timed(() => deliver(svc.baseUrl, other, { type: 'y' }));
+          assert.equal(o.status, 202, o.text);
+          slowest = Math.max(slowest, ms, oms);
+          await sleep(200);
+        }
+        const [hit, hitMs] = await timed(() => deliver(svc.baseUrl, a, { type: 'job', data: { wanted: true } }));
+        assert.equal(hit.status, 202, hit.text);
+        slowest = Math.max(slowest, hitMs);
+        const first = await Promise.race(claims);
+        assert.equal(first.status, 200, first.text);
+        assert.deepEqual(
+          first.json.claims.map((c: { event: { sequence: number } }) => c.event.sequence),
+          [hit.json.event.sequence],
+        );
+        const live = await probe.stop();
+        console.log(
+          `8 waiting filtered claims over 40 MB: slowest delivery ${slowest.toFixed(0)} ms; healthz max ${live.maxMs.toFixed(0)} ms over ${live.answers} answers`,
+        );
+        assert.ok(slowest < 1000, `slowest delivery ${slowest.toFixed(0)} ms`);
+        assert.ok(live.maxMs < 1000, JSON.stringify(live));
+        // The other seven answer nothing at their deadline; the service is not held for them.
+        const rest = await Promise.all(claims);
+        assert.equal(rest.filter((r) => r.status === 200 && r.json.claims.length === 1).length, 1);
+      } finally {
+        await probe.stop();
+      }
+    });
+  });
 });

@@ -5,10 +5,22 @@
 // yet durable are invisible to claims as to every reader (`visibleBelow`), and nothing is answered
 // before the claim or settlement is on disk.
 import type Database from 'better-sqlite3';
-import { type ClaimBatch, type ClaimRequest, leaseLostReason, type Settlement, type SettleResult } from '../../claims/claim-rules.js';
+import {
+  CLAIM_WINDOW_BYTES,
+  CLAIM_WINDOW_EVENTS,
+  type ClaimBatch,
+  type ClaimRequest,
+  type ClaimWindow,
+  leaseLostReason,
+  type Settlement,
+  type SettleResult,
+} from '../../claims/claim-rules.js';
+import { isEmptyFilter } from '../../domain/event-filter.js';
 import {
   type ClaimedRow,
+  type ClaimWindowRow,
   claimable,
+  claimWindowSql,
   EXPIRED_REASON,
   finalLeaseOver,
   type LeaseStateRow,
@@ -20,10 +32,12 @@ import {
   type SettledRow,
   settleSet,
   settleWhere,
+  toClaimWindow,
   toLeaseState,
 } from '../claim-sql.js';
 import { filterSql, SqlParams } from '../event-filter-sql.js';
 import { toEvent } from '../rows.js';
+import { jsonBytesSql } from '../stored-bytes-sql.js';
 
 /** Prepared statements kept, by their SQL (one per filter shape and settlement kind). */
 const STATEMENTS = 64;
@@ -85,16 +99,32 @@ export class SqliteClaims {
         const dNow = d.add(r.now);
         const died = this.stmt(`UPDATE events SET dead_at = ${dNow}, dead_reason = ${EXPIRED_REASON}
         WHERE address_id = ${dA} AND ${SQLITE_OPEN} AND ${finalLeaseOver(dNow)}`).run(...d.bound()).changes;
+        // A filtered claim examines one window of open events after its cursor (CLAIM_WINDOW_EVENTS).
+        let window: ClaimWindow | undefined;
+        if (!isEmptyFilter(r.filter)) {
+          const w = new SqlParams('sqlite');
+          const windowSql = claimWindowSql({
+            address: w.add(addressId),
+            after: w.add(r.after),
+            below: w.add(below),
+            events: CLAIM_WINDOW_EVENTS,
+            bytes: CLAIM_WINDOW_BYTES,
+            jsonBytes: jsonBytesSql('sqlite'),
+            open: SQLITE_OPEN,
+          });
+          window = toClaimWindow(this.stmt<ClaimWindowRow>(windowSql).get(...w.bound()), r.after);
+        }
         const p = new SqlParams('sqlite');
         const a = p.add(addressId);
         const now = p.add(r.now);
+        const range = window === undefined ? '' : ` AND sequence > ${p.add(r.after)} AND sequence <= ${p.add(window.examinedTo)}`;
         const set = leaseAssignments({ now, leaseMs: p.add(r.leaseMs), nonce: p.add(r.nonce), maxDeliveries: p.add(r.maxDeliveries) });
         const sql = `UPDATE events SET ${set} WHERE address_id = ${a} AND sequence IN (
-          SELECT sequence FROM events WHERE address_id = ${a} AND ${SQLITE_OPEN} AND sequence < ${p.add(below)} AND ${claimable(now)}
+          SELECT sequence FROM events WHERE address_id = ${a} AND ${SQLITE_OPEN} AND sequence < ${p.add(below)}${range} AND ${claimable(now)}
             AND ${filterSql(r.filter, p)}
           ORDER BY sequence LIMIT ${p.add(r.max)})
         RETURNING ${SETTLED_COLUMNS}, lease_id`;
-        const rows = this.stmt<ClaimedRow>(sql).all(...p.bound());
+        const rows = window?.examined === 0 ? [] : this.stmt<ClaimedRow>(sql).all(...p.bound());
         rows.sort((x, y) => Number(x.sequence) - Number(y.sequence));
         const claims = rows.map((row) => ({ event: toEvent(row), leaseId: row.lease_id, leaseExpiresAt: Number(row.lease_expires_at) }));
         let nextChangeAt: number | null = null;
@@ -103,7 +133,7 @@ export class SqliteClaims {
           const next = this.stmt<{ next_change: number | null }>(nextChangeSql(n.add(addressId), n.add(r.now), SQLITE_OPEN)).get(...n.bound());
           nextChangeAt = next?.next_change ?? null;
         }
-        return { claims, nextChangeAt, died };
+        return window === undefined ? { claims, nextChangeAt, died } : { claims, nextChangeAt, died, window };
       })
       .immediate();
     if (indexedNow) this.index.markIndexed(addressId);
