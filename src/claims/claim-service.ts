@@ -61,14 +61,7 @@ export function nackInput(raw: Partial<Record<keyof NackInput, unknown>>, param 
   return { delay_seconds: integerIn('delay_seconds', raw.delay_seconds, CLAIM_LIMITS.delay_seconds, param), reason, dead: raw.dead };
 }
 
-/** Addresses whose nacks are counted (ClaimService.nacks); past it the counts start again, which sends every waiting claim back to its first open event once. */
-const NACK_COUNTS = 10_000;
-
 export class ClaimService {
-  /** Nacks made in this process, per address: a waiting claim's cursor goes back to the first open event after one. */
-  private readonly nacks = new Map<string, number>();
-  private nackEpoch = 0;
-
   constructor(
     private readonly store: Store,
     private readonly hub: WakeupHub,
@@ -97,7 +90,7 @@ export class ClaimService {
       if (!batch) throw notFound('Address');
       return batch;
     };
-    const wait = new ClaimWait(this.hub, address.id, claimOnce, deadline, this.now, callback, () => this.nackEpoch * 1e9 + (this.nacks.get(address.id) ?? 0));
+    const wait = new ClaimWait(this.hub, address.id, claimOnce, deadline, this.now, callback);
     wait.start();
     return wait;
   }
@@ -133,19 +126,9 @@ export class ClaimService {
       dead: input.dead ?? false,
     });
     // The event is claimable again (unless delayed or dead): claims waiting in this process re-read
-    // now, from their address's first open event (claim-wait.ts); other instances hear the store's
-    // notification.
-    this.countNack(address.id);
+    // now; other instances hear the store's notification.
     this.hub.notify(address.id);
     return s.event;
-  }
-
-  private countNack(addressId: string): void {
-    if (!this.nacks.has(addressId) && this.nacks.size >= NACK_COUNTS) {
-      this.nacks.clear();
-      this.nackEpoch++;
-    }
-    this.nacks.set(addressId, (this.nacks.get(addressId) ?? 0) + 1);
   }
 
   private async settle(address: AddressRecord, leaseId: string, s: Settlement): Promise<{ event: EventRecord; leaseExpiresAt: number | null }> {

@@ -14,9 +14,9 @@
 // followed at once by the next; a claim that answers at once stops after SCAN_EVENTS events or
 // SCAN_BYTES examined and answers nothing. A waiting claim that reached the last open event waits,
 // and after a wake-up goes on from where it got to, so a delivery costs it one window of the new
-// events, not a rescan of the queue. Events before the cursor can become claimable again only by a
-// nack (this process counts them per address: `nacks`) or by time (a lease or a delay running out:
-// the registration's timeout); either sends it back to the first open event.
+// events, not a rescan of the queue. An event before the cursor can become claimable again only if
+// it was leased before (a nack, a lease or a delay running out): each claim statement takes those
+// too, wherever they are (storage/claim-sql.ts), so nothing is left behind the cursor.
 
 import { SCAN_BYTES, SCAN_EVENTS } from '../domain/event-filter.js';
 import { type AfterPage, type Follow, type FollowEnd, Follower } from '../domain/follower.js';
@@ -37,8 +37,6 @@ export class ClaimWait implements Follow<ClaimBatch> {
   /** Open events and bytes examined since the claim began (a claim that answers at once stops at the scan's bounds). */
   private examined = 0;
   private examinedBytes = 0;
-  /** The address's nack count as of the last read: a nack since sends the cursor back to the first open event. */
-  private nacksSeen: number;
 
   constructor(
     hub: WakeupHub,
@@ -48,11 +46,8 @@ export class ClaimWait implements Follow<ClaimBatch> {
     private readonly deadline: number | undefined,
     private readonly now: () => number,
     private readonly callback: ClaimCallback,
-    /** Nacks made on the address by this process so far. */
-    private readonly nacks: () => number = () => 0,
   ) {
     this.follower = new Follower(hub, addressId, this);
-    this.nacksSeen = nacks();
   }
 
   start(): void {
@@ -66,11 +61,6 @@ export class ClaimWait implements Follow<ClaimBatch> {
 
   /** @internal Follow */
   async read(): Promise<ClaimBatch> {
-    const nacks = this.nacks();
-    if (nacks !== this.nacksSeen) {
-      this.nacksSeen = nacks;
-      this.after = 0;
-    }
     const batch = await this.claimOnce(this.after);
     if (batch.claims.length > 0 || this.latest.claims.length === 0) this.latest = batch;
     return batch;
@@ -102,8 +92,6 @@ export class ClaimWait implements Follow<ClaimBatch> {
 
   /** @internal Follow: a lease end or delay end came before the deadline: claim again. */
   timedOut(): boolean {
-    // Time alone made an event claimable (a lease or a delay ran out), maybe before the cursor.
-    this.after = 0;
     return this.deadline !== undefined && this.now() < this.deadline;
   }
 

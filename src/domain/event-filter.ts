@@ -30,10 +30,11 @@ export const MAX_MATCH_PATH_SEGMENTS = 16;
 export const MAX_MATCH_INDEX_SEGMENTS = 3;
 export const MAX_MATCH_VALUE_CHARS = 1000;
 /**
- * An array at a match path matches when one of its first this many members equals the value
- * (in SQL and in memory alike): a condition never walks a whole array of 100,000 members per event.
+ * An array at a match path matches when one of its first MAX_MATCH_ARRAY_MEMBERS members equals the
+ * value (in SQL, in memory and in the clients alike): a condition never walks a whole array of
+ * 100,000 members per event. Defined with the clients' rule (event-match.ts), which is copied alone.
  */
-export const MAX_MATCH_ARRAY_MEMBERS = 100;
+export { MAX_MATCH_ARRAY_MEMBERS } from './event-match.js';
 /**
  * What one filter may cost, in JSON look-ups per event examined: each match condition into data or
  * metadata costs its path segments times 2 per numeric segment (a digit is tried as an array index

@@ -293,5 +293,19 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
       batch.claims.map((c) => c.event.sequence),
       [total + 1],
     );
+    // Leases that ran out make both claimable again: a claim whose cursor is past them still takes them.
+    const later = await store.claimEvents(address.id, {
+      max: 5,
+      leaseMs: 60_000,
+      maxDeliveries: 5,
+      filter,
+      nonce: newLeaseNonce(),
+      now: Date.now() + 120_000,
+      after: total + 1,
+    });
+    assert.deepEqual(
+      later?.claims.map((c) => c.event.sequence),
+      [total, total + 1],
+    );
   });
 });

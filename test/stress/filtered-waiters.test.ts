@@ -81,7 +81,7 @@ async function waitForWaiters(svc: SpawnedService, a: Addr, count: number): Prom
   }
 }
 
-describe(`filtered waiters share their reads (${STORE})`, () => {
+describe(`filtered waiters share their reads (${STORE})`, { timeout: 1_500_000 }, () => {
   it('1,000 long-polls with the largest filter: a delivery to their address and one to another answer under 1 s, and /healthz stays under 1 s', {
     timeout: 300_000,
   }, async () => {

@@ -71,7 +71,12 @@ export class PostgresClaims {
     const p = new SqlParams('postgres');
     const a = p.add(addressId);
     const now = intParam(p, r.now);
-    const range = window === undefined ? '' : ` AND e.sequence > ${intParam(p, r.after)} AND e.sequence <= ${intParam(p, window.examinedTo)}`;
+    // The window, and any event before it that was leased before and is claimable again (nacked, or
+    // its lease ran out, on any instance): the window already examined the others, and an event's JSON never changes.
+    const range =
+      window === undefined
+        ? ''
+        : ` AND ((e.sequence > ${intParam(p, r.after)} AND e.sequence <= ${intParam(p, window.examinedTo)}) OR (e.sequence <= ${intParam(p, r.after)} AND e.delivery_count > 0))`;
     const set = leaseAssignments({ now, leaseMs: intParam(p, r.leaseMs), nonce: `${p.add(r.nonce)}::text`, maxDeliveries: `${p.add(r.maxDeliveries)}::int` });
     const dataJson = needsDataJson(r.filter) ? `, LATERAL (SELECT ${postgresJsonb('e.data')} AS dj) AS j` : '';
     const sql = `WITH dying AS (

@@ -117,14 +117,19 @@ export class SqliteClaims {
         const p = new SqlParams('sqlite');
         const a = p.add(addressId);
         const now = p.add(r.now);
-        const range = window === undefined ? '' : ` AND sequence > ${p.add(r.after)} AND sequence <= ${p.add(window.examinedTo)}`;
+        // The window, and any event before it that was leased before and is claimable again (nacked, or
+        // its lease ran out): the window already examined the others, and an event's JSON never changes.
+        const range =
+          window === undefined
+            ? ''
+            : ` AND ((sequence > ${p.add(r.after)} AND sequence <= ${p.add(window.examinedTo)}) OR (sequence <= ${p.add(r.after)} AND delivery_count > 0))`;
         const set = leaseAssignments({ now, leaseMs: p.add(r.leaseMs), nonce: p.add(r.nonce), maxDeliveries: p.add(r.maxDeliveries) });
         const sql = `UPDATE events SET ${set} WHERE address_id = ${a} AND sequence IN (
           SELECT sequence FROM events WHERE address_id = ${a} AND ${SQLITE_OPEN} AND sequence < ${p.add(below)}${range} AND ${claimable(now)}
             AND ${filterSql(r.filter, p)}
           ORDER BY sequence LIMIT ${p.add(r.max)})
         RETURNING ${SETTLED_COLUMNS}, lease_id`;
-        const rows = window?.examined === 0 ? [] : this.stmt<ClaimedRow>(sql).all(...p.bound());
+        const rows = this.stmt<ClaimedRow>(sql).all(...p.bound());
         rows.sort((x, y) => Number(x.sequence) - Number(y.sequence));
         const claims = rows.map((row) => ({ event: toEvent(row), leaseId: row.lease_id, leaseExpiresAt: Number(row.lease_expires_at) }));
         let nextChangeAt: number | null = null;
