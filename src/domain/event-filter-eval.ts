@@ -34,15 +34,57 @@ function jsonOf(e: EventRecord, root: 'data' | 'metadata'): unknown {
   return entry[root];
 }
 
-/** The value at `path` below `root`, or MISSING: an array takes index segments only, an object its own keys. */
-function valueAt(root: unknown, path: readonly string[]): unknown {
+/** A condition as evaluated: its path with each segment's array index (or -1) worked out once, and its value as a number. */
+interface CompiledCondition {
+  root: MatchCondition['root'];
+  path: readonly string[];
+  indexes: readonly number[];
+  value: string;
+  n: number | null;
+}
+
+interface CompiledFilter {
+  /** The filter's text: waiters with the same filter share each event's answer. */
+  key: string;
+  conditions: CompiledCondition[];
+}
+
+/** Filters are parsed once per request and never change: each is compiled once. */
+const compiled = new WeakMap<EventFilter, CompiledFilter>();
+/** Each event's answer per filter text, shared by every waiter holding that filter (1,000 polls of one filter: one evaluation). */
+const answers = new WeakMap<EventRecord, Map<string, boolean>>();
+/** Answers kept per event: distinct filters beyond it are evaluated again, not remembered. */
+const ANSWERS_PER_EVENT = 256;
+
+function compile(f: EventFilter): CompiledFilter {
+  let c = compiled.get(f);
+  if (c === undefined) {
+    c = {
+      key: JSON.stringify(f),
+      conditions: f.match.map((m) => ({
+        root: m.root,
+        path: m.path,
+        indexes: m.path.map((s) => (isIndex(s) ? Number(s) : -1)),
+        value: m.value,
+        n: matchNumber(m.value),
+      })),
+    };
+    compiled.set(f, c);
+  }
+  return c;
+}
+
+/** The value at the condition's path below `root`, or MISSING: an array takes index segments only, an object its own keys. */
+function valueAt(root: unknown, m: CompiledCondition): unknown {
   let v = root;
-  for (const key of path) {
+  for (let i = 0; i < m.path.length; i++) {
     if (v === null || typeof v !== 'object') return MISSING;
     if (Array.isArray(v)) {
-      if (!isIndex(key) || Number(key) >= v.length) return MISSING;
-      v = v[Number(key)];
+      const index = m.indexes[i]!;
+      if (index < 0 || index >= v.length) return MISSING;
+      v = v[index];
     } else {
+      const key = m.path[i]!;
       if (!Object.hasOwn(v, key)) return MISSING;
       v = (v as Record<string, unknown>)[key];
     }
@@ -57,18 +99,17 @@ function scalarEquals(v: unknown, value: string, n: number | null): boolean {
   return false;
 }
 
-function jsonConditionHolds(v: unknown, m: MatchCondition): boolean {
+function jsonConditionHolds(v: unknown, m: CompiledCondition): boolean {
   if (v === MISSING) return false;
-  const n = matchNumber(m.value);
   if (Array.isArray(v)) {
     const end = Math.min(v.length, MAX_MATCH_ARRAY_MEMBERS);
-    for (let i = 0; i < end; i++) if (scalarEquals(v[i], m.value, n)) return true;
+    for (let i = 0; i < end; i++) if (scalarEquals(v[i], m.value, m.n)) return true;
     return false;
   }
-  return scalarEquals(v, m.value, n);
+  return scalarEquals(v, m.value, m.n);
 }
 
-function conditionHolds(e: EventRecord, m: MatchCondition): boolean {
+function conditionHolds(e: EventRecord, m: CompiledCondition): boolean {
   switch (m.root) {
     case 'type':
     case 'source':
@@ -76,20 +117,17 @@ function conditionHolds(e: EventRecord, m: MatchCondition): boolean {
       return m.path.length === 0 && e[m.root] === m.value;
     case 'address_id':
       return m.path.length === 0 && e.addressId === m.value;
-    case 'sequence': {
-      const n = matchNumber(m.value);
-      return m.path.length === 0 && n !== null && Number.isSafeInteger(n) && e.sequence === n;
-    }
+    case 'sequence':
+      return m.path.length === 0 && m.n !== null && Number.isSafeInteger(m.n) && e.sequence === m.n;
     case 'dedupe_key':
       return m.path.length === 0 && e.dedupeKey !== null && (e.dedupeKey === m.value || e.dedupeKey === emailDedupeKey(m.value));
     case 'data':
     case 'metadata':
-      return jsonConditionHolds(valueAt(jsonOf(e, m.root), m.path), m);
+      return jsonConditionHolds(valueAt(jsonOf(e, m.root), m), m);
   }
 }
 
-/** Whether the event passes the filter: its state, one of its types (if any), and every match condition. */
-export function eventPasses(e: EventRecord, f: EventFilter): boolean {
+function evaluate(e: EventRecord, f: EventFilter, c: CompiledFilter): boolean {
   switch (f.state) {
     case 'unacked':
       if (e.acknowledgedAt !== null) return false;
@@ -104,6 +142,18 @@ export function eventPasses(e: EventRecord, f: EventFilter): boolean {
       break;
   }
   if (f.types.length > 0 && !f.types.some((t) => (t.prefix ? e.type.startsWith(t.text) : e.type === t.text))) return false;
-  for (const m of f.match) if (!conditionHolds(e, m)) return false;
+  for (const m of c.conditions) if (!conditionHolds(e, m)) return false;
   return true;
+}
+
+/** Whether the event passes the filter: its state, one of its types (if any), and every match condition. */
+export function eventPasses(e: EventRecord, f: EventFilter): boolean {
+  const c = compile(f);
+  let known = answers.get(e);
+  const answer = known?.get(c.key);
+  if (answer !== undefined) return answer;
+  const passes = evaluate(e, f, c);
+  if (known === undefined) answers.set(e, (known = new Map()));
+  if (known.size < ANSWERS_PER_EVENT) known.set(c.key, passes);
+  return passes;
 }
