@@ -26,7 +26,7 @@ describe(`1,000 filtered long-polls on one address (${STORE})`, () => {
           const qs = new URLSearchParams([...largestFilter(i <= 500 ? 1 : 2), ['wait', '25']]);
           polls.push(hold(svc.baseUrl, `/api/v1/addresses/${a.id}/events?${qs}`, a.token));
         }
-        await waitForWaiters(svc, a, 1000);
+        await waitForWaiters(svc, 'long_poll', 1000);
         probe = startLivenessProbe(svc.baseUrl);
         const times: Record<string, number> = {};
         // Non-matching deliveries to their address wake all 1,000 and answer none.

@@ -25,7 +25,7 @@ describe(`filtered streams and filtered reads over large arrays (${STORE})`, () 
           const qs = new URLSearchParams(largestFilter(v));
           streams.push(hold(svc.baseUrl, `/api/v1/addresses/${a.id}/events/stream?${qs}`, a.token));
         }
-        await waitForWaiters(svc, a, 100);
+        await waitForWaiters(svc, 'stream', 100);
         probe = startLivenessProbe(svc.baseUrl);
         let slowest = 0;
         for (const v of range(1, 20)) {

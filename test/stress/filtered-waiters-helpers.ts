@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { MAX_FILTER_COST } from '../../src/domain/event-filter.js';
-import { type Addr, api, createTestStorage, range, type SpawnedService, sleep, spawnService } from '../helpers.js';
+import { createTestStorage, freePort, range, type SpawnedService, sleep, spawnService } from '../helpers.js';
 
 export const VALUE = 'v'.repeat(400);
 /**
@@ -52,9 +52,16 @@ export async function timed<T>(f: () => Promise<T>): Promise<[T, number]> {
   return [r, performance.now() - t0];
 }
 
-export async function withService(env: Record<string, string>, body: (svc: SpawnedService) => Promise<void>): Promise<void> {
+export interface StressService extends SpawnedService {
+  /** The service's Prometheus /metrics (METRICS_PORT), to see how many waiters it holds. */
+  metricsUrl: string;
+}
+
+export async function withService(env: Record<string, string>, body: (svc: StressService) => Promise<void>): Promise<void> {
   const storage = await createTestStorage();
-  const svc = await spawnService({ LOG_LEVEL: 'warn', ...env }, storage);
+  const metricsPort = await freePort();
+  const spawned = await spawnService({ LOG_LEVEL: 'warn', METRICS_PORT: String(metricsPort), METRICS_HOST: '127.0.0.1', ...env }, storage);
+  const svc: StressService = Object.assign(spawned, { metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` });
   try {
     await body(svc);
   } finally {
@@ -64,13 +71,14 @@ export async function withService(env: Record<string, string>, body: (svc: Spawn
   }
 }
 
-export async function waitForWaiters(svc: SpawnedService, a: Addr, count: number): Promise<void> {
-  // The held requests are in once a plain read beside them answers after they were all written.
-  await sleep(500);
-  for (let i = 0; i < 100; i++) {
-    const r = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events?limit=1`, { token: a.token });
-    assert.equal(r.status, 200);
-    if (i >= 2) return;
-    await sleep(Math.min(2000, count));
+/** Waits until the service holds `count` waiters of `kind` (every request sent has arrived and waits), as its metrics say. */
+export async function waitForWaiters(svc: StressService, kind: 'long_poll' | 'stream' | 'claim', count: number): Promise<void> {
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    const text = await fetch(svc.metricsUrl).then((r) => r.text());
+    const held = Number(new RegExp(`return_address_waiters\\{kind="${kind}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+    if (held >= count) return;
+    assert.ok(Date.now() < deadline, `${held} of ${count} ${kind} waiters after 90 s`);
+    await sleep(250);
   }
 }
