@@ -25,23 +25,24 @@ describe(`waiting filtered claims over a large queue (${STORE})`, () => {
       let slowest = 0;
       try {
         const claims = range(1, 8).map(() =>
-          api(svc.baseUrl, 'POST', `/api/v1/addresses/${a.id}/claims`, { token: a.token, json: { max: 1, wait: 15, match: ['data.wanted=true'] } }),
+          api(svc.baseUrl, 'POST', `/api/v1/addresses/${a.id}/claims`, { token: a.token, json: { max: 1, wait: 25, match: ['data.wanted=true'] } }),
         );
-        for (const round of range(1, 10)) {
+        for (const round of range(1, 5)) {
           const [own, ms] = await timed(() => deliver(svc.baseUrl, a, { type: 'job', data: { wanted: false, round } }));
           assert.equal(own.status, 202, own.text);
           const [o, oms] = await timed(() => deliver(svc.baseUrl, other, { type: 'y' }));
           assert.equal(o.status, 202, o.text);
           slowest = Math.max(slowest, ms, oms);
-          await sleep(200);
+          await sleep(100);
         }
         const [hit, hitMs] = await timed(() => deliver(svc.baseUrl, a, { type: 'job', data: { wanted: true } }));
         assert.equal(hit.status, 202, hit.text);
         slowest = Math.max(slowest, hitMs);
-        const first = await Promise.race(claims);
-        assert.equal(first.status, 200, first.text);
+        const answered = await Promise.all(claims);
+        for (const r of answered) assert.equal(r.status, 200, r.text);
+        // Exactly one of the eight leased the match; the other seven answered nothing at their deadline.
         assert.deepEqual(
-          first.json.claims.map((c: { event: { sequence: number } }) => c.event.sequence),
+          answered.flatMap((r) => r.json.claims.map((c: { event: { sequence: number } }) => c.event.sequence)),
           [hit.json.event.sequence],
         );
         const live = await probe.stop();
@@ -50,9 +51,6 @@ describe(`waiting filtered claims over a large queue (${STORE})`, () => {
         );
         assert.ok(slowest < 1000, `slowest delivery ${slowest.toFixed(0)} ms`);
         assert.ok(live.maxMs < 1000, JSON.stringify(live));
-        // The other seven answer nothing at their deadline; the service is not held for them.
-        const rest = await Promise.all(claims);
-        assert.equal(rest.filter((r) => r.status === 200 && r.json.claims.length === 1).length, 1);
       } finally {
         await probe.stop();
       }
