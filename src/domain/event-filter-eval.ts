@@ -12,13 +12,22 @@ import { emailDedupeKey } from './dedupe-key.js';
 import { type EventFilter, isIndex, MAX_MATCH_ARRAY_MEMBERS, type MatchCondition, matchNumber } from './event-filter.js';
 import type { EventRecord } from './model.js';
 
-/** A stored JSON text parsed once for every filter that looks into it (records are shared and never change). */
-const parsed = new WeakMap<EventRecord, { data?: unknown; metadata?: unknown }>();
+/**
+ * Stored JSON parsed once for every filter and every reader that looks into it, by event id: an
+ * event's data and metadata never change, and a store may hand each reader its own record of it
+ * (PostgreSQL). Bounded by the text parsed (PARSED_CACHE_CHARS), oldest first out.
+ */
+const parsed = new Map<string, { data?: unknown; metadata?: unknown; chars: number }>();
+const PARSED_CACHE_CHARS = 32 * 1024 * 1024;
+let parsedChars = 0;
 const MISSING = Symbol('missing');
 
 function jsonOf(e: EventRecord, root: 'data' | 'metadata'): unknown {
-  let entry = parsed.get(e);
-  if (entry === undefined) parsed.set(e, (entry = {}));
+  let entry = parsed.get(e.id);
+  if (entry === undefined) {
+    entry = { chars: 0 };
+    parsed.set(e.id, entry);
+  }
   if (!(root in entry)) {
     const text = root === 'data' ? e.data : e.metadata;
     let v: unknown = MISSING;
@@ -28,8 +37,15 @@ function jsonOf(e: EventRecord, root: 'data' | 'metadata'): unknown {
       } catch {
         v = MISSING;
       }
+      entry.chars += text.length;
+      parsedChars += text.length;
     }
     entry[root] = v;
+    for (const [id, old] of parsed) {
+      if (parsedChars <= PARSED_CACHE_CHARS || old === entry) break;
+      parsed.delete(id);
+      parsedChars -= old.chars;
+    }
   }
   return entry[root];
 }
