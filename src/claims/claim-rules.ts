@@ -38,7 +38,7 @@ export function leaseEventId(leaseId: string): string | null {
  * bounds of a filtered read) and then answers what it found, maybe nothing; a waiting claim goes on
  * from where it got to.
  */
-export const CLAIM_WINDOW_EVENTS = 500;
+export const CLAIM_WINDOW_EVENTS = 100;
 export const CLAIM_WINDOW_BYTES = 2 * 1024 * 1024;
 
 /** What one claim asks of the store. Times are epoch ms. */

@@ -37,7 +37,6 @@ import {
 } from '../claim-sql.js';
 import { filterSql, SqlParams } from '../event-filter-sql.js';
 import { toEvent } from '../rows.js';
-import { jsonBytesSql } from '../stored-bytes-sql.js';
 
 /** Prepared statements kept, by their SQL (one per filter shape and settlement kind). */
 const STATEMENTS = 64;
@@ -109,7 +108,9 @@ export class SqliteClaims {
             below: w.add(below),
             events: CLAIM_WINDOW_EVENTS,
             bytes: CLAIM_WINDOW_BYTES,
-            jsonBytes: jsonBytesSql('sqlite'),
+            // octet_length reads a row's size without its content (overflow pages): a window of large
+            // events costs their sizes, not their bytes. The same count as jsonBytesSql.
+            jsonBytes: 'octet_length(data) + ifnull(octet_length(metadata), 0)',
             open: SQLITE_OPEN,
           });
           window = toClaimWindow(this.stmt<ClaimWindowRow>(windowSql).get(...w.bound()), r.after);
