@@ -89,7 +89,8 @@ def _equals_text(v: Any, expected: str) -> bool:
     if isinstance(v, bool) or v is None or isinstance(v, (int, float)):
         return json.dumps(v) == expected
     if isinstance(v, list):
-        return any(not isinstance(x, list) and _equals_text(x, expected) for x in v)
+        # Only the first 100 members, as the service's filters (MAX_MATCH_ARRAY_MEMBERS).
+        return any(not isinstance(x, list) and _equals_text(x, expected) for x in v[:100])
     return False
 
 

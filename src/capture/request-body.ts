@@ -4,8 +4,8 @@
 // never an error, because `raw` keeps the exact bytes whatever happens here.
 import { isUtf8 } from 'node:buffer';
 import busboy from 'busboy';
-import { MAX_VALUE_DEPTH, nestsDeeperThan } from '../domain/json-depth.js';
 import { queryObject } from './captured-request.js';
+import { checkJsonBody } from './json-body-pool.js';
 
 export interface CapturedAttachment {
   filename: string | null;
@@ -59,37 +59,9 @@ export async function readBody(raw: Buffer, contentType: string | undefined, max
   return none(text);
 }
 
-function readJson(text: string): ReadBody {
-  // A byte-order mark is not JSON, but some senders put one first.
-  const json = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch {
-    return none(text);
-  }
-  // data.body sits one level inside data, whose nesting is bounded like the inbox's.
-  if (nestsDeeperThan(json, MAX_VALUE_DEPTH - 1)) return none(text);
-  // A number beyond a 64-bit float (1e999) parses to Infinity: the inbox refuses it, and strict
-  // decoders reject a page holding it, so it is stored as broken JSON is (bytes in raw only).
-  if (holdsNonFinite(value)) return none(text);
-  // Line breaks between tokens become spaces (the only place JSON text may hold them): every read
-  // path, SSE frames included, then carries the very bytes GET returns, digits and all.
-  return { json: json.replace(/[\r\n]/g, ' '), value, attachments: [], text };
-}
-
-/** Whether a parsed JSON value (nesting already bounded) holds a number that is not finite. */
-function holdsNonFinite(value: unknown): boolean {
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    if (typeof v === 'number') {
-      if (!Number.isFinite(v)) return true;
-    } else if (v !== null && typeof v === 'object') {
-      for (const child of Object.values(v)) stack.push(child);
-    }
-  }
-  return false;
+async function readJson(text: string): Promise<ReadBody> {
+  const checked = await checkJsonBody(text);
+  return checked === null ? none(text) : { json: checked.json, value: checked.value, attachments: [], text };
 }
 
 function readMultipart(raw: Buffer, contentType: string, text: string | null): Promise<ReadBody> {

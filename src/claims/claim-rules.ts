@@ -30,6 +30,17 @@ export function leaseEventId(leaseId: string): string | null {
   return LEASE_ID_RE.test(leaseId) ? `evt_${leaseId.slice(6, 32)}` : null;
 }
 
+/**
+ * A filtered claim examines the address's open events in windows (design.md, "Claims"): one claim
+ * statement looks at most this many open events after its cursor, cut once their stored JSON passes
+ * CLAIM_WINDOW_BYTES (the first always), so no statement holds the store long whatever the queue
+ * holds. A claim that answers at once examines windows up to SCAN_EVENTS events or SCAN_BYTES (the
+ * bounds of a filtered read) and then answers what it found, maybe nothing; a waiting claim goes on
+ * from where it got to.
+ */
+export const CLAIM_WINDOW_EVENTS = 100;
+export const CLAIM_WINDOW_BYTES = 2 * 1024 * 1024;
+
 /** What one claim asks of the store. Times are epoch ms. */
 export interface ClaimRequest {
   max: number;
@@ -38,6 +49,19 @@ export interface ClaimRequest {
   filter: EventFilter;
   nonce: string;
   now: number;
+  /** A filtered claim examines only open events after this sequence, one window of them (CLAIM_WINDOW_EVENTS, CLAIM_WINDOW_BYTES). */
+  after: number;
+}
+
+/** Where a filtered claim's window got to (absent for an unfiltered claim, which examines no JSON and no window). */
+export interface ClaimWindow {
+  /** The last open event examined, or the claim's `after` when none was. */
+  examinedTo: number;
+  /** Open events examined and their stored JSON bytes. */
+  examined: number;
+  examinedBytes: number;
+  /** Open events exist after `examinedTo` that this window did not examine. */
+  more: boolean;
 }
 
 export interface ClaimRecord {
@@ -57,6 +81,8 @@ export interface ClaimBatch {
   nextChangeAt: number | null;
   /** Events this claim found with their final lease run out, and made dead. */
   died: number;
+  /** A filtered claim's window. */
+  window?: ClaimWindow;
 }
 
 export type Settlement = { kind: 'ack' } | { kind: 'extend'; leaseMs: number } | { kind: 'nack'; delayMs: number; reason: string | null; dead: boolean };

@@ -77,7 +77,7 @@ export class ClaimService {
   claim(address: AddressRecord, input: ClaimInput, callback: ClaimCallback): ClaimWait {
     const filter = parseEventFilter({ type: input.type, match: input.match });
     const deadline = input.wait > 0 ? this.now() + input.wait * 1000 : undefined;
-    const claimOnce = async (): Promise<ClaimBatch> => {
+    const claimOnce = async (after: number): Promise<ClaimBatch> => {
       const batch = await this.store.claimEvents(address.id, {
         max: input.max,
         leaseMs: input.lease_seconds * 1000,
@@ -85,6 +85,7 @@ export class ClaimService {
         filter,
         nonce: newLeaseNonce(),
         now: this.now(),
+        after,
       });
       if (!batch) throw notFound('Address');
       return batch;

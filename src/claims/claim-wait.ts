@@ -8,6 +8,17 @@
 //
 // A read that leased events is kept before the follower sees it: a shutdown or a deadline that
 // comes during that read still answers those leases instead of dropping them.
+//
+// A filtered claim examines one window of open events per read (claim-rules.ts,
+// CLAIM_WINDOW_EVENTS), from a cursor: a window that leased nothing and has more after it is
+// followed at once by the next; a claim that answers at once stops after SCAN_EVENTS events or
+// SCAN_BYTES examined and answers nothing. A waiting claim that reached the last open event waits,
+// and after a wake-up goes on from where it got to, so a delivery costs it one window of the new
+// events, not a rescan of the queue. An event before the cursor can become claimable again only if
+// it was leased before (a nack, a lease or a delay running out): each claim statement takes those
+// too, wherever they are (storage/claim-sql.ts), so nothing is left behind the cursor.
+
+import { SCAN_BYTES, SCAN_EVENTS } from '../domain/event-filter.js';
 import { type AfterPage, type Follow, type FollowEnd, Follower } from '../domain/follower.js';
 import type { WakeupHub } from '../domain/ports.js';
 import type { ClaimBatch } from './claim-rules.js';
@@ -21,11 +32,16 @@ export class ClaimWait implements Follow<ClaimBatch> {
   readonly waiterKind = 'claim' as const;
   private readonly follower: Follower<ClaimBatch>;
   private latest: ClaimBatch = NOTHING;
+  /** A filtered claim's cursor: the last open event examined (0: from the first). */
+  private after = 0;
+  /** Open events and bytes examined since the claim began (a claim that answers at once stops at the scan's bounds). */
+  private examined = 0;
+  private examinedBytes = 0;
 
   constructor(
     hub: WakeupHub,
     addressId: string,
-    private readonly claimOnce: () => Promise<ClaimBatch>,
+    private readonly claimOnce: (after: number) => Promise<ClaimBatch>,
     /** Epoch ms to wait until; undefined: claim once and answer. */
     private readonly deadline: number | undefined,
     private readonly now: () => number,
@@ -45,14 +61,26 @@ export class ClaimWait implements Follow<ClaimBatch> {
 
   /** @internal Follow */
   async read(): Promise<ClaimBatch> {
-    const batch = await this.claimOnce();
+    const batch = await this.claimOnce(this.after);
     if (batch.claims.length > 0 || this.latest.claims.length === 0) this.latest = batch;
     return batch;
   }
 
   /** @internal Follow */
   page(batch: ClaimBatch): AfterPage {
-    return batch.claims.length > 0 || this.deadline === undefined || this.now() >= this.deadline ? 'done' : 'wait';
+    if (batch.claims.length > 0) return 'done';
+    const w = batch.window;
+    if (w !== undefined) {
+      this.after = w.examinedTo;
+      this.examined += w.examined;
+      this.examinedBytes += w.examinedBytes;
+      if (w.more) {
+        // The scan's bounds end a claim that answers at once; a waiting one goes on to its deadline.
+        if (this.deadline === undefined) return this.examined >= SCAN_EVENTS || this.examinedBytes >= SCAN_BYTES ? 'done' : 'again';
+        return this.now() >= this.deadline ? 'done' : 'again';
+      }
+    }
+    return this.deadline === undefined || this.now() >= this.deadline ? 'done' : 'wait';
   }
 
   /** @internal Follow: until the deadline, or the next lease end or delay end if sooner. */

@@ -2,6 +2,9 @@
 // Python module (which mirrors it) and MCP wait_for_event, so an agent gets the same answer
 // whichever way it waits (design.md, "Agent toolkit and live view").
 
+/** An array at a path matches by one of its first this many members (the service's filters: event-filter.ts). */
+export const MAX_MATCH_ARRAY_MEMBERS = 100;
+
 /**
  * Dotted path (`data.from.address`) to the expected value, compared as text; a JSON number, boolean
  * or null stands for its JSON text (`{ "data.ok": true }` is `data.ok=true`).
@@ -44,12 +47,13 @@ export function valueAt(root: unknown, path: string): unknown {
 /**
  * Strings compare as they are; numbers, booleans and null as their JSON text (`data.n=3`,
  * `data.ok=true`); objects and arrays never equal a match value, and neither does a missing path.
- * A string value also matches when it is a member of an array at the path (`data.to=a@b.c`).
+ * A string value also matches when it is a member of an array at the path (`data.to=a@b.c`), one
+ * of its first MAX_MATCH_ARRAY_MEMBERS, as the service's filters take them.
  */
 function equalsText(v: unknown, expected: string): boolean {
   if (typeof v === 'string') return v === expected;
   if (typeof v === 'number' || typeof v === 'boolean' || v === null) return JSON.stringify(v) === expected;
-  if (Array.isArray(v)) return v.some((x) => !Array.isArray(x) && equalsText(x, expected));
+  if (Array.isArray(v)) return v.slice(0, MAX_MATCH_ARRAY_MEMBERS).some((x) => !Array.isArray(x) && equalsText(x, expected));
   return false;
 }
 

@@ -7,10 +7,11 @@ import { bearerToken, WRONG_TOKEN } from './bearer-token.js';
 import { ADDRESS_ID_RE, EVENT_ID_RE, hashSecret, newAddressId, newEventId, newInboxSecret, newReadToken, newSlug, secretMatches } from './credentials.js';
 import { inboxDedupeKey } from './dedupe-key.js';
 import { ApiError, INBOX_NOT_FOUND, notFound, unauthorized } from './errors.js';
-import { type EventFilter, filterKey, isEmptyFilter } from './event-filter.js';
+import type { EventFilter } from './event-filter.js';
+import { EventReads } from './event-reads.js';
 import { EventStream, type StreamSink } from './event-stream.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
-import { type AddressRecord, type Delivery, type EventInput, type EventRecord, isHeld, type ListQuery, type NewEvent, type Page } from './model.js';
+import { type AddressRecord, type Delivery, type EventInput, type EventRecord, type ListQuery, type NewEvent, type Page } from './model.js';
 import type { Store, WakeupHub } from './ports.js';
 import { storedBytes } from './queue-quota.js';
 import { NO_SCREEN, refusedTrust, type SenderScreen } from './sender-screen.js';
@@ -64,8 +65,8 @@ const dedupeKeyOf = (key: string | undefined, route: DeliveryRoute): string | nu
   key === undefined ? null : route === 'inbox' ? inboxDedupeKey(key) : key;
 
 export class ReturnAddressService {
-  /** Stream reads not yet started, by address and cursor: joined by streams asking the same (streamRead). */
-  private readonly pendingStreamReads = new Map<string, Promise<Page>>();
+  /** Every reader's reads, shared by the readers asking the same in one turn (event-reads.ts). */
+  private readonly reads: EventReads;
   /** Told about deliveries, commits, signatures and approvals (the metrics set it; a no-op otherwise). */
   observer: ServiceObserver = NO_OBSERVER;
   /** Claims for several workers on one address (src/claims). */
@@ -80,6 +81,7 @@ export class ReturnAddressService {
     private readonly now: () => number = Date.now,
   ) {
     this.claims = new ClaimService(store, hub, now);
+    this.reads = new EventReads(store);
   }
 
   async createAddress(input: CreateAddressInput, clientKey: string): Promise<CreatedAddress> {
@@ -361,27 +363,14 @@ export class ReturnAddressService {
    * (the sink may be called from inside start()), and `cancel()` it when the client leaves.
    */
   streamEvents(address: AddressRecord, after: number, heartbeatMs: number, sink: StreamSink, filter?: EventFilter): EventStream {
-    return new EventStream(this.hub, address.id, (cursor) => this.streamRead(address.id, cursor, filter), after, heartbeatMs, sink);
-  }
-
-  /**
-   * A stream's read, shared with the other streams of the address that ask for the same cursor in
-   * the same turn: one event woken to 1,000 streams is one read, not 1,000. A read is only joined
-   * before it starts (it starts in a microtask), so every joiner registered its waiter before the
-   * read began, which is what keeps a stream gapless (event-stream.ts).
-   */
-  private streamRead(addressId: string, cursor: number, filter: EventFilter | undefined): Promise<Page> {
-    const key =
-      filter === undefined || (isEmptyFilter(filter) && filter.state === 'default') ? `${addressId} ${cursor}` : `${addressId} ${cursor} ${filterKey(filter)}`;
-    let read = this.pendingStreamReads.get(key);
-    if (read === undefined) {
-      read = new Promise<void>((start) => queueMicrotask(start)).then(() => {
-        this.pendingStreamReads.delete(key);
-        return this.readPage(addressId, cursor, 100, Math.max(STREAM_PAGE_BYTES, this.opts.maxEventBytes), filter);
-      });
-      this.pendingStreamReads.set(key, read);
-    }
-    return read;
+    return new EventStream(
+      this.hub,
+      address.id,
+      (cursor) => this.readPage(address.id, cursor, 100, Math.max(STREAM_PAGE_BYTES, this.opts.maxEventBytes), filter),
+      after,
+      heartbeatMs,
+      sink,
+    );
   }
 
   /**
@@ -480,21 +469,11 @@ export class ReturnAddressService {
     return total;
   }
 
-  private async readPage(addressId: string, after: number, limit: number, maxBytes = this.opts.maxPageBytes, filter?: EventFilter): Promise<Page> {
+  /** A page for a reader (event-reads.ts: shared with the readers asking the same in this turn, filters run in memory). */
+  private readPage(addressId: string, after: number, limit: number, maxBytes = this.opts.maxPageBytes, filter?: EventFilter): Promise<Page> {
     // Never below MAX_EVENT_BYTES: then every event fits in a page, and no page needs an exception for a large first event.
     const budget = Math.max(this.opts.maxEventBytes, Math.min(maxBytes, this.opts.maxPageBytes));
-    if (filter !== undefined && !isEmptyFilter(filter)) {
-      const scanned = await this.store.scanEvents(addressId, after, filter, limit, budget);
-      if (!scanned) throw notFound('Address');
-      return scanned;
-    }
-    const page = await this.store.listEvents(addressId, after, limit, budget);
-    if (!page) throw notFound('Address');
-    const last = page.events.at(-1);
-    // Events held in quarantine are examined and passed over, as a filter passes over what it does
-    // not keep: the cursor moves past them (design.md, "Sender policy and quarantine").
-    const events = filter?.state === 'all' || !page.events.some(isHeld) ? page.events : page.events.filter((e) => !isHeld(e));
-    return { events, nextCursor: last ? last.sequence : after, hasMore: page.hasMore };
+    return this.reads.page(addressId, after, limit, budget, filter);
   }
 
   /** The address, unless it is past its grace period (then it is as good as swept). */

@@ -6,7 +6,15 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { consumerName } from '../consumers/consumers.js';
-import { type EventFilter, MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter, STATE_HELP } from '../domain/event-filter.js';
+import {
+  type EventFilter,
+  MAX_FILTER_COST,
+  MAX_MATCH_ARRAY_MEMBERS,
+  MAX_MATCH_CONDITIONS,
+  MAX_TYPE_PATTERNS,
+  parseEventFilter,
+  STATE_HELP,
+} from '../domain/event-filter.js';
 
 /** A query value as the router leaves it: text, or a number when it is only digits. */
 const QueryText = Type.Union([Type.String(), Type.Integer()]);
@@ -33,7 +41,8 @@ export const READ_OPTION_PROPERTIES = {
     `Only events where a dotted path equals a value: path=value, e.g. data.from.address=a@b.c or trust.verified=true. ` +
       `Repeat it for all of several (at most ${MAX_MATCH_CONDITIONS}). Paths start with data, metadata, trust, type, source, id, address_id, sequence or dedupe_key; ` +
       'a digit segment indexes an array (data.links.0.url). Strings compare exactly; a number, true, false or null matches its JSON text (so =true matches JSON true and "true"); ' +
-      'a path holding an array matches when a member does; objects and missing paths never match.',
+      `a path holding an array matches when one of its first ${MAX_MATCH_ARRAY_MEMBERS} members does; objects and missing paths never match. ` +
+      `A filter costs at most ${MAX_FILTER_COST} JSON look-ups per event: each condition on data or metadata its path segments, doubled per digit segment.`,
   ),
   state: Type.Optional(queryText({ description: `Which events: ${STATE_HELP}.` })),
   consumer: Type.Optional(

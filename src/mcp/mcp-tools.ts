@@ -19,7 +19,7 @@ import type { ApprovalService } from '../approvals/approval-service.js';
 import { MAX_MCP_WAIT_SECONDS } from '../config.js';
 import { type Consumers, consumerName } from '../consumers/consumers.js';
 import { ApiError, errorBody, internalErrorBody } from '../domain/errors.js';
-import { MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter, STATE_HELP } from '../domain/event-filter.js';
+import { MAX_FILTER_COST, MAX_MATCH_ARRAY_MEMBERS, MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter, STATE_HELP } from '../domain/event-filter.js';
 import type { AddressRecord } from '../domain/model.js';
 import { addressView, eventJson, eventPageJson } from '../domain/representation.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
@@ -87,7 +87,8 @@ const MatchArg = z
   .describe(
     `Only events where every dotted path equals its value: {"trust.ingress": "capture", "trust.verified": true} ` +
       `or ["trust.verified=true", "data.from.address=noreply@github.com"] (at most ${MAX_MATCH_CONDITIONS}). Strings compare exactly; numbers, booleans and null as their JSON text, ` +
-      'so true and "true" both match JSON true; a path into an array matches any member; a missing path never matches.',
+      `so true and "true" both match JSON true; a path into an array matches one of its first ${MAX_MATCH_ARRAY_MEMBERS} members; a missing path never matches; ` +
+      `a filter costs at most ${MAX_FILTER_COST} JSON look-ups per event (each data or metadata condition: its path segments, doubled per digit segment).`,
   );
 const StateArg = z.string().optional().describe(`Which events: ${STATE_HELP}.`);
 const ConsumerArg = z

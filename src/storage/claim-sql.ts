@@ -37,6 +37,35 @@ export const nextChangeSql = (address: string, now: string, open = OPEN) =>
   `SELECT MIN(CASE WHEN lease_expires_at > ${now} THEN lease_expires_at ELSE available_at END) AS next_change FROM events
    WHERE address_id = ${address} AND ${open} AND (lease_expires_at > ${now} OR available_at > ${now})`;
 
+/**
+ * A filtered claim's window (claim-rules.ts, CLAIM_WINDOW_EVENTS): the open events after `after`,
+ * at most `events` of them and cut once their stored JSON passes `bytes` (the first always). One
+ * row: `last_examined` (null when none), `examined`, `examined_bytes`, `fetched` (more than
+ * `examined`: open events exist beyond the window).
+ */
+export const claimWindowSql = (w: { address: string; after: string; below: string | null; events: number; bytes: number; jsonBytes: string; open: string }) =>
+  `SELECT MAX(sequence) AS last_examined, COUNT(*) AS examined, COALESCE(SUM(bytes), 0) AS examined_bytes, MAX(fetched) AS fetched FROM (
+     SELECT sequence, bytes, SUM(bytes) OVER (ORDER BY sequence ROWS UNBOUNDED PRECEDING) AS running,
+            ROW_NUMBER() OVER (ORDER BY sequence) AS rn, COUNT(*) OVER () AS fetched
+     FROM (SELECT sequence, ${w.jsonBytes} AS bytes FROM events
+           WHERE address_id = ${w.address} AND ${w.open} AND sequence > ${w.after}${w.below === null ? '' : ` AND sequence < ${w.below}`}
+           ORDER BY sequence LIMIT ${w.events + 1}) AS fetched_events
+   ) AS numbered WHERE rn <= ${w.events} AND (rn = 1 OR running <= ${w.bytes})`;
+
+export interface ClaimWindowRow {
+  last_examined: number | string | null;
+  examined: number | string;
+  examined_bytes: number | string;
+  fetched: number | string | null;
+}
+
+export const toClaimWindow = (r: ClaimWindowRow | undefined, after: number) => ({
+  examinedTo: r?.last_examined == null ? after : Number(r.last_examined),
+  examined: Number(r?.examined ?? 0),
+  examinedBytes: Number(r?.examined_bytes ?? 0),
+  more: Number(r?.fetched ?? 0) > Number(r?.examined ?? 0),
+});
+
 /** Columns a settlement returns: the event, and its lease's end. */
 export const SETTLED_COLUMNS = `${EVENT_COLUMNS}, lease_expires_at`;
 export type SettledRow = EventRow & { lease_expires_at: number | string | null };

@@ -8,10 +8,10 @@
 //
 // The matching rule is event-match.ts's, evaluated by the database: a JSON string equal to the
 // value; a number, true, false or null whose JSON text is the value (`data.ok=true` matches JSON
-// true and the string "true"); or an array at the path holding such a member. Objects never match,
+// true and the string "true"); or an array at the path holding such a member among its first MAX_MATCH_ARRAY_MEMBERS. Objects never match,
 // nor does a missing path.
 import { emailDedupeKey } from '../domain/dedupe-key.js';
-import { type EventFilter, isIndex, type MatchCondition, matchNumber, stateWhere } from '../domain/event-filter.js';
+import { type EventFilter, isIndex, MAX_MATCH_ARRAY_MEMBERS, type MatchCondition, matchNumber, stateWhere } from '../domain/event-filter.js';
 import type { ScanPageRecord } from '../domain/model.js';
 import { EVENT_COLUMNS, type EventRow, toEvent } from './rows.js';
 
@@ -109,7 +109,8 @@ function sqliteJsonCondition(m: MatchCondition, p: SqlParams): string {
     if (n !== null) member.push(`j.type IN ('integer', 'real') AND j.value = ${p.add(n)}`);
     if (value === 'true' || value === 'false' || value === 'null') member.push(`j.type = '${value}'`);
     alternatives.push(
-      `(json_type(${col}, ${P}) = 'array' AND EXISTS (SELECT 1 FROM json_each(${col}, ${P}) AS j WHERE ${member.map((x) => `(${x})`).join(' OR ')}))`,
+      // Only the first MAX_MATCH_ARRAY_MEMBERS members: the LIMIT stops json_each there.
+      `(json_type(${col}, ${P}) = 'array' AND EXISTS (SELECT 1 FROM (SELECT value, type FROM json_each(${col}, ${P}) LIMIT ${MAX_MATCH_ARRAY_MEMBERS}) AS j WHERE ${member.map((x) => `(${x})`).join(' OR ')}))`,
     );
     return { exists: `json_type(${col}, ${P}) IS NOT NULL`, matches: `(${alternatives.join(' OR ')})` };
   };
@@ -136,7 +137,9 @@ function postgresJsonCondition(m: MatchCondition, p: SqlParams): string {
   const candidates = [`to_jsonb(${p.add(m.value)}::text)`];
   if (n !== null) candidates.push(`to_jsonb(${p.add(String(n))}::numeric)`);
   if (m.value === 'true' || m.value === 'false' || m.value === 'null') candidates.push(`'${m.value}'::jsonb`);
-  const alternatives = candidates.flatMap((c) => [`${v} = ${c}`, `(jsonb_typeof(${v}) = 'array' AND ${v} @> jsonb_build_array(${c}))`]);
+  // An array matches by one of its first MAX_MATCH_ARRAY_MEMBERS members.
+  const member = `(jsonb_typeof(${v}) = 'array' AND EXISTS (SELECT 1 FROM (SELECT m FROM jsonb_array_elements(${v}) AS m LIMIT ${MAX_MATCH_ARRAY_MEMBERS}) AS members WHERE ${candidates.map((c) => `members.m = ${c}`).join(' OR ')}))`;
+  const alternatives = [...candidates.map((c) => `${v} = ${c}`), member];
   return `coalesce(${alternatives.join(' OR ')}, FALSE)`;
 }
 

@@ -4,10 +4,11 @@
 // matches, never re-scans and never skips; the scan's bound answers has_more.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { CLAIM_WINDOW_EVENTS, newLeaseNonce } from '../../src/claims/claim-rules.js';
 import { loadConfig } from '../../src/config.js';
-import { type EventFilter, parseEventFilter, SCAN_EVENTS } from '../../src/domain/event-filter.js';
+import { type EventFilter, MAX_MATCH_ARRAY_MEMBERS, parseEventFilter, SCAN_EVENTS } from '../../src/domain/event-filter.js';
 import { eventMatches } from '../../src/domain/event-match.js';
-import type { EventRecord } from '../../src/domain/model.js';
+import type { AddressRecord, EventRecord } from '../../src/domain/model.js';
 import type { Store } from '../../src/domain/ports.js';
 import { eventObject } from '../../src/domain/representation.js';
 import { ReturnAddressService } from '../../src/domain/return-address-service.js';
@@ -123,6 +124,21 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
     }
   }
 
+  /** The same walk through the service's reads: shared windows, the filter evaluated in memory (event-filter-eval.ts). */
+  async function walkInMemory(address: AddressRecord, filter: EventFilter, limit: number): Promise<{ events: EventRecord[]; reads: number }> {
+    const events: EventRecord[] = [];
+    let cursor = 0;
+    let reads = 0;
+    for (;;) {
+      const page = await service.listEvents(address, { after: cursor, limit, wait: 0, filter });
+      reads++;
+      events.push(...page.events);
+      if (!page.hasMore) return { events, reads };
+      assert.ok(page.nextCursor > cursor, 'a page with more to come moves the cursor');
+      cursor = page.nextCursor;
+    }
+  }
+
   it('random events, random filters: the store keeps exactly what event-match.ts keeps', async () => {
     const seed = Number(process.env.FILTER_SEED ?? Date.now() % 100_000);
     const r = prng(seed);
@@ -161,11 +177,18 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
         }
         return state === 'all' || (state === 'acked') === (e.acknowledgedAt !== null);
       });
-      const { events } = await walk(address.id, filter, 1 + Math.floor(r() * 7));
+      const limit = 1 + Math.floor(r() * 7);
+      const { events } = await walk(address.id, filter, limit);
       assert.deepEqual(
         events.map((e) => e.sequence),
         wanted.map((e) => e.sequence),
         `seed ${seed}, filter ${JSON.stringify({ types, match, state })}`,
+      );
+      const inMemory = await walkInMemory(address, filter, limit);
+      assert.deepEqual(
+        inMemory.events.map((e) => e.sequence),
+        wanted.map((e) => e.sequence),
+        `in memory: seed ${seed}, filter ${JSON.stringify({ types, match, state })}`,
       );
     }
   });
@@ -174,7 +197,12 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
     const { address } = await service.createAddress({}, 'filters');
     const data = [{ ok: true }, { ok: 'true' }, { ok: false }, { ok: [true, 'x'] }, { ok: { v: true } }, {}, { n: 7 }, { n: '07' }, { n: 7.0 }, { n: [1, 7] }];
     for (const d of data) await service.deliver(address, { type: 't', data: d }, undefined, 'https');
-    const seqs = async (m: string) => (await walk(address.id, parseEventFilter({ match: m }), 100)).events.map((e) => e.sequence);
+    const seqs = async (m: string) => {
+      const sql = (await walk(address.id, parseEventFilter({ match: m }), 100)).events.map((e) => e.sequence);
+      const inMemory = (await walkInMemory(address, parseEventFilter({ match: m }), 100)).events.map((e) => e.sequence);
+      assert.deepEqual(inMemory, sql, `in memory as in SQL: ${m}`);
+      return sql;
+    };
     assert.deepEqual(await seqs('data.ok=true'), [1, 2, 4]);
     assert.deepEqual(await seqs('data.ok=false'), [3]);
     assert.deepEqual(await seqs('data.n=7'), [7, 9, 10]);
@@ -202,6 +230,12 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
       expected,
     );
     assert.ok(reads <= expected.length / 2 + 2, `${reads} reads for ${expected.length} matches, two a page`);
+    const inMemory = await walkInMemory(address, parseEventFilter({ type: 'stripe.*', match: 'data.ok=true' }), 2);
+    assert.deepEqual(
+      inMemory.events.map((e) => e.sequence),
+      expected,
+    );
+    assert.ok(inMemory.reads <= expected.length / 2 + 2, `${inMemory.reads} reads in memory for ${expected.length} matches, two a page`);
   });
 
   it(`a scan examines at most ${SCAN_EVENTS} events: reaching the bound answers has_more and the last event examined`, async () => {
@@ -225,5 +259,89 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
     assert.equal(second!.nextCursor, total);
     assert.equal(second!.hasMore, false);
     assert.equal(await store.scanEvents('addr_missing', 0, parseEventFilter({ type: 'x' }), 10, 1e9), null);
+    // In memory, over shared windows: the same bound, the same cursors.
+    const firstInMemory = await service.listEvents(address, { after: 0, limit: 10, wait: 0, filter: parseEventFilter({ type: 'wanted' }) });
+    assert.deepEqual(firstInMemory, { events: [], nextCursor: SCAN_EVENTS, hasMore: true });
+    const secondInMemory = await service.listEvents(address, { after: SCAN_EVENTS, limit: 10, wait: 0, filter: parseEventFilter({ type: 'wanted' }) });
+    assert.deepEqual([secondInMemory.events.map((e) => e.sequence), secondInMemory.nextCursor, secondInMemory.hasMore], [[total], total, false]);
+  });
+
+  it(`an array matches by one of its first ${MAX_MATCH_ARRAY_MEMBERS} members, in SQL and in memory alike`, async () => {
+    const { address } = await service.createAddress({}, 'filters');
+    const long = Array.from({ length: MAX_MATCH_ARRAY_MEMBERS + 50 }, (_, i) => `m${i}`);
+    await service.deliver(address, { type: 't', data: { to: long } }, undefined, 'https');
+    for (const [value, expected] of [
+      ['m0', [1]],
+      [`m${MAX_MATCH_ARRAY_MEMBERS - 1}`, [1]],
+      [`m${MAX_MATCH_ARRAY_MEMBERS}`, []],
+      [`m${MAX_MATCH_ARRAY_MEMBERS + 49}`, []],
+    ] as const) {
+      const filter = parseEventFilter({ match: `data.to=${value}` });
+      assert.deepEqual(
+        (await walk(address.id, filter, 10)).events.map((e) => e.sequence),
+        expected,
+        `SQL, ${value}`,
+      );
+      assert.deepEqual(
+        (await walkInMemory(address, filter, 10)).events.map((e) => e.sequence),
+        expected,
+        `in memory, ${value}`,
+      );
+    }
+    // An index past the bound still addresses its member directly.
+    const direct = parseEventFilter({ match: `data.to.${MAX_MATCH_ARRAY_MEMBERS + 10}=m${MAX_MATCH_ARRAY_MEMBERS + 10}` });
+    assert.deepEqual((await walk(address.id, direct, 10)).events.length, 1);
+    assert.deepEqual((await walkInMemory(address, direct, 10)).events.length, 1);
+  });
+
+  it(`a filtered claim examines one window of open events after its cursor (${CLAIM_WINDOW_EVENTS} events), and says where it got to`, async () => {
+    const { address } = await service.createAddress({}, 'filters');
+    const total = 2 * CLAIM_WINDOW_EVENTS + 1;
+    for (let i = 0; i < total; i += 250) {
+      await Promise.all(
+        Array.from({ length: Math.min(250, total - i) }, (_, j) =>
+          service.deliver(address, { type: 'job', data: { wanted: i + j === total - 1 } }, undefined, 'https'),
+        ),
+      );
+    }
+    const filter = parseEventFilter({ match: 'data.wanted=true' });
+    const claim = (after: number) =>
+      store.claimEvents(address.id, { max: 5, leaseMs: 60_000, maxDeliveries: 5, filter, nonce: newLeaseNonce(), now: Date.now(), after });
+    const first = await claim(0);
+    assert.deepEqual(
+      [first?.claims.length, first?.window?.examinedTo, first?.window?.examined, first?.window?.more],
+      [0, CLAIM_WINDOW_EVENTS, CLAIM_WINDOW_EVENTS, true],
+    );
+    const second = await claim(CLAIM_WINDOW_EVENTS);
+    assert.deepEqual([second?.claims.length, second?.window?.examinedTo, second?.window?.more], [0, 2 * CLAIM_WINDOW_EVENTS, true]);
+    const third = await claim(2 * CLAIM_WINDOW_EVENTS);
+    assert.deepEqual(
+      [third?.claims.map((c) => c.event.sequence), third?.window?.examinedTo, third?.window?.examined, third?.window?.more],
+      [[total], total, 1, false],
+    );
+    // Past the last open event: nothing examined, the cursor stays.
+    const past = await claim(total);
+    assert.deepEqual([past?.claims.length, past?.window?.examinedTo, past?.window?.examined, past?.window?.more], [0, total, 0, false]);
+    // Through the service, a claim that answers at once walks the windows and finds it (leased above: now the next one).
+    await service.deliver(address, { type: 'job', data: { wanted: true } }, undefined, 'https');
+    const batch = await service.claims.claimEvents(address, { max: 1, lease_seconds: 60, wait: 0, max_deliveries: 5, match: ['data.wanted=true'] });
+    assert.deepEqual(
+      batch.claims.map((c) => c.event.sequence),
+      [total + 1],
+    );
+    // Leases that ran out make both claimable again: a claim whose cursor is past them still takes them.
+    const later = await store.claimEvents(address.id, {
+      max: 5,
+      leaseMs: 60_000,
+      maxDeliveries: 5,
+      filter,
+      nonce: newLeaseNonce(),
+      now: Date.now() + 120_000,
+      after: total + 1,
+    });
+    assert.deepEqual(
+      later?.claims.map((c) => c.event.sequence),
+      [total, total + 1],
+    );
   });
 });

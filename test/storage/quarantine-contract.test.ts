@@ -90,7 +90,15 @@ describe('quarantine and sender policy: store contract', () => {
       'unacked means ordinary events not acknowledged',
     );
 
-    const claimed = await store.claimEvents(id, { max: 10, leaseMs: 60_000, maxDeliveries: 5, filter: parseEventFilter({}), nonce: 'n1', now: Date.now() });
+    const claimed = await store.claimEvents(id, {
+      max: 10,
+      leaseMs: 60_000,
+      maxDeliveries: 5,
+      filter: parseEventFilter({}),
+      nonce: 'n1',
+      now: Date.now(),
+      after: 0,
+    });
     assert.deepEqual(claimed?.claims.map((c) => c.event.sequence).sort(), freeSeqs, 'a claim never takes a held event');
 
     const first = held[0]!;
@@ -105,7 +113,15 @@ describe('quarantine and sender policy: store contract', () => {
       (await scan()).events.some((e) => e.id === first.id),
       'released: read by default again, at its own sequence',
     );
-    const again = await store.claimEvents(id, { max: 10, leaseMs: 60_000, maxDeliveries: 5, filter: parseEventFilter({}), nonce: 'n2', now: Date.now() });
+    const again = await store.claimEvents(id, {
+      max: 10,
+      leaseMs: 60_000,
+      maxDeliveries: 5,
+      filter: parseEventFilter({}),
+      nonce: 'n2',
+      now: Date.now(),
+      after: 0,
+    });
     assert.deepEqual(
       again?.claims.map((c) => c.event.id),
       [first.id],

@@ -9,10 +9,22 @@
 // waits and so of deadlocks. A nack NOTIFYs the address's channel, so waiting claims on every
 // instance re-read at its commit.
 import type pg from 'pg';
-import { type ClaimBatch, type ClaimRequest, leaseLostReason, type Settlement, type SettleResult } from '../../claims/claim-rules.js';
+import {
+  CLAIM_WINDOW_BYTES,
+  CLAIM_WINDOW_EVENTS,
+  type ClaimBatch,
+  type ClaimRequest,
+  type ClaimWindow,
+  leaseLostReason,
+  type Settlement,
+  type SettleResult,
+} from '../../claims/claim-rules.js';
+import { isEmptyFilter } from '../../domain/event-filter.js';
 import {
   type ClaimedRow,
+  type ClaimWindowRow,
   claimable,
+  claimWindowSql,
   EXPIRED_REASON,
   finalLeaseOver,
   intParam,
@@ -25,10 +37,12 @@ import {
   type SettledRow,
   settleSet,
   settleWhere,
+  toClaimWindow,
   toLeaseState,
 } from '../claim-sql.js';
 import { filterSql, needsDataJson, postgresJsonb, SqlParams } from '../event-filter-sql.js';
 import { toEvent } from '../rows.js';
+import { jsonBytesSql } from '../stored-bytes-sql.js';
 
 type ClaimRow = { [K in keyof ClaimedRow]: ClaimedRow[K] | null } & { died: string; address_found: string };
 
@@ -44,9 +58,30 @@ export class PostgresClaims {
   ) {}
 
   async claim(addressId: string, r: ClaimRequest): Promise<ClaimBatch | null> {
+    // A filtered claim examines one window of open events after its cursor (CLAIM_WINDOW_EVENTS).
+    let window: ClaimWindow | undefined;
+    if (!isEmptyFilter(r.filter)) {
+      const w = new SqlParams('postgres');
+      const windowSql = claimWindowSql({
+        address: w.add(addressId),
+        after: intParam(w, r.after),
+        below: null,
+        events: CLAIM_WINDOW_EVENTS,
+        bytes: CLAIM_WINDOW_BYTES,
+        jsonBytes: jsonBytesSql('postgres'),
+        open: OPEN,
+      });
+      window = toClaimWindow((await this.claimPool.query<ClaimWindowRow>(windowSql, w.bound())).rows[0], r.after);
+    }
     const p = new SqlParams('postgres');
     const a = p.add(addressId);
     const now = intParam(p, r.now);
+    // The window, and any event before it that was leased before and is claimable again (nacked, or
+    // its lease ran out, on any instance): the window already examined the others, and an event's JSON never changes.
+    const range =
+      window === undefined
+        ? ''
+        : ` AND ((e.sequence > ${intParam(p, r.after)} AND e.sequence <= ${intParam(p, window.examinedTo)}) OR (e.sequence <= ${intParam(p, r.after)} AND e.delivery_count > 0))`;
     const set = leaseAssignments({ now, leaseMs: intParam(p, r.leaseMs), nonce: `${p.add(r.nonce)}::text`, maxDeliveries: `${p.add(r.maxDeliveries)}::int` });
     const dataJson = needsDataJson(r.filter) ? `, LATERAL (SELECT ${postgresJsonb('e.data')} AS dj) AS j` : '';
     const sql = `WITH dying AS (
@@ -57,7 +92,7 @@ export class PostgresClaims {
         FROM dying WHERE d.address_id = dying.address_id AND d.sequence = dying.sequence RETURNING 1
       ), picked AS (
         SELECT e.address_id, e.sequence FROM events e${dataJson}
-        WHERE e.address_id = ${a} AND ${OPEN} AND ${claimable(now)} AND ${filterSql(r.filter, p)}
+        WHERE e.address_id = ${a} AND ${OPEN}${range} AND ${claimable(now)} AND ${filterSql(r.filter, p)}
         ORDER BY e.sequence LIMIT ${p.add(r.max)}::int
         FOR UPDATE OF e SKIP LOCKED
       ), claimed AS (
@@ -88,7 +123,8 @@ export class PostgresClaims {
       const v = next.rows[0]?.next_change;
       nextChangeAt = v === null || v === undefined ? null : Number(v);
     }
-    return { claims, nextChangeAt, died: Number(summary.died) };
+    const died = Number(summary.died);
+    return window === undefined ? { claims, nextChangeAt, died } : { claims, nextChangeAt, died, window };
   }
 
   async settle(addressId: string, eventId: string, leaseId: string, s: Settlement, now: number): Promise<SettleResult> {

@@ -5,10 +5,22 @@
 // yet durable are invisible to claims as to every reader (`visibleBelow`), and nothing is answered
 // before the claim or settlement is on disk.
 import type Database from 'better-sqlite3';
-import { type ClaimBatch, type ClaimRequest, leaseLostReason, type Settlement, type SettleResult } from '../../claims/claim-rules.js';
+import {
+  CLAIM_WINDOW_BYTES,
+  CLAIM_WINDOW_EVENTS,
+  type ClaimBatch,
+  type ClaimRequest,
+  type ClaimWindow,
+  leaseLostReason,
+  type Settlement,
+  type SettleResult,
+} from '../../claims/claim-rules.js';
+import { isEmptyFilter } from '../../domain/event-filter.js';
 import {
   type ClaimedRow,
+  type ClaimWindowRow,
   claimable,
+  claimWindowSql,
   EXPIRED_REASON,
   finalLeaseOver,
   type LeaseStateRow,
@@ -20,6 +32,7 @@ import {
   type SettledRow,
   settleSet,
   settleWhere,
+  toClaimWindow,
   toLeaseState,
 } from '../claim-sql.js';
 import { filterSql, SqlParams } from '../event-filter-sql.js';
@@ -85,12 +98,35 @@ export class SqliteClaims {
         const dNow = d.add(r.now);
         const died = this.stmt(`UPDATE events SET dead_at = ${dNow}, dead_reason = ${EXPIRED_REASON}
         WHERE address_id = ${dA} AND ${SQLITE_OPEN} AND ${finalLeaseOver(dNow)}`).run(...d.bound()).changes;
+        // A filtered claim examines one window of open events after its cursor (CLAIM_WINDOW_EVENTS).
+        let window: ClaimWindow | undefined;
+        if (!isEmptyFilter(r.filter)) {
+          const w = new SqlParams('sqlite');
+          const windowSql = claimWindowSql({
+            address: w.add(addressId),
+            after: w.add(r.after),
+            below: w.add(below),
+            events: CLAIM_WINDOW_EVENTS,
+            bytes: CLAIM_WINDOW_BYTES,
+            // octet_length reads a row's size without its content (overflow pages): a window of large
+            // events costs their sizes, not their bytes. The same count as jsonBytesSql.
+            jsonBytes: 'octet_length(data) + ifnull(octet_length(metadata), 0)',
+            open: SQLITE_OPEN,
+          });
+          window = toClaimWindow(this.stmt<ClaimWindowRow>(windowSql).get(...w.bound()), r.after);
+        }
         const p = new SqlParams('sqlite');
         const a = p.add(addressId);
         const now = p.add(r.now);
+        // The window, and any event before it that was leased before and is claimable again (nacked, or
+        // its lease ran out): the window already examined the others, and an event's JSON never changes.
+        const range =
+          window === undefined
+            ? ''
+            : ` AND ((sequence > ${p.add(r.after)} AND sequence <= ${p.add(window.examinedTo)}) OR (sequence <= ${p.add(r.after)} AND delivery_count > 0))`;
         const set = leaseAssignments({ now, leaseMs: p.add(r.leaseMs), nonce: p.add(r.nonce), maxDeliveries: p.add(r.maxDeliveries) });
         const sql = `UPDATE events SET ${set} WHERE address_id = ${a} AND sequence IN (
-          SELECT sequence FROM events WHERE address_id = ${a} AND ${SQLITE_OPEN} AND sequence < ${p.add(below)} AND ${claimable(now)}
+          SELECT sequence FROM events WHERE address_id = ${a} AND ${SQLITE_OPEN} AND sequence < ${p.add(below)}${range} AND ${claimable(now)}
             AND ${filterSql(r.filter, p)}
           ORDER BY sequence LIMIT ${p.add(r.max)})
         RETURNING ${SETTLED_COLUMNS}, lease_id`;
@@ -103,7 +139,7 @@ export class SqliteClaims {
           const next = this.stmt<{ next_change: number | null }>(nextChangeSql(n.add(addressId), n.add(r.now), SQLITE_OPEN)).get(...n.bound());
           nextChangeAt = next?.next_change ?? null;
         }
-        return { claims, nextChangeAt, died };
+        return window === undefined ? { claims, nextChangeAt, died } : { claims, nextChangeAt, died, window };
       })
       .immediate();
     if (indexedNow) this.index.markIndexed(addressId);

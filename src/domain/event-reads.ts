@@ -1,0 +1,90 @@
+// Every read of an address's queue for the service's readers (long-polls, streams, MCP), shared
+// between the readers that ask for the same thing in the same turn (design.md, "The wakeup hub and
+// followers": one read of the new events per wake, whatever the number of waiters).
+//
+// An unfiltered page is one store read, joined by every reader asking for the same cursor, limit
+// and budget before it starts. A filtered page is made from windows: plain pages of at most
+// WINDOW_EVENTS events after the cursor, joined by every reader at that cursor, whatever its filter.
+// Each reader then runs its filter over the window in memory (event-filter-eval.ts, the SQL's rule)
+// and examines events exactly as the store's bounded scan does: at most SCAN_EVENTS events and
+// SCAN_BYTES of stored JSON after its cursor (the first always), its matches cut at its limit and
+// byte budget. So 1,000 filtered waiters woken by one event cost one read of that event and 1,000
+// evaluations of it, not 1,000 filtered scans; a reader far behind walks its windows, each a
+// bounded read, the event loop free between them.
+//
+// A read is only joined before it starts (it starts in a microtask), so every joiner registered
+// its waiter before the read began: what keeps a waiter from missing an event (follower.ts).
+import { notFound } from './errors.js';
+import { type EventFilter, isEmptyFilter, SCAN_BYTES, SCAN_EVENTS } from './event-filter.js';
+import { eventPasses } from './event-filter-eval.js';
+import { type EventPageRecord, type EventRecord, isHeld, type Page } from './model.js';
+import type { Store } from './ports.js';
+
+/** Events in one window of a filtered read, and the stored JSON it reads at most (the first event always). */
+export const WINDOW_EVENTS = 200;
+export const WINDOW_BYTES = 2 * 1024 * 1024;
+
+/** What a page's byte budgets count of an event: its stored data and metadata, in UTF-8 (stored-bytes-sql.ts' jsonBytesSql). */
+export const eventJsonBytes = (e: EventRecord): number => Buffer.byteLength(e.data) + (e.metadata === null ? 0 : Buffer.byteLength(e.metadata));
+
+export class EventReads {
+  /** Reads not yet started, by what they read: joined by readers asking the same in the same turn. */
+  private readonly pending = new Map<string, Promise<EventPageRecord | null>>();
+
+  constructor(private readonly store: Store) {}
+
+  /** The page after `after`: at most `limit` events cut at `budget` bytes (the first always), filtered when a filter is given. */
+  async page(addressId: string, after: number, limit: number, budget: number, filter?: EventFilter): Promise<Page> {
+    if (filter !== undefined && !isEmptyFilter(filter)) return this.scan(addressId, after, limit, budget, filter);
+    const page = await this.joined(addressId, after, limit, budget);
+    if (!page) throw notFound('Address');
+    const last = page.events.at(-1);
+    // Events held in quarantine are examined and passed over, as a filter passes over what it does
+    // not keep: the cursor moves past them (design.md, "Sender policy and quarantine").
+    const events = filter?.state === 'all' || !page.events.some(isHeld) ? page.events : page.events.filter((e) => !isHeld(e));
+    return { events, nextCursor: last ? last.sequence : after, hasMore: page.hasMore };
+  }
+
+  /** The store's bounded scan (Store.scanEvents), over shared windows and in memory. */
+  private async scan(addressId: string, after: number, limit: number, budget: number, filter: EventFilter): Promise<Page> {
+    const matches: EventRecord[] = [];
+    let matchBytes = 0;
+    let examined = 0;
+    let examinedBytes = 0;
+    let cursor = after;
+    for (;;) {
+      const window = await this.joined(addressId, cursor, WINDOW_EVENTS, WINDOW_BYTES);
+      if (!window) throw notFound('Address');
+      for (const e of window.events) {
+        const bytes = eventJsonBytes(e);
+        // The scan's bound: this event is not examined; the next read starts here.
+        if (examined > 0 && (examined >= SCAN_EVENTS || examinedBytes + bytes > SCAN_BYTES)) return { events: matches, nextCursor: cursor, hasMore: true };
+        if (eventPasses(e, filter)) {
+          // The page's bound: the next read starts after the last event returned.
+          if (matches.length >= limit || (matches.length > 0 && matchBytes + bytes > budget)) {
+            return { events: matches, nextCursor: matches.at(-1)!.sequence, hasMore: true };
+          }
+          matches.push(e);
+          matchBytes += bytes;
+        }
+        examined++;
+        examinedBytes += bytes;
+        cursor = e.sequence;
+      }
+      if (!window.hasMore || window.events.length === 0) return { events: matches, nextCursor: cursor, hasMore: false };
+    }
+  }
+
+  private joined(addressId: string, after: number, limit: number, budget: number): Promise<EventPageRecord | null> {
+    const key = `${addressId} ${after} ${limit} ${budget}`;
+    let read = this.pending.get(key);
+    if (read === undefined) {
+      read = new Promise<void>((start) => queueMicrotask(start)).then(() => {
+        this.pending.delete(key);
+        return this.store.listEvents(addressId, after, limit, budget);
+      });
+      this.pending.set(key, read);
+    }
+    return read;
+  }
+}
