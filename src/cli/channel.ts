@@ -1,4 +1,4 @@
-// `return-address channel --save FILE` (design.md, "Reaching a running agent"): a stdio MCP server that
+// `return-address channel --save FILE` (design.md, "The Claude Code channel"): a stdio MCP server that
 // a Claude Code session starts, which pushes each new event of the address into that session as a
 // notifications/claude/channel message. It long-polls GET …/events as the named consumer
 // `channel:<name>`: asking for the next page with after = the last page's next_cursor is what
