@@ -32,6 +32,8 @@ const frame = (json: string) => `data: ${json.includes('\n') || json.includes('\
 interface Open {
   stream: EventStream | undefined;
   res: ServerResponse;
+  /** The request's result, the final frame when the server ends the stream. */
+  last: string;
 }
 
 export class EventStreams {
@@ -65,7 +67,7 @@ export class EventStreams {
     if (res.destroyed) return;
     this.perAddress.set(address.id, count + 1);
     const meta = `"_meta":{"io.modelcontextprotocol/subscriptionId":${JSON.stringify(id)}}`;
-    const entry: Open = { stream: undefined, res };
+    const entry: Open = { stream: undefined, res, last: frame(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"resultType":"complete",${meta}}}`) };
     this.open.add(entry);
     res.once('close', () => {
       entry.stream?.cancel();
@@ -104,7 +106,7 @@ export class EventStreams {
             res.write(notify('error', '"error":{"code":-32603,"message":"Internal error: the stream stopped; open a new one with your last cursor."}'));
           }
           // The server ends the stream (shutdown, deletion): the final frame is the request's result.
-          res.end(frame(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"resultType":"complete",${meta}}}`));
+          res.end(entry.last);
           this.forget(entry, address.id);
         },
       },
@@ -119,7 +121,7 @@ export class EventStreams {
     for (const s of [...this.open]) {
       s.stream?.cancel();
       if (s.res.writableNeedDrain) s.res.destroy();
-      else s.res.end();
+      else s.res.end(s.last);
     }
     this.open.clear();
     this.perAddress.clear();
