@@ -63,9 +63,19 @@ export class EventStreams {
         { limit: 'streams', max: this.maxPerAddress },
       );
     }
-    const truncated = await truncatedAfter(this.service, address, sub.after);
-    if (res.destroyed) return;
+    // Counted before the read below, so streams starting at once cannot all pass the cap.
     this.perAddress.set(address.id, count + 1);
+    let truncated: boolean;
+    try {
+      truncated = await truncatedAfter(this.service, address, sub.after);
+    } catch (err) {
+      this.release(address.id);
+      throw err;
+    }
+    if (res.destroyed) {
+      this.release(address.id);
+      return;
+    }
     const meta = `"_meta":{"io.modelcontextprotocol/subscriptionId":${JSON.stringify(id)}}`;
     const entry: Open = { stream: undefined, res, last: frame(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"resultType":"complete",${meta}}}`) };
     this.open.add(entry);
@@ -128,7 +138,10 @@ export class EventStreams {
   }
 
   private forget(entry: Open, addressId: string): void {
-    if (!this.open.delete(entry)) return;
+    if (this.open.delete(entry)) this.release(addressId);
+  }
+
+  private release(addressId: string): void {
     const n = (this.perAddress.get(addressId) ?? 1) - 1;
     if (n <= 0) this.perAddress.delete(addressId);
     else this.perAddress.set(addressId, n);
