@@ -22,7 +22,7 @@ const INSTRUCTIONS =
 
 export const CHANNEL_HELP = `Usage: return-address channel --save FILE [--name NAME] [--type TYPE]... [--match path=value]... [--include-unverified]
 
-A Claude Code channel: a stdio MCP server that Claude Code starts, which pushes every new event of
+A Claude Code channel: a stdio server (the Model Context Protocol) that Claude Code starts, which pushes every new event of
 the saved address into the running session as it arrives (a <channel> message with the event's
 type, ingress, trust and a short summary; event_id, sequence and address_id as attributes), and
 offers an ack tool. Its position is the named consumer channel:NAME on the service (--name,
@@ -37,7 +37,7 @@ or: claude mcp add return-address -- npx return-address channel --save /abs/path
 Channels are a research preview: start Claude Code with
   claude --dangerously-load-development-channels server:return-address
 (or --channels server:return-address once your organisation allows it).
-Nothing but MCP goes to stdout; status lines go to stderr.
+Nothing but the protocol goes to stdout; status lines go to stderr.
 
   --save FILE    the file \`create --save\` wrote (url and read token)
   --url URL      service base URL (default: the one saved in FILE)
