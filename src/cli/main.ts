@@ -15,6 +15,7 @@ import {
 } from '@return-address/client';
 import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import { ASK_HELP, ask } from './ask.js';
+import { channelVerb } from './channel.js';
 import { CONSUME_HELP, consume } from './consume.js';
 import { forwardVerb } from './forward.js';
 import { loadSaved as readSavedFile, type Saved, SavedFileError, savedUrl, writeSaved } from './saved-file.js';
@@ -25,6 +26,7 @@ import type { CliVerb, VerbKit } from './verb.js';
 const VERBS: Record<string, CliVerb> = {
   'signing-secrets': signingSecretsVerb,
   forward: forwardVerb,
+  channel: channelVerb,
 };
 
 export class UsageError extends Error {}

@@ -21,6 +21,7 @@ import { sendApiError, toApiError } from '../http/plugins/api-error-handler.js';
 import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
 import type { AppDeps } from '../http/route-deps.js';
 import { AddressParams, BEARER, ErrorBody, errorResponses } from '../http/schemas.js';
+import { EventStreams } from './events-stream.js';
 
 // The SDK (with zod, express and hono under it) adds ~30 MB to the process: it is loaded on the
 // first MCP call, not at boot, so a service nobody attaches over MCP does not carry it.
@@ -31,6 +32,8 @@ let runtime:
       SUPPORTED_PROTOCOL_VERSIONS: readonly string[];
       CallToolRequestSchema: typeof import('@modelcontextprotocol/sdk/types.js').CallToolRequestSchema;
       buildMcpServer: typeof import('./mcp-tools.js').buildMcpServer;
+      modern: typeof import('./mcp-modern.js');
+      toolServer: typeof import('./in-process.js').toolServer;
     }>
   | undefined;
 const loadRuntime = () =>
@@ -38,12 +41,16 @@ const loadRuntime = () =>
     import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
     import('@modelcontextprotocol/sdk/types.js'),
     import('./mcp-tools.js'),
-  ]).then(([http, types, tools]) => ({
+    import('./mcp-modern.js'),
+    import('./in-process.js'),
+  ]).then(([http, types, tools, modern, inProcess]) => ({
     StreamableHTTPServerTransport: http.StreamableHTTPServerTransport,
     JSONRPCMessageSchema: types.JSONRPCMessageSchema,
     SUPPORTED_PROTOCOL_VERSIONS: types.SUPPORTED_PROTOCOL_VERSIONS,
     CallToolRequestSchema: types.CallToolRequestSchema,
     buildMcpServer: tools.buildMcpServer,
+    modern,
+    toolServer: inProcess.toolServer,
   })));
 
 const JsonRpcMessage = Type.Object(
@@ -126,7 +133,14 @@ export const MCP_DOCUMENT_ONLY = {
 
 const McpHeaders = Type.Object({
   accept: Type.Optional(Type.String({ description: 'Must list both application/json and text/event-stream (MCP Streamable HTTP).' })),
-  'mcp-protocol-version': Type.Optional(Type.String({ description: 'The protocol version negotiated by initialize; sent on later requests.' })),
+  'mcp-protocol-version': Type.Optional(
+    Type.String({
+      description:
+        'The protocol version: 2026-07-28 (then equal to params._meta["io.modelcontextprotocol/protocolVersion"]), or the one a 2025-era initialize negotiated.',
+    }),
+  ),
+  'mcp-method': Type.Optional(Type.String({ description: "Revision 2026-07-28: the body's method (required there)." })),
+  'mcp-name': Type.Optional(Type.String({ description: 'Revision 2026-07-28: params.name of a tools/call (required there).' })),
 });
 
 const JsonRpcReply = Type.Unknown({
@@ -147,6 +161,12 @@ export const mcpRoutes =
     const { config, service } = deps;
     const approvals = approvalServiceOf(deps);
     const consumers = new Consumers(deps.store);
+    const streams = new EventStreams(service, config.baseUrl, config.maxStreamsPerAddress);
+    // An open events/stream is not an idle connection: end each with its final frame before closing.
+    app.addHook('preClose', (done) => {
+      streams.closeAll();
+      done();
+    });
     app.post(
       '/api/v1/addresses/:addressId/mcp',
       {
@@ -156,9 +176,10 @@ export const mcpRoutes =
           summary: 'MCP server of this address (Streamable HTTP)',
           description:
             'The Model Context Protocol over Streamable HTTP, stateless (any instance answers any call), with the same bearer read ' +
-            'token, scoped to this one address; results are the same JSON as the HTTP API. Tools: get_address, list_events, ack_event, ' +
-            'wait_for_event, request_approval, get_approval; their arguments, progress notifications and errors: ' +
-            '/llms-full.txt, section "MCP".',
+            'token, scoped to this one address; results are the same JSON as the HTTP API. Revisions 2026-07-28 (per-request _meta, ' +
+            'server/discover, the Events extension: events/list, events/poll, events/stream) and 2025-11-25 (initialize), told apart per request. ' +
+            'Tools: get_address, list_events, ack_event, wait_for_event, request_approval, get_approval; their arguments, progress notifications ' +
+            'and errors: /llms-full.txt, sections "MCP" and "Reaching a running agent".',
           tags: ['mcp'],
           security: BEARER,
           params: AddressParams,
@@ -167,12 +188,20 @@ export const mcpRoutes =
           response: {
             200: JsonRpcReply,
             202: NO_SESSION_REPLY,
-            ...errorResponses(401, 404, 413, 415),
+            ...errorResponses(401, 413, 415),
+            404: {
+              description:
+                "`not_found` in the API's error body: no such address. A JSON-RPC error -32601 (revision 2026-07-28): a method this server does not offer.",
+              anyOf: [ErrorBody, JsonRpcError],
+            },
+            429: { description: 'Revision 2026-07-28: events/stream beyond MAX_STREAMS_PER_ADDRESS open streams (JSON-RPC error -32025).', ...JsonRpcError },
             400: {
               description:
                 "`invalid_request` / `invalid_json` in the API's error body: a wrong Accept or MCP-Protocol-Version header, " +
                 `a batch of more than ${MAX_MCP_BATCH} messages, malformed JSON, an unknown query parameter. ` +
-                'A JSON-RPC error (-32600 Invalid Request, id null): JSON that is not a JSON-RPC message, or an empty batch.',
+                'A JSON-RPC error (-32600 Invalid Request, id null): JSON that is not a JSON-RPC message, or an empty batch; revision ' +
+                '2026-07-28: -32020 when the MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with the body, ' +
+                '-32022 (data.supported) for a protocol version in _meta this server does not speak.',
               anyOf: [ErrorBody, JsonRpcError],
             },
           },
@@ -185,12 +214,37 @@ export const mcpRoutes =
         const invalid = request.validationError as (Error & { validationContext?: string }) | undefined;
         if (invalid && invalid.validationContext !== 'body')
           return sendApiError(reply, toApiError(invalid) ?? new ApiError('invalid_request', invalid.message));
-        const { StreamableHTTPServerTransport, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, CallToolRequestSchema, buildMcpServer } = await loadRuntime();
+        const { StreamableHTTPServerTransport, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, CallToolRequestSchema, buildMcpServer, modern, toolServer } =
+          await loadRuntime();
         if (!acceptsStreamableHttp(request.headers.accept)) {
           return sendApiError(
             reply,
             new ApiError('invalid_request', "Invalid header 'Accept': MCP Streamable HTTP requires it to list both application/json and text/event-stream."),
           );
+        }
+        // Revision 2026-07-28 (stateless, per-request _meta) is told apart per request (mcp-modern.ts).
+        if (modern.isModern(request.headers['mcp-protocol-version'], request.body)) {
+          const left = new AbortController();
+          reply.raw.once('close', () => left.abort());
+          return modern.answerModern(request, reply, {
+            service,
+            address,
+            baseUrl: config.baseUrl,
+            streams,
+            legacyVersions: SUPPORTED_PROTOCOL_VERSIONS,
+            signal: left.signal,
+            tools: () =>
+              toolServer({
+                service,
+                consumers,
+                address,
+                emailDomain: config.emailDomain,
+                signal: left.signal,
+                log: request.log,
+                approvals,
+                maxEventBytes: config.maxEventBytes,
+              }),
+          });
         }
         const version = request.headers['mcp-protocol-version'];
         if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {

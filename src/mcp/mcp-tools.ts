@@ -61,9 +61,9 @@ const DEFAULT_WAIT_FOR_EVENT_SECONDS = WAIT.maximum;
 /** How often a waiting call with a progress token is told it is still waiting. */
 export const PROGRESS_INTERVAL_MS = 5_000;
 
-const SERVER_INFO = { name: 'return-address', version: '0.1.0' } as const;
+export const SERVER_INFO = { name: 'return-address', version: '0.1.0' } as const;
 
-const INSTRUCTIONS =
+export const INSTRUCTIONS =
   'This server is one return address: an ordered, durable queue of events (HTTP callbacks to its inbox URL ' +
   'and inbound email). Read with list_events or wait_for_event, process events in sequence order, keep next_cursor and pass it ' +
   'as `after` next time, and ack_event what you have handled. get_address shows the address and its email. ' +

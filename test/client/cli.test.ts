@@ -254,6 +254,7 @@ describe('return-address CLI help', () => {
       'backup',
       'signing-secrets',
       'forward',
+      'channel',
     ];
     let named = 0;
     for (const c of commands) {

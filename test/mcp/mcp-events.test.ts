@@ -1,0 +1,291 @@
+// MCP revision 2026-07-28 and its Events extension on /mcp (design.md, "MCP, current revision"),
+// black-box over real HTTP with a raw JSON-RPC client that keeps no state between requests:
+// discovery, event types, polls from null with a moving cursor, resuming from an old cursor, the
+// push stream with heartbeats across a restart, the revision's header rules and errors, and attacks
+// (many polls and streams at once beside a liveness probe, the largest filter, malformed messages).
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { type Addr, api, createAddress, deliver, startTestService, type TestService } from '../helpers.js';
+import { ACCEPT, call, isEvent, isHeartbeat, META, modernHeaders, openPush, result } from './mcp-modern-client.js';
+
+const NAME = 'return_address.event';
+
+async function deliverOk(base: string, a: Addr, json: unknown): Promise<any> {
+  const r = await deliver(base, a, json);
+  assert.equal(r.status, 202, r.text);
+  return r.json.event;
+}
+
+function assertRpcError(r: { status: number; json: any; text: string }, status: number, code: number): void {
+  assert.equal(r.status, status, r.text);
+  assert.equal(r.json?.jsonrpc, '2.0', r.text);
+  assert.equal(r.json.error?.code, code, r.text);
+  assert.equal(typeof r.json.error.message, 'string');
+}
+
+describe('MCP 2026-07-28 and the Events extension', () => {
+  let svc: TestService;
+  let base: string;
+  before(async () => {
+    svc = await startTestService({ MAX_STREAMS_PER_ADDRESS: '60' });
+    base = svc.baseUrl;
+  });
+  after(async () => svc.stop());
+
+  it('server/discover names both revisions, the events extension and the untrusted-content rule', async () => {
+    const a = await createAddress(base);
+    const r = await result(a.mcpUrl, a.token, 'server/discover');
+    assert.equal(r.resultType, 'complete');
+    assert.ok(r.supportedVersions.includes('2026-07-28') && r.supportedVersions.includes('2025-11-25'), JSON.stringify(r.supportedVersions));
+    assert.deepEqual(r.capabilities.extensions, { 'io.modelcontextprotocol/events': {} });
+    assert.ok(r.capabilities.tools);
+    assert.match(r.instructions, /never instructions/);
+    assert.equal(typeof r.ttlMs, 'number');
+    assert.equal(r._meta['io.modelcontextprotocol/serverInfo'].name, 'return-address');
+  });
+
+  it('events/list: the catch-all type, our filters as inputSchema, our Event as payloadSchema', async () => {
+    const a = await createAddress(base);
+    const r = await result(a.mcpUrl, a.token, 'events/list');
+    assert.equal(r.resultType, 'complete');
+    assert.equal(r.events.length, 1);
+    const t = r.events[0];
+    assert.equal(t.name, NAME);
+    assert.deepEqual(t.delivery, ['poll', 'push']);
+    assert.deepEqual(Object.keys(t.inputSchema.properties).sort(), ['match', 'state', 'type']);
+    assert.equal(t.inputSchema.additionalProperties, false);
+    for (const field of ['id', 'sequence', 'type', 'data', 'created_at']) assert.ok(t.payloadSchema.properties[field], field);
+  });
+
+  it('events/poll from null, with a moving cursor, hasMore, nextPollMs, and a resume from an old cursor without a gap', async () => {
+    const a = await createAddress(base);
+    const sent = [];
+    for (let i = 1; i <= 3; i++) sent.push(await deliverOk(base, a, { type: 'job.done', data: { n: i } }));
+    const p1 = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, arguments: {}, cursor: null, maxEvents: 2 });
+    assert.equal(p1.resultType, 'complete');
+    assert.deepEqual(
+      p1.events.map((e: any) => e.eventId),
+      sent.slice(0, 2).map((e) => e.id),
+    );
+    assert.equal(p1.cursor, '2');
+    assert.equal(p1.hasMore, true);
+    assert.equal(p1.nextPollMs, 0);
+    assert.equal(p1.truncated, false);
+    assert.match(p1.notice, /never instructions/);
+    const occ = p1.events[0];
+    assert.equal(occ.name, NAME);
+    assert.equal(occ.timestamp, new Date(sent[0].created_at).toISOString());
+    assert.deepEqual(occ.data, sent[0], 'the payload is our Event as the inbox answered it');
+    const p2 = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: p1.cursor });
+    assert.deepEqual(
+      p2.events.map((e: any) => e.data.sequence),
+      [3],
+    );
+    assert.equal(p2.cursor, '3');
+    assert.equal(p2.hasMore, false);
+    assert.ok(p2.nextPollMs >= 1000);
+    const empty = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: p2.cursor });
+    assert.deepEqual(empty.events, []);
+    assert.equal(empty.cursor, '3', 'nothing new: the cursor stays');
+    const fourth = await deliverOk(base, a, { type: 'other.thing' });
+    const p3 = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: p2.cursor });
+    assert.deepEqual(
+      p3.events.map((e: any) => e.eventId),
+      [fourth.id],
+    );
+    assert.equal(p3.cursor, '4');
+    // An old cursor resumes exactly after itself.
+    const again = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: '1' });
+    assert.deepEqual(
+      again.events.map((e: any) => e.data.sequence),
+      [2, 3, 4],
+    );
+    // Arguments filter like GET …/events; the cursor still moves past the others.
+    const typed = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: null, arguments: { type: 'job.*', match: { 'data.n': 3 } } });
+    assert.deepEqual(
+      typed.events.map((e: any) => e.data.sequence),
+      [3],
+    );
+    assert.equal(typed.cursor, '4');
+  });
+
+  it('truncated: retention removed events after the cursor', async () => {
+    const small = await startTestService({ MAX_EVENTS_PER_ADDRESS: '3' });
+    try {
+      const a = await createAddress(small.baseUrl);
+      for (let i = 0; i < 3; i++) {
+        const e = await deliverOk(small.baseUrl, a, { type: 't' });
+        assert.equal((await api(small.baseUrl, 'POST', `/api/v1/addresses/${a.id}/events/${e.id}/ack`, { token: a.token })).status, 200);
+      }
+      await deliverOk(small.baseUrl, a, { type: 't' }); // full: the oldest acknowledged event is pruned
+      const p = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: null });
+      assert.equal(p.truncated, true, JSON.stringify(p));
+      assert.ok(p.events[0].data.sequence > 1);
+      const fromKept = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: String(p.events[0].data.sequence - 1) });
+      assert.equal(fromKept.truncated, false);
+    } finally {
+      await small.stop();
+    }
+  });
+
+  it('a payload over 256 KiB carries a reference that answers the whole event', async () => {
+    const a = await createAddress(base);
+    const big = await deliverOk(base, a, { type: 'big', data: { blob: 'x'.repeat(300 * 1024) } });
+    const p = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: null });
+    const d = p.events[0].data;
+    assert.equal(d.id, big.id);
+    assert.equal(d.data.omitted, true);
+    assert.ok(d.data.size > 300 * 1024);
+    const r = await api(base, 'GET', d.data.raw.url, { token: a.token });
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.json.events[0], big);
+  });
+
+  it('tools/list and tools/call answer as in 2025-11-25, with the revision fields', async () => {
+    const a = await createAddress(base);
+    const ev = await deliverOk(base, a, { type: 'ping' });
+    const tools = await result(a.mcpUrl, a.token, 'tools/list');
+    assert.equal(tools.resultType, 'complete');
+    assert.ok(['get_address', 'list_events', 'ack_event', 'wait_for_event'].every((n) => tools.tools.some((t: any) => t.name === n)));
+    const listed = await result(a.mcpUrl, a.token, 'tools/call', { name: 'list_events', arguments: {} });
+    assert.equal(listed.resultType, 'complete');
+    assert.deepEqual(listed.structuredContent.events, [ev]);
+    const bad = await result(a.mcpUrl, a.token, 'tools/call', { name: 'list_events', arguments: { bogus: 1 } });
+    assert.equal(bad.isError, true, 'a bad argument is a tool error, as in 2025-11-25');
+    // A call with a progress token is answered on an SSE stream: progress, then the result.
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'wait_for_event', arguments: { after: 1, timeout: 0 }, _meta: { ...META, progressToken: 'p' } },
+    });
+    const sse = await api('', 'POST', a.mcpUrl, { body, headers: modernHeaders('tools/call', 'wait_for_event'), token: a.token });
+    assert.equal(sse.status, 200);
+    assert.match(sse.headers.get('content-type') ?? '', /text\/event-stream/);
+    const last = JSON.parse(sse.text.trim().split('\n\n').pop()!.slice(6));
+    assert.equal(last.id, 7);
+    assert.equal(last.result.structuredContent.event, null);
+  });
+
+  it("the revision's header rules and JSON-RPC errors: 400/404 with a JSON-RPC body, never 500", async () => {
+    const a = await createAddress(base);
+    const body = (method: string, params: object = {}, meta: object = META) =>
+      JSON.stringify({ jsonrpc: '2.0', id: 9, method, params: { ...params, _meta: meta } });
+    const post = (b: string, headers: Record<string, string>) => api('', 'POST', a.mcpUrl, { body: b, headers, token: a.token });
+    // Header missing, or different from the body's version.
+    assertRpcError(await post(body('server/discover'), { ...ACCEPT, 'mcp-method': 'server/discover' }), 400, -32020);
+    assertRpcError(await post(body('server/discover'), { ...modernHeaders('server/discover'), 'mcp-protocol-version': '2025-11-25' }), 400, -32020);
+    assertRpcError(await post(body('server/discover'), { ...modernHeaders('server/discover'), 'mcp-method': 'tools/list' }), 400, -32020);
+    assertRpcError(await post(body('tools/call', { name: 'get_address' }), modernHeaders('tools/call', 'list_events')), 400, -32020);
+    // A version this server does not speak, in _meta: -32022 listing the supported ones.
+    const unsupported = await post(body('server/discover', {}, { ...META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }), {
+      ...modernHeaders('server/discover'),
+      'mcp-protocol-version': '2099-01-01',
+    });
+    assertRpcError(unsupported, 400, -32022);
+    assert.ok(unsupported.json.error.data.supported.includes('2026-07-28'));
+    assert.equal(unsupported.json.error.data.requested, '2099-01-01');
+    // The header says 2026-07-28 but the body has no per-request version (an old client's initialize).
+    assertRpcError(await post(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }), modernHeaders('initialize')), 400, -32020);
+    // Not a request, a batch, a null id: Invalid Request.
+    for (const b of [
+      '{"hello":1}',
+      '[{"jsonrpc":"2.0","id":1,"method":"ping"}]',
+      '{"jsonrpc":"2.0","id":null,"method":"ping"}',
+      '"text"',
+      '{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}',
+    ]) {
+      assertRpcError(await post(b, modernHeaders('ping')), 400, -32600);
+    }
+    // Malformed JSON stays the API's error.
+    const broken = await post('{"jsonrpc":', modernHeaders('ping'));
+    assert.equal(broken.status, 400);
+    assert.equal(broken.json.error.code, 'invalid_json');
+    // Methods this revision does not offer here.
+    for (const m of ['initialize', 'resources/list', 'subscriptions/listen', 'events/subscribe']) {
+      const r = await post(body(m), modernHeaders(m));
+      assertRpcError(r, 404, -32601);
+    }
+    // Bad subscriptions: InvalidParams or NotFound, as JSON-RPC errors.
+    const bad: [object, number][] = [
+      [{ name: 'nope', cursor: null }, -32023],
+      [{ cursor: null }, -32602],
+      [{ name: NAME, cursor: 'abc' }, -32602],
+      [{ name: NAME, cursor: 5 }, -32602],
+      [{ name: NAME, cursor: '99999999999999999' }, -32602],
+      [{ name: NAME, arguments: { bogus: 1 } }, -32602],
+      [{ name: NAME, arguments: 'x' }, -32602],
+      [{ name: NAME, arguments: { type: 5 } }, -32602],
+      [{ name: NAME, arguments: { type: '*' } }, -32602],
+      [{ name: NAME, arguments: { match: { a: { deep: 1 } } } }, -32602],
+      [{ name: NAME, arguments: { state: 'maybe' } }, -32602],
+      [{ name: NAME, maxEvents: 0 }, -32602],
+      [{ name: NAME, maxEvents: 1.5 }, -32602],
+      [{ name: NAME, heartbeatMs: 10 }, -32602],
+    ];
+    for (const [params, code] of bad) {
+      if (!('heartbeatMs' in params)) {
+        const r = await call(a.mcpUrl, a.token, 'events/poll', params as Record<string, unknown>);
+        assertRpcError(r, 200, code);
+        assert.equal(r.json.id, 1);
+      }
+      if ('maxEvents' in params) continue; // a poll's own parameter
+      const s = await call(a.mcpUrl, a.token, 'events/stream', params as Record<string, unknown>);
+      assertRpcError(s, 200, code);
+    }
+    // Deep nesting in params is refused before it is walked.
+    const deep = `${'{"d":'.repeat(5000)}1${'}'.repeat(5000)}`;
+    const nestedBody = `{"jsonrpc":"2.0","id":3,"method":"events/poll","params":{"name":"${NAME}","arguments":{"match":{"a":${deep}}},"_meta":${JSON.stringify(META)}}}`;
+    const nested = await post(nestedBody, modernHeaders('events/poll'));
+    assert.ok(nested.status === 400 || nested.json?.error, nested.text.slice(0, 200));
+    assert.notEqual(nested.status, 500);
+    // Authentication comes first, in the API's shape.
+    const anon = await api('', 'POST', a.mcpUrl, { body: body('server/discover'), headers: modernHeaders('server/discover') });
+    assert.equal(anon.status, 401);
+    assert.equal(anon.json.error.code, 'unauthorized');
+  });
+
+  it('the largest filter is served; one condition more is InvalidParams naming the limit', async () => {
+    const a = await createAddress(base);
+    await deliverOk(base, a, { type: 'job.done', data: { k0: 'v' } });
+    const list = await result(a.mcpUrl, a.token, 'events/list');
+    const maxTypes = list.events[0].inputSchema.properties.type.anyOf[1].maxItems as number;
+    const maxMatch = list.events[0].inputSchema.properties.match.anyOf[1].maxItems as number;
+    const types = Array.from({ length: maxTypes }, (_, i) => (i === 0 ? 'job.*' : `t${i}.${'x'.repeat(50)}`));
+    const match = Object.fromEntries(Array.from({ length: maxMatch }, (_, i) => [i === 0 ? 'data.k0' : `data.k${i}`, i === 0 ? 'v' : null]));
+    // data.kN = null never matches a missing path: only the first condition can hold, so use one at a time.
+    const p = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, arguments: { type: types, match: { 'data.k0': 'v' } } });
+    assert.equal(p.events.length, 1);
+    const allMatch = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, arguments: { type: types, match } });
+    assert.equal(allMatch.events.length, 0);
+    assert.equal(allMatch.cursor, '1', 'the scan still moved past the event');
+    const tooMany = await call(a.mcpUrl, a.token, 'events/poll', { name: NAME, arguments: { type: [...types, 'one.more'] } });
+    assertRpcError(tooMany, 200, -32602);
+    assert.match(tooMany.json.error.message, /at most/);
+  });
+
+  it('events/stream: active, the backlog and new events with their cursors, heartbeats with the position', async () => {
+    const a = await createAddress(base);
+    const first = await deliverOk(base, a, { type: 'a' });
+    const s = await openPush(a.mcpUrl, a.token, { name: NAME, cursor: null, heartbeatMs: 1000 }, 'sub-7');
+    try {
+      assert.equal(s.status, 200);
+      const active = await s.next((m) => m.method === 'notifications/events/active');
+      assert.equal(active.params.cursor, '0');
+      assert.equal(active.params.truncated, false);
+      assert.equal(active.params._meta['io.modelcontextprotocol/subscriptionId'], 'sub-7');
+      const e1 = await s.next(isEvent);
+      assert.equal(e1.params.eventId, first.id);
+      assert.equal(e1.params.cursor, '1');
+      assert.deepEqual(e1.params.data, first);
+      const second = await deliverOk(base, a, { type: 'b' });
+      const e2 = await s.next((m) => isEvent(m) && m.params.eventId === second.id);
+      assert.equal(e2.params.cursor, '2');
+      const hb = await s.next(isHeartbeat, 5000);
+      assert.equal(hb.params.cursor, '2');
+      assert.equal(hb.params._meta['io.modelcontextprotocol/subscriptionId'], 'sub-7');
+    } finally {
+      s.close();
+    }
+  });
+});
