@@ -8,7 +8,7 @@
 // - PostgreSQL: the delete NOTIFYs like the service's own, so every instance ends its waits on it;
 //   the PostgreSQL store keeps no address cache.
 
-import { existsSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -258,7 +258,16 @@ class SqliteAdmin implements AdminStore {
   }
 
   async backup(file: string): Promise<{ bytes: number }> {
-    if (existsSync(file)) throw new AdminError(`${file} exists: choose a new file (a backup never overwrites one)`);
+    // The copy holds every event, so it is created private (0600, like the store's own file)
+    // before SQLite writes a byte into it: an empty file is an empty database to SQLite, which
+    // keeps the file's mode; 'wx' also refuses an existing file without a race.
+    try {
+      closeSync(openSync(file, 'wx', 0o600));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new AdminError(`${file} exists: choose a new file (a backup never overwrites one)`);
+      throw new AdminError(`cannot create ${file}: ${(err as Error).message}`);
+    }
+    chmodSync(file, 0o600); // whatever the umask took away, nothing more than the owner's
     // SQLite's online backup API: page by page, restarting if the service writes in between, so
     // the copy is one consistent snapshot and the service keeps running.
     await this.db.backup(file);

@@ -3,7 +3,7 @@
 // its inbox, a long-poll held on the address).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -156,6 +156,8 @@ describe('return-address admin and backup', () => {
     const written = await writer;
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /backed up .* \(\d+ bytes\)/);
+    // The copy holds every event: private like the store itself, whatever the umask.
+    assert.equal(statSync(file).mode & 0o777, 0o600, `the backup's mode is ${(statSync(file).mode & 0o777).toString(8)}`);
     const copy = new Database(file, { readonly: true });
     try {
       assert.equal(copy.pragma('integrity_check', { simple: true }), 'ok');
