@@ -4,111 +4,14 @@
 // streams pass at once (no buffering), and the access log holds no inbox secret, no read token
 // and no query. Skipped, with the reason, where nginx is not installed (.ci/run installs it).
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { createTestStorage, freePort, type SpawnedService, STORE, sleep, spawnService } from '../helpers.js';
+import { call, edit, FIXTURES, nginxMissing, ROOT, runNginx } from '../nginx-harness.js';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const FIXTURES = join(ROOT, 'test/fixtures/tls');
-
-function nginxMissing(): string | false {
-  try {
-    execFileSync('nginx', ['-v'], { stdio: 'ignore' });
-    return false;
-  } catch {
-    return 'nginx is not installed (apt-get install -y nginx; .ci/run installs it)';
-  }
-}
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-}
-
-function call(origin: string, method: string, path: string, opts: { token?: string; json?: unknown; onData?: (chunk: string) => void } = {}): Promise<Answer> {
-  const url = new URL(/^https?:/.test(path) ? path : origin + path);
-  const body = opts.json === undefined ? undefined : JSON.stringify(opts.json);
-  const headers: Record<string, string> = {};
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  return new Promise((resolve, reject) => {
-    // The test's self-signed certificate (test/fixtures/tls) is not trusted: skip verification.
-    const req = request(url, { method, headers, rejectUnauthorized: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => {
-        text += c;
-        opts.onData?.(c);
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-/** Replaces `from` with `to` in a configuration, failing loudly when the file no longer has it. */
-function edit(conf: string, from: string | RegExp, to: string): string {
-  assert.ok(typeof from === 'string' ? conf.includes(from) : from.test(conf), `the nginx configuration no longer contains ${from}`);
-  return typeof from === 'string' ? conf.split(from).join(to) : conf.replace(from, to);
-}
-
-async function runNginx(dir: string, site: string, port: number): Promise<{ stop(): Promise<void>; checked: string }> {
-  for (const d of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(dir, d));
-  chmodSync(dir, 0o755); // the workers (nobody, when the master runs as root) use the temp paths
-  const conf = join(dir, 'nginx.conf');
-  writeFileSync(
-    conf,
-    `daemon off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/nginx-error.log warn;
-events { worker_connections 512; }
-http {
-  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
-${site}
-}
-`,
-  );
-  const test = spawnSync('nginx', ['-t', '-p', dir, '-c', conf], { encoding: 'utf8' });
-  const checked = `${test.stdout}${test.stderr}`.trim(); // nginx -t reports on stderr
-  assert.equal(test.status, 0, `nginx -t:\n${checked}`);
-  console.log(`  nginx -t: ${checked.replaceAll(dir, '<tmp>').split('\n').join(' | ')}`);
-  const proc = spawn('nginx', ['-p', dir, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  proc.stderr.on('data', (d: Buffer) => {
-    err += d.toString();
-  });
-  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
-  for (let i = 0; ; i++) {
-    const up = await call(`http://127.0.0.1:${port}`, 'GET', '/healthz').then(
-      () => true,
-      () => false,
-    );
-    if (up) break;
-    assert.ok(i < 200 && proc.exitCode === null, `nginx did not start: ${err}`);
-    await sleep(25);
-  }
-  return {
-    checked,
-    stop: async () => {
-      proc.kill('SIGQUIT');
-      await exited;
-    },
-  };
-}
-
-async function exercise(origin: string, svc: SpawnedService, accessLog: string): Promise<void> {
+async function exercise(origin: string, svc: SpawnedService, accessLog: string): Promise<string> {
   // Create through the proxy: every URL handed out names the public origin, and works there.
   const created = await call(origin, 'POST', '/api/v1/addresses', { json: { name: 'behind nginx' } });
   assert.equal(created.status, 201, created.text);
@@ -185,9 +88,36 @@ async function exercise(origin: string, svc: SpawnedService, accessLog: string):
       .join('\n')}`,
   );
   assert.ok(svc.proc.exitCode === null, 'the service is still up');
+  return bInbox;
 }
 
-describe(`nginx in front of the service (${STORE})`, { skip: nginxMissing() }, () => {
+/**
+ * With the service stopped, a sender gets the service's own shape through nginx: JSON 503 with
+ * Retry-After, not nginx's HTML 502; and neither log, at any level, holds the secret of the URL
+ * that failed (nginx's error lines quote the request line).
+ */
+async function upstreamDown(origin: string, svc: SpawnedService, inboxUrl: string, dir: string): Promise<void> {
+  svc.proc.kill('SIGTERM');
+  await svc.exited;
+  const secret = inboxUrl.slice(inboxUrl.lastIndexOf('/') + 1);
+  for (const path of [new URL(inboxUrl).pathname, `${new URL(inboxUrl).pathname}?token=aa_read_x`]) {
+    const r = await call(origin, 'POST', path, { json: { data: 'while down' } });
+    assert.equal(r.status, 503, r.text);
+    assert.match(String(r.headers['content-type']), /^application\/json/);
+    assert.equal(r.headers['retry-after'], '5');
+    const body = JSON.parse(r.text);
+    assert.equal(body.error.code, 'unavailable');
+    assert.deepEqual(Object.keys(body.error).sort(), ['code', 'message']);
+  }
+  await sleep(100);
+  for (const name of readdirSync(dir).filter((f) => f.endsWith('.log'))) {
+    const text = readFileSync(join(dir, name), 'utf8');
+    assert.ok(!text.includes(secret) && !text.includes('aa_ingress_') && !text.includes('aa_read_'), `${name} holds a credential:\n${text}`);
+  }
+  assert.match(readFileSync(join(dir, 'return-address.access.log'), 'utf8'), /"POST \/api\/v1\/inbox\/addr_\w+\/\[REDACTED\] HTTP\/1\.1" 503 .* upstream=502/);
+}
+
+describe(`nginx in front of the service (${STORE})`, { skip: nginxMissing(), timeout: 300_000 }, () => {
   it('deploy/nginx/return-address.conf: TLS, public URLs, long-polls and SSE pass, a secret-free access log', { timeout: 90_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ra-nginx-'));
     const storage = await createTestStorage();
@@ -209,7 +139,8 @@ describe(`nginx in front of the service (${STORE})`, { skip: nginxMissing() }, (
       try {
         const redirect = await call(`http://127.0.0.1:${httpPort}`, 'GET', '/api/v1/addresses');
         assert.equal(redirect.status, 301);
-        await exercise(origin, svc, join(dir, 'return-address.access.log'));
+        const inbox = await exercise(origin, svc, join(dir, 'return-address.access.log'));
+        await upstreamDown(origin, svc, inbox, dir);
       } finally {
         await nginx.stop();
       }
@@ -236,7 +167,8 @@ describe(`nginx in front of the service (${STORE})`, { skip: nginxMissing() }, (
       site = edit(site, '/var/log/nginx/', `${dir}/`);
       const nginx = await runNginx(dir, site, port);
       try {
-        await exercise(origin, svc, join(dir, 'return-address.access.log'));
+        const inbox = await exercise(origin, svc, join(dir, 'return-address.access.log'));
+        await upstreamDown(origin, svc, inbox, dir);
       } finally {
         await nginx.stop();
       }
