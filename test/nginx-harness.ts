@@ -1,5 +1,5 @@
 // nginx run for real in front of the service, for the tests of docs/deploy.md's configurations
-// (test/deploy/nginx-proxy.test.ts, test/stress/nginx-waiters.test.ts): a scratch prefix with its own
+// (test/deploy/nginx-proxy.test.ts): a scratch prefix with its own
 // logs and temp paths, the site file edited only where the test must (ports, paths), `nginx -t`
 // first. Loopback only.
 import assert from 'node:assert/strict';
