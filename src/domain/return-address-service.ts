@@ -11,7 +11,7 @@ import type { EventFilter } from './event-filter.js';
 import { EventReads } from './event-reads.js';
 import { EventStream, type StreamSink } from './event-stream.js';
 import { LongPoll, type PollCallback } from './long-poll.js';
-import { type AddressRecord, type Delivery, type EventInput, type EventRecord, type ListQuery, type NewEvent, type Page } from './model.js';
+import type { AddressRecord, Delivery, EventInput, EventRecord, ListQuery, NewEvent, Page } from './model.js';
 import type { Store, WakeupHub } from './ports.js';
 import { storedBytes } from './queue-quota.js';
 import { NO_SCREEN, refusedTrust, type SenderScreen } from './sender-screen.js';
