@@ -19,12 +19,14 @@ import { channelVerb } from './channel.js';
 import { CONSUME_HELP, consume } from './consume.js';
 import { forwardVerb } from './forward.js';
 import { loadSaved as readSavedFile, type Saved, SavedFileError, savedUrl, writeSaved } from './saved-file.js';
+import { senderPolicyVerb } from './sender-policy.js';
 import { signingSecretsVerb } from './signing-secrets.js';
 import type { CliVerb, VerbKit } from './verb.js';
 
 /** Verbs in files of their own: one registration line each. */
 const VERBS: Record<string, CliVerb> = {
   'signing-secrets': signingSecretsVerb,
+  policy: senderPolicyVerb,
   forward: forwardVerb,
   channel: channelVerb,
 };

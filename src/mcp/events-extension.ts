@@ -10,8 +10,8 @@ import { EVENT_STATE_NAMES, type EventFilter, isEmptyFilter, MAX_MATCH_CONDITION
 import type { AddressRecord, EventRecord } from '../domain/model.js';
 import { eventJson } from '../domain/representation.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import { Event } from '../http/schemas.js';
-import { UNTRUSTED_CONTENT } from './untrusted-content.js';
 
 export const EVENTS_EXTENSION = 'io.modelcontextprotocol/events';
 /** The catch-all event type: every event that lands on the address (narrowed by its arguments). */

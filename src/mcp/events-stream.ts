@@ -12,6 +12,7 @@ import { ApiError } from '../domain/errors.js';
 import type { EventStream } from '../domain/event-stream.js';
 import type { AddressRecord, EventRecord } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import {
   DEFAULT_HEARTBEAT_MS,
   EventsError,
@@ -24,7 +25,6 @@ import {
   readSubscription,
   truncatedAfter,
 } from './events-extension.js';
-import { UNTRUSTED_CONTENT } from './untrusted-content.js';
 
 /** One SSE message; JSON holds a raw line break only as whitespace between tokens, so it becomes a space. */
 const frame = (json: string) => `data: ${json.includes('\n') || json.includes('\r') ? json.replace(/[\r\n]/g, ' ') : json}\n\n`;

@@ -9,11 +9,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AddressRecord } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import { EVENTS_EXTENSION, EventsError, listEventTypes, pollEvents } from './events-extension.js';
 import type { EventStreams } from './events-stream.js';
 import type { McpToolServer } from './in-process.js';
 import { INSTRUCTIONS, SERVER_INFO } from './mcp-tools.js';
-import { UNTRUSTED_CONTENT } from './untrusted-content.js';
 
 export const MODERN_VERSION = '2026-07-28';
 export const MODERN_VERSIONS: readonly string[] = [MODERN_VERSION];

@@ -122,7 +122,7 @@ describe('return-address channel (a Claude Code channel)', () => {
     assert.equal(first.msg.params.meta.event_id, early.id);
     assert.equal(first.msg.params.meta.sequence, '1');
     assert.equal(first.msg.params.meta.address_id, a.id);
-    assert.match(first.msg.params.content, /^ci\.done \(event 1, ingress https, trust\.verified null\): \{"ok":true\}/);
+    assert.match(first.msg.params.content, /^ci\.done \(event 1, ingress inbox, trust\.verified null\): \{"ok":true\}/);
 
     // Latency: from the moment the delivery is sent to the notification on stdout.
     const latencies: number[] = [];
@@ -157,6 +157,20 @@ describe('return-address channel (a Claude Code channel)', () => {
     const later = (await deliver(svc.baseUrl, a, { type: 'later' })).json.event;
     const l = await again.next(isChannel);
     assert.equal(l.msg.params.meta.event_id, later.id);
+
+    // A capture whose GitHub signature failed (trust.verified false) is not pushed: the next event is.
+    const put = await api(svc.baseUrl, 'PUT', `/api/v1/addresses/${a.id}/signing-secrets`, { token: a.token, json: { github: 'the-real-secret' } });
+    assert.equal(put.status, 200, put.text);
+    const forged = await api(svc.baseUrl, 'POST', `/api/v1/hooks/${a.id}/${a.secret}`, {
+      body: '{"action":"closed"}',
+      headers: { 'content-type': 'application/json', 'x-github-event': 'pull_request', 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` },
+    });
+    assert.equal(forged.status, 202, forged.text);
+    const stored = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events?after=${forged.json.event.sequence - 1}&limit=1`, { token: a.token });
+    assert.equal(stored.json.events[0].trust.verified, false, 'the capture is stored, its signature failed');
+    const genuine = (await deliver(svc.baseUrl, a, { type: 'after.forgery' })).json.event;
+    const next = await again.next(isChannel);
+    assert.equal(next.msg.params.meta.event_id, genuine.id, 'the forged capture was skipped, the next event pushed');
     // The position is the named consumer's on the service.
     const consumers = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events?consumer=channel:claude&limit=1`, { token: a.token });
     assert.equal(consumers.status, 200);

@@ -234,7 +234,28 @@ describe('return-address CLI help', () => {
   );
   // Capitals that are no variable: metavariables of the usage lines, and words of the prose.
   const NOT_VARIABLES = new Set(['FILE', 'URL', 'JSON', 'CMD', 'VAR', 'SECRET', 'SCHEME', 'NAME', 'EVENT_ID', 'ADDRESS_ID', 'TYPE', 'TEXT']);
-  for (const w of ['TARGET', 'STATUS', 'SPEC', 'SECONDS', 'REPLACES', 'README', 'POST', 'PATH', 'METHOD']) NOT_VARIABLES.add(w);
+  for (const w of [
+    'TARGET',
+    'STATUS',
+    'SPEC',
+    'SECONDS',
+    'REPLACES',
+    'README',
+    'POST',
+    'PATH',
+    'METHOD',
+    'SIGTERM',
+    'SIGINT',
+    'SIGKILL',
+    'PID',
+    'TIME',
+    'ISO',
+    'SKIP',
+    'REPLACE',
+    'DOMAIN_OR_ADDRESS',
+    'POLICY',
+  ])
+    NOT_VARIABLES.add(w);
 
   it('names only settings the service reads and variables the CLI uses', async () => {
     assert.ok(settings.size >= 30 && cliVariables.has('RETURN_ADDRESS_URL') && cliVariables.has('RA_EVENT_ID'), 'the lists were read');
@@ -255,6 +276,7 @@ describe('return-address CLI help', () => {
       'signing-secrets',
       'forward',
       'channel',
+      'policy',
     ];
     let named = 0;
     for (const c of commands) {

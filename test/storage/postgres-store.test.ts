@@ -75,7 +75,7 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
       const tables = await c.query<{ t: string }>(`SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`);
       assert.deepEqual(
         tables.rows.map((r) => r.t),
-        ['addresses', 'approval_answers', 'approvals', 'consumers', 'event_blobs', 'events', 'rate_windows', 'schema_migrations'],
+        ['addresses', 'approval_answers', 'approvals', 'consumers', 'event_blobs', 'events', 'rate_windows', 'schema_migrations', 'sender_policies'],
       );
     });
     await s1.migrate(); // a later start is a no-op

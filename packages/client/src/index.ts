@@ -19,6 +19,9 @@ export type EventDeliveryResponse = S.EventDeliveryResponse;
 export type ErrorBody = S.ErrorBody;
 export type SigningSecretsBody = S.SigningSecretsBody;
 export type SigningSecretsResponse = S.SigningSecretsResponse;
+/** The address's sender policy (PUT …/sender-policy) and what GET answers. */
+export type SenderPolicy = S.SenderPolicyBody;
+export type SenderPolicyResponse = S.SenderPolicyResponse;
 
 /** A claim's lease on one event (POST …/claims). */
 export type Claim = S.Claim;
@@ -478,6 +481,27 @@ export class ReturnAddress {
    */
   setSigningSecrets(secrets: SigningSecretsBody): Promise<SigningSecretsResponse> {
     return request<SigningSecretsResponse>(this.fetch, 'PUT', `${this.base}/signing-secrets`, { token: this.token, json: secrets });
+  }
+
+  /** The address's sender policy (GET …/sender-policy): `sender_policy` null when none is set. */
+  senderPolicy(): Promise<SenderPolicyResponse> {
+    return request<SenderPolicyResponse>(this.fetch, 'GET', `${this.base}/sender-policy`, { token: this.token });
+  }
+
+  /** Sets (replaces) the sender policy (PUT …/sender-policy): deliveries that fail it are stored quarantined. */
+  setSenderPolicy(policy: SenderPolicy): Promise<SenderPolicyResponse> {
+    return request<SenderPolicyResponse>(this.fetch, 'PUT', `${this.base}/sender-policy`, { token: this.token, json: policy });
+  }
+
+  /** Removes the sender policy (DELETE …/sender-policy; idempotent). */
+  async deleteSenderPolicy(): Promise<void> {
+    await request<null>(this.fetch, 'DELETE', `${this.base}/sender-policy`, { token: this.token });
+  }
+
+  /** Releases a quarantined event (POST …/events/{id}/release): readable by default reads again. */
+  async release(eventId: string): Promise<Event> {
+    const body = await request<{ event: Event }>(this.fetch, 'POST', `${this.base}/events/${encodeURIComponent(eventId)}/release`, { token: this.token });
+    return body.event;
   }
 
   /** The exact bytes behind an event's `data.raw.url` (a large captured body kept outside the event). */
