@@ -2,37 +2,23 @@
 // it sets, shows and removes the sender policy, and releases a quarantined event, so an agent
 // needs no hand-written curl to lock its address to the senders it expects.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { type CliRun, runCli } from '../forward/cli-process.js';
 import { api, STORE, startTestService, type TestService } from '../helpers.js';
 
-function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; json: any }> {
-  const proc = spawn(process.execPath, ['bin/return-address.js', ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (d: Buffer) => {
-    stdout += d.toString();
-  });
-  proc.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  return new Promise((resolve) =>
-    proc.on('close', (code) => {
-      let json: unknown;
-      try {
-        json = stdout ? JSON.parse(stdout) : undefined;
-      } catch {
-        json = undefined;
-      }
-      resolve({ code, stdout, stderr, json });
-    }),
-  );
+/** The CLI's run, with stdout parsed as JSON when it is. */
+async function cli(args: string[], env: Record<string, string>): Promise<CliRun & { json: any }> {
+  const run = await runCli(args, env);
+  let json: unknown;
+  try {
+    json = run.stdout ? JSON.parse(run.stdout) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { ...run, json };
 }
 
 describe(`return-address policy (${STORE})`, () => {
