@@ -159,7 +159,25 @@ export async function main(): Promise<void> {
     }
     throw err;
   }
-  let running: RunningService;
+  // The handlers are in place before the service starts: it answers /readyz (HTTP listens) before
+  // start-up has finished, and a SIGTERM in that gap must still stop it gracefully, never kill it.
+  let running: RunningService | undefined;
+  let signalled = false;
+  const stop = (service: RunningService) =>
+    service.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        console.error('return-address: shutdown failed', err);
+        process.exit(1);
+      },
+    );
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      if (signalled) return;
+      signalled = true;
+      if (running !== undefined) void stop(running);
+    });
+  }
   try {
     running = await startService(config);
   } catch (err) {
@@ -170,24 +188,13 @@ export async function main(): Promise<void> {
     }
     throw err;
   }
+  const service = running;
+  // Asked to stop while it was starting: stop now that there is something to stop.
+  if (signalled) void stop(service);
   // A renewal hook (certbot --deploy-hook, systemd ExecReload) sends SIGHUP after replacing the
   // files. Only with STARTTLS on: otherwise SIGHUP keeps its default, so closing the terminal a
   // foreground service runs in still ends it instead of leaving it holding the ports.
-  if (config.smtpTlsCert !== undefined && config.smtpTlsKey !== undefined) process.on('SIGHUP', () => running.reloadTls());
-  let signalled = false;
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.on(signal, () => {
-      if (signalled) return;
-      signalled = true;
-      running.stop().then(
-        () => process.exit(0),
-        (err: unknown) => {
-          console.error('return-address: shutdown failed', err);
-          process.exit(1);
-        },
-      );
-    });
-  }
+  if (config.smtpTlsCert !== undefined && config.smtpTlsKey !== undefined) process.on('SIGHUP', () => service.reloadTls());
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
