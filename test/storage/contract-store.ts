@@ -44,6 +44,10 @@ export interface ContractStore {
    * so nothing is above it there.
    */
   storedCounters(addressId: string): Promise<Counters>;
+  /** The address row's counters alone (after `reopen`, a closed store has written every row). */
+  rowCounters(addressId: string): Promise<Counters>;
+  /** Closes the store (which writes every counter held in memory to its row) and opens it again. */
+  reopen(): Promise<void>;
   /** A recount of what the address holds, from the events and the blob rows themselves (not blob_bytes). */
   recount(addressId: string): Promise<Counters>;
   /** Rows of a query, the same SQL on both dialects (`?` placeholders). */
@@ -110,6 +114,17 @@ export function describeStoreContract(title: string, cases: readonly Case[]): vo
         );
         if (row === undefined) throw new Error(`no address ${addressId}`);
         return { events: Number(row.events), bytes: Number(row.bytes) };
+      },
+      async rowCounters(addressId) {
+        const [row] = await query<{ events: number | string; bytes: number | string }>('SELECT event_count AS events, event_bytes AS bytes FROM addresses WHERE id = ?', [
+          addressId,
+        ]);
+        if (row === undefined) throw new Error(`no address ${addressId}`);
+        return { events: Number(row.events), bytes: Number(row.bytes) };
+      },
+      async reopen() {
+        await store.close();
+        store = await openStore(loadConfig(storage.env));
       },
       async recount(addressId) {
         const [row] = await query<{ events: number | string; bytes: number | string | null }>(
