@@ -7,6 +7,7 @@ import { type ClaimRequest, newLeaseNonce } from '../../src/claims/claim-rules.j
 import { newEventId } from '../../src/domain/credentials.js';
 import { parseEventFilter } from '../../src/domain/event-filter.js';
 import type { OpenedStore } from '../../src/storage/open-store.js';
+import { onlyPostgres } from '../helpers.js';
 import { type ContractStore, describeStoreContract, newEvent, ROOMY } from './contract-store.js';
 
 const NO_FILTER = parseEventFilter({});
@@ -171,6 +172,18 @@ describeStoreContract('Store contract: claims', [
       );
       assert.equal(b.window?.examinedTo, 4);
       assert.equal(await c.store.claimEvents('addr_unknown', request(T)), null);
+    },
+  },
+  {
+    name: 'two instances, 25 claimers each, racing for 30 events: every event leased once',
+    skip: onlyPostgres && 'SQLite has one writing process by design; PostgreSQL instances claim from one database',
+    async run(c) {
+      const other = await c.openAnother();
+      const { addressId } = await queue(c, 30);
+      const batches = await Promise.all(Array.from({ length: 50 }, (_, i) => (i % 2 === 0 ? c.store : other).claimEvents(addressId, request(T, { max: 2 }))));
+      const leased = batches.flatMap((b) => b?.claims ?? []).map((x) => x.event.id);
+      assert.equal(leased.length, 30);
+      assert.equal(new Set(leased).size, 30);
     },
   },
 ]);
