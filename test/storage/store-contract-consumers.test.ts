@@ -4,6 +4,7 @@
 // per-address cap never passed by parallel new names, and a name already stored is never refused.
 import assert from 'node:assert/strict';
 import type { ConsumerPositions } from '../../src/consumers/consumer-positions.js';
+import { onlyPostgres } from '../helpers.js';
 import { describeStoreContract } from './contract-store.js';
 
 const T = 1_900_000_000_000;
@@ -89,6 +90,22 @@ describeStoreContract('Store contract: consumers', [
       assert.equal(await c.store.deleteAddress(a.id), true);
       assert.deepEqual(await c.store.consumers.list(a.id), []);
       assert.deepEqual(await c.query('SELECT name FROM consumers WHERE address_id = ?', [a.id]), []);
+    },
+  },
+  {
+    name: 'two instances seeking new names and one shared name at once: the cap holds, the shared name is stored once and never refused',
+    skip: onlyPostgres && 'SQLite has one writing process by design; PostgreSQL instances share the consumers table',
+    async run(c) {
+      const other = await c.openAnother();
+      const a = await c.address();
+      const seeks = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? c.store : other).consumers.seek(a.id, i < 20 ? `n${i}` : 'shared', i, T, 10));
+      const results = await Promise.all(seeks);
+      const rows = await c.store.consumers.list(a.id);
+      assert.equal(rows.length, 10);
+      const shared = results.slice(20);
+      if (rows.some((r) => r.name === 'shared')) assert.deepEqual(new Set(shared), new Set(['stored']), 'once stored, never refused');
+      else assert.deepEqual(new Set(shared), new Set(['too_many']));
+      assert.equal(results.filter((r) => r === 'stored').length, rows.some((r) => r.name === 'shared') ? 9 + 20 : 10);
     },
   },
 ]);
