@@ -21,7 +21,18 @@ import { newAddress, RATE } from './store-records.js';
 export const ROOMY: StoreLimits = { maxEventsPerAddress: 100_000, maxBytesPerAddress: 1 << 30 };
 
 export function newEvent(addressId: string, over: Partial<NewEvent> = {}): NewEvent {
-  return { id: newEventId(), addressId, type: 't', source: 's', data: '{"n":1}', metadata: null, dedupeKey: null, trust: INBOX_TRUST_JSON, createdAt: Date.now(), ...over };
+  return {
+    id: newEventId(),
+    addressId,
+    type: 't',
+    source: 's',
+    data: '{"n":1}',
+    metadata: null,
+    dedupeKey: null,
+    trust: INBOX_TRUST_JSON,
+    createdAt: Date.now(),
+    ...over,
+  };
 }
 
 /** An address's queue counters: events stored and their bytes (data, metadata and blobs). */
@@ -84,7 +95,12 @@ export function describeStoreContract(title: string, cases: readonly Case[]): vo
         await pgClient.connect();
       }
       let n = 0;
-      return (await pgClient.query(sql.replace(/\?/g, () => `$${++n}`), params)).rows as T[];
+      return (
+        await pgClient.query(
+          sql.replace(/\?/g, () => `$${++n}`),
+          params,
+        )
+      ).rows as T[];
     }
     const dialect = () => (storage.databaseUrl === undefined ? 'sqlite' : 'postgres');
 
@@ -118,9 +134,10 @@ export function describeStoreContract(title: string, cases: readonly Case[]): vo
         return { events: Number(row.events), bytes: Number(row.bytes) };
       },
       async rowCounters(addressId) {
-        const [row] = await query<{ events: number | string; bytes: number | string }>('SELECT event_count AS events, event_bytes AS bytes FROM addresses WHERE id = ?', [
-          addressId,
-        ]);
+        const [row] = await query<{ events: number | string; bytes: number | string }>(
+          'SELECT event_count AS events, event_bytes AS bytes FROM addresses WHERE id = ?',
+          [addressId],
+        );
         if (row === undefined) throw new Error(`no address ${addressId}`);
         return { events: Number(row.events), bytes: Number(row.bytes) };
       },

@@ -99,7 +99,9 @@ describeStoreContract('Store contract: parallel appends', [
       const other = await c.openAnother();
       const a = await c.address();
       const rs = await Promise.all(
-        Array.from({ length: 100 }, (_, i) => (i % 2 === 0 ? c.store : other).appendEvent(newEvent(a.id, { dedupeKey: i % 4 === 0 ? `k${i % 8}` : null }), ROOMY)),
+        Array.from({ length: 100 }, (_, i) =>
+          (i % 2 === 0 ? c.store : other).appendEvent(newEvent(a.id, { dedupeKey: i % 4 === 0 ? `k${i % 8}` : null }), ROOMY),
+        ),
       );
       const created = createdEvents(rs);
       // 25 appends carry a key k0 or k4 (i % 8 is 0 or 4): two events; the 75 others: 75 events.

@@ -100,10 +100,7 @@ describeStoreContract('Store contract: approval step', [
           Array.from({ length: max }, (_, i) => i + 1),
         );
         assert.deepEqual(got.answers.map((x) => x.eventId).sort(), created.map((e) => e.id).sort());
-        assert.deepEqual(
-          created.map((e) => e.dedupeKey).sort(),
-          got.answers.map((x) => `\u0001approval:${a.id}:${x.n}`).sort(),
-        );
+        assert.deepEqual(created.map((e) => e.dedupeKey).sort(), got.answers.map((x) => `\u0001approval:${a.id}:${x.n}`).sort());
         assert.equal((await c.store.listEvents(a.addressId, 0, 100, PAGE_BYTES))?.events.length, max);
       }
     },

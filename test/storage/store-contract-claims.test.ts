@@ -48,7 +48,11 @@ describeStoreContract('Store contract: claims', [
       assert.equal(leased.length, 120);
       for (const b of batches) {
         const seqs = (b?.claims ?? []).map((x) => x.event.sequence);
-        assert.deepEqual(seqs, [...seqs].sort((x, y) => x - y), 'a batch is in sequence order');
+        assert.deepEqual(
+          seqs,
+          [...seqs].sort((x, y) => x - y),
+          'a batch is in sequence order',
+        );
       }
       for (const x of claimed) {
         assert.equal(x.event.deliveryCount, 1);
