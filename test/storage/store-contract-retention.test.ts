@@ -74,6 +74,11 @@ describeStoreContract('Store contract: retention and exact counters', [
       for (let i = 0; i < 10; i++) events.push(await created(c, newEvent(a.id, { data: JSON.stringify('z'.repeat(i)) })));
       for (let i = 0; i < 6; i++) await c.store.ackEvent(a.id, events[i]!.id, 10_000 + i);
       assert.equal(await c.store.deleteAcknowledgedBefore(10_003, 2), 2, 'a batch of 2');
+      assert.deepEqual(
+        (await c.store.listEvents(a.id, 0, 100, PAGE_BYTES))?.events.map((e) => e.sequence),
+        [3, 4, 5, 6, 7, 8, 9, 10],
+        'the earliest acknowledged go first',
+      );
       assert.equal(await c.store.deleteAcknowledgedBefore(10_003, 2), 1, 'the cutoff is exclusive: acked at 10,003 stays');
       assert.equal(await c.store.deleteAcknowledgedBefore(10_003, 2), 0);
       const left = (await c.store.listEvents(a.id, 0, 100, PAGE_BYTES))?.events.map((e) => e.sequence);
