@@ -66,11 +66,17 @@ describeStoreContract('Store contract: approval step', [
     name: 'answer once: the event carries the step key, the approval is decided and keeps the answer; a second answer and a cancel are refused',
     async run(c) {
       const a = await approval(c);
-      const r = await take(c, step('respond', a, T + 1_000));
+      const s = step('respond', a, T + 1_000);
+      const r = await take(c, s);
       assert.ok(r.kind === 'created');
       assert.equal(r.event.dedupeKey, `\u0001approval:${a.id}:1`);
-      assert.equal(r.event.type, 'approval.decided');
       assert.equal(r.event.sequence, 1);
+      const { id, type, source, data, trust, createdAt } = s.event;
+      assert.deepEqual(
+        { id: r.event.id, type: r.event.type, source: r.event.source, data: r.event.data, trust: r.event.trust, createdAt: r.event.createdAt },
+        { id, type, source, data, trust, createdAt },
+        'the event as the step gave it',
+      );
       const got = await state(c, a);
       assert.deepEqual(
         { status: got.approval.status, responses: got.approval.responses, closedAt: got.approval.closedAt },
