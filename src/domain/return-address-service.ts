@@ -2,7 +2,6 @@
 // No HTTP and no SQL here: it speaks to a Store and a WakeupHub and throws ApiErrors.
 
 import { type BlobName, blobBytes, type StoredBlob } from '../blobs/event-blob.js';
-import { ClaimService } from '../claims/claim-service.js';
 import { bearerToken, WRONG_TOKEN } from './bearer-token.js';
 import { ADDRESS_ID_RE, EVENT_ID_RE, hashSecret, newAddressId, newEventId, newInboxSecret, newReadToken, newSlug, secretMatches } from './credentials.js';
 import { inboxDedupeKey } from './dedupe-key.js';
@@ -69,8 +68,6 @@ export class ReturnAddressService {
   private readonly reads: EventReads;
   /** Told about deliveries, commits, signatures and approvals (the metrics set it; a no-op otherwise). */
   observer: ServiceObserver = NO_OBSERVER;
-  /** Claims for several workers on one address (src/claims). */
-  readonly claims: ClaimService;
   /** Judges email and capture deliveries against the address's sender policy (src/sender-policy sets it; none by default). */
   screen: SenderScreen = NO_SCREEN;
 
@@ -80,7 +77,6 @@ export class ReturnAddressService {
     private readonly opts: ServiceOptions,
     private readonly now: () => number = Date.now,
   ) {
-    this.claims = new ClaimService(store, hub, now);
     this.reads = new EventReads(store);
   }
 

@@ -44,8 +44,7 @@ export function registerClaimTools(server: McpServer, ctx: ToolContext, run: Run
   const Claim = z.object({ event, lease_id: z.string(), lease_expires_at: z.string(), delivery_count: z.number().int().min(1) });
   const ClaimResult = z.object({ claims: z.array(Claim) });
   const SettleResult = z.object({ event: event.optional(), lease_expires_at: z.string().optional() });
-  const { service, address } = ctx;
-  const claims = service.claims;
+  const { claims, address } = ctx;
 
   server.registerTool(
     'claim_events',

@@ -3,7 +3,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import type { ClaimBatch } from '../../claims/claim-rules.js';
-import { ClaimBody, ClaimResponse, ExtendBody, ExtendResponse, LeaseParams, NackBody } from '../../claims/claim-schemas.js';
 import type { ClaimInput } from '../../claims/claim-service.js';
 import { eventJson } from '../../domain/representation.js';
 import { sendJsonText } from '../json-text.js';
@@ -11,6 +10,7 @@ import { OPTIONAL_BODY } from '../openapi-document.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, BEARER, EventResponse, errorResponses } from '../schemas.js';
+import { ClaimBody, ClaimResponse, ExtendBody, ExtendResponse, LeaseParams, NackBody } from './claim-schemas.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -29,10 +29,9 @@ const emptyBodyIsObject = async (request: { body: unknown }) => {
 };
 
 export const claimRoutes =
-  ({ service }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ service, claims }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
     const auth = requireReadToken(service);
-    const claims = service.claims;
 
     app.post(
       '/api/v1/addresses/:addressId/claims',

@@ -7,7 +7,6 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import { Consumers } from '../../consumers/consumers.js';
 import { clientKey } from '../../domain/client-key.js';
 import { ApiError, errorBody, INTERNAL_MESSAGE } from '../../domain/errors.js';
 import type { EventStream } from '../../domain/event-stream.js';
@@ -110,10 +109,9 @@ interface OpenStream {
 }
 
 export const eventStreamRoutes =
-  ({ service, config, store }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ service, config, consumers }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
     const auth = requireReadToken(service);
-    const consumers = new Consumers(store);
     const streams = new Set<OpenStream>();
     const perAddress = new StreamCounts(config.maxStreamsPerAddress);
     const perClient = new StreamCounts(config.maxStreamsPerClient);

@@ -57,9 +57,10 @@ function takeAnyContentType(request: FastifyRequest, _reply: FastifyReply, done:
 const budgets = new WeakMap<AppDeps['config'], InflightCaptureBudget>();
 
 export const hookRoutes =
-  ({ service, capture, config, store }: AppDeps): FastifyPluginAsyncTypebox =>
+  (deps: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
-    const controls = clientControls(config, store);
+    const { service, capture, config } = deps;
+    const controls = clientControls(deps);
     const bodyLimit = config.maxCaptureBytes;
     let inflight = budgets.get(config);
     if (!inflight) budgets.set(config, (inflight = new InflightCaptureBudget(config.maxInflightCaptureBytes)));
