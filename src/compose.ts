@@ -9,6 +9,7 @@ import { ClientDeliveryLimit } from './abuse/client-delivery-limit.js';
 import { buildApp } from './app.js';
 import { ApprovalService } from './approvals/approval-service.js';
 import { Capture } from './capture/capture.js';
+import { InflightCaptureBudget } from './capture/inflight-budget.js';
 import { ClaimService } from './claims/claim-service.js';
 import type { Config } from './config.js';
 import { Consumers } from './consumers/consumers.js';
@@ -57,6 +58,7 @@ export async function compose(config: Config, log: FastifyBaseLogger): Promise<C
     store,
     service,
     capture: new Capture(service, signingSecrets, { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes }),
+    captureBudget: new InflightCaptureBudget(config.maxInflightCaptureBytes),
     signingSecrets,
     senderPolicies,
     claims: new ClaimService(store, hub),

@@ -2,6 +2,7 @@ import type { BlockList } from '../abuse/block-list.js';
 import type { ClientDeliveryLimit } from '../abuse/client-delivery-limit.js';
 import type { ApprovalService } from '../approvals/approval-service.js';
 import type { Capture } from '../capture/capture.js';
+import type { InflightCaptureBudget } from '../capture/inflight-budget.js';
 import type { ClaimService } from '../claims/claim-service.js';
 import type { Config } from '../config.js';
 import type { Consumers } from '../consumers/consumers.js';
@@ -18,6 +19,8 @@ export interface AppDeps {
   service: ReturnAddressService;
   /** The capture URL's rules over `service` and `signingSecrets`. */
   capture: Capture;
+  /** Capture bytes being received by all requests at once (MAX_INFLIGHT_CAPTURE_BYTES): one per service, every capture route shares it. */
+  captureBudget: InflightCaptureBudget;
   /** The sealed per-address signing secrets over `store`: the capture checks signatures with them, their route replaces them. */
   signingSecrets: SigningSecrets;
   /** The addresses' sender policies (src/sender-policy/): their routes, and the screen the service asks. */

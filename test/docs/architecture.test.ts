@@ -150,6 +150,23 @@ describe('the maps of the code', () => {
     for (const room of arrows.keys()) visit(room, []);
   });
 
+  it('the store, the hub and every service are built in one place, src/compose.ts', () => {
+    const walk = (dir: string): string[] =>
+      readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? walk(`${dir}/${e.name}`) : e.name.endsWith('.ts') ? [`${dir}/${e.name}`] : [],
+      );
+    // What a running service holds one of: built twice, two routes would count, wait or cap apart.
+    const once =
+      /new (?:ReturnAddressService|ApprovalService|ClaimService|Consumers|SenderPolicies|SigningSecrets|Capture|InProcessWakeupHub|InflightCaptureBudget|ClientDeliveryLimit|BlockList)\(|(?<!function )\bopenStore\(/g;
+    let inCompose = 0;
+    for (const file of walk('src')) {
+      const built = [...read(file).matchAll(once)].map((m) => m[0]);
+      if (file === 'src/compose.ts') inCompose = built.length;
+      else assert.deepEqual(built, [], `${file} builds ${built.join(', ')}: only src/compose.ts builds the service's parts`);
+    }
+    assert.ok(inCompose >= 10, `src/compose.ts builds only ${inCompose} of the parts: has the form changed?`);
+  });
+
   it('every pointer at design.md names one of its sections, in quotes, and none points at the old spec', () => {
     const sections = designSections();
     assert.ok(sections.length >= 20, `design.md has only ${sections.length} sections`);
