@@ -2,11 +2,11 @@
 // the claim service (src/claims), with the HTTP routes' JSON shapes.
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
+import { claimResponseJson } from '../claims/claim-representation.js';
 import { CLAIM_LIMITS } from '../claims/claim-rules.js';
 import { claimInput, nackInput } from '../claims/claim-service.js';
 import { ApiError } from '../domain/errors.js';
 import { eventJson } from '../domain/representation.js';
-import { claimResponseJson } from '../http/routes/claims.js';
 import type { RunTool, ToolContext } from './mcp-tools.js';
 
 const L = CLAIM_LIMITS;

@@ -2,7 +2,7 @@
 // one of them at a time.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
-import type { ClaimBatch } from '../../claims/claim-rules.js';
+import { claimResponseJson } from '../../claims/claim-representation.js';
 import type { ClaimInput } from '../../claims/claim-service.js';
 import { eventJson } from '../../domain/representation.js';
 import { sendJsonText } from '../json-text.js';
@@ -13,16 +13,6 @@ import { AddressParams, BEARER, EventResponse, errorResponses } from '../schemas
 import { ClaimBody, ClaimResponse, ExtendBody, ExtendResponse, LeaseParams, NackBody } from './claim-schemas.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
-
-/** ClaimResponse as JSON text (events rendered from their stored JSON, as pages are). */
-export function claimResponseJson(batch: ClaimBatch): string {
-  return `{"claims":[${batch.claims
-    .map(
-      (c) =>
-        `{"event":${eventJson(c.event)},"lease_id":"${c.leaseId}","lease_expires_at":"${iso(c.leaseExpiresAt)}","delivery_count":${c.event.deliveryCount ?? 1}}`,
-    )
-    .join(',')}]}`;
-}
 
 const emptyBodyIsObject = async (request: { body: unknown }) => {
   if (request.body === undefined) request.body = {};
