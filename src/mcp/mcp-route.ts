@@ -13,8 +13,6 @@
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { approvalServiceOf } from '../approvals/approval-service.js';
-import { Consumers } from '../consumers/consumers.js';
 import { ApiError, internalErrorBody } from '../domain/errors.js';
 import { METHOD_NOT_ALLOWED_REF } from '../http/openapi-document.js';
 import { sendApiError, toApiError } from '../http/plugins/api-error-handler.js';
@@ -158,9 +156,7 @@ function acceptsStreamableHttp(accept: string | undefined): boolean {
 export const mcpRoutes =
   (deps: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
-    const { config, service } = deps;
-    const approvals = approvalServiceOf(deps);
-    const consumers = new Consumers(deps.store);
+    const { config, service, approvals, consumers, claims } = deps;
     const streams = new EventStreams(service, config.baseUrl, config.maxStreamsPerAddress);
     // An open events/stream is not an idle connection: end each with its final frame before closing.
     app.addHook('preClose', (done) => {
@@ -237,6 +233,7 @@ export const mcpRoutes =
               toolServer({
                 service,
                 consumers,
+                claims,
                 address,
                 emailDomain: config.emailDomain,
                 signal: left.signal,
@@ -279,6 +276,7 @@ export const mcpRoutes =
         const server = buildMcpServer({
           service,
           consumers,
+          claims,
           address,
           emailDomain: config.emailDomain,
           signal: gone.signal,

@@ -16,6 +16,7 @@ import type { FastifyBaseLogger } from 'fastify';
 // TypeBox schemas, so the two ways in cannot disagree.
 import { z } from 'zod';
 import type { ApprovalService } from '../approvals/approval-service.js';
+import type { ClaimService } from '../claims/claim-service.js';
 import { MAX_MCP_WAIT_SECONDS } from '../config.js';
 import { type Consumers, consumerName } from '../consumers/consumers.js';
 import { ApiError, errorBody, internalErrorBody } from '../domain/errors.js';
@@ -214,6 +215,8 @@ const WaitResult = z.object({
 export interface ToolContext {
   service: ReturnAddressService;
   consumers: Consumers;
+  /** claim_events and settle_claim (claim-tools.ts). */
+  claims: ClaimService;
   address: AddressRecord;
   emailDomain: string;
   /** Aborts when the HTTP client goes away: long waits end then. */
