@@ -7,7 +7,7 @@ import { claimInput, nackInput } from '../claims/claim-service.js';
 import { ApiError } from '../domain/errors.js';
 import { eventJson } from '../domain/representation.js';
 import { claimResponseJson } from '../http/routes/claims.js';
-import type { RunTool, ToolContext } from './mcp-tools.js';
+import type { RunTool, ToolContext } from './tool-context.js';
 
 const L = CLAIM_LIMITS;
 const int = (r: { min: number; max: number; default: number }, what: string) =>
