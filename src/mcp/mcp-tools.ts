@@ -23,7 +23,7 @@ import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import { EventsQuery } from '../http/schemas.js';
 import { registerApprovalTools } from './approval-tools.js';
 import { registerClaimTools } from './claim-tools.js';
-import { EVENT_TOOLS, jsonResult, TrustOutput } from './event-results.js';
+import { AddressOutput, EVENT_TOOLS, EventOutput, jsonResult } from './event-results.js';
 import { ResultBudget, storedBytes } from './result-budget.js';
 import { registerSenderPolicyTools } from './sender-policy-tools.js';
 import type { RunTool, ToolContext } from './tool-context.js';
@@ -156,34 +156,10 @@ const WaitForEventInput = z.strictObject({
   consumer: ConsumerArg,
 });
 
-// ---- output schemas: the API's shapes, loose on formats so any deployment's values pass ----
+// ---- output schemas: the API's shapes, derived from its TypeBox schemas (event-results.ts) ----
 
-const Address = z.object({
-  id: z.string().describe('addr_…'),
-  slug: z.string(),
-  name: z.string(),
-  taskId: z.string().optional(),
-  email: z.string().describe('Inbound email address of this address.'),
-  createdAt: z.string().describe('ISO 8601 date-time.'),
-  expiresAt: z.string().describe('ISO 8601 date-time; deliveries are refused after it.'),
-});
-
-const Event = z.object({
-  id: z.string().describe('evt_…'),
-  address_id: z.string(),
-  sequence: z.number().int().min(1).describe('Orders events within the address: 1, 2, 3… without gaps.'),
-  type: z.string(),
-  source: z.string().describe('"https" for HTTP deliveries by default, "email" for inbound mail; an inbox sender sets it at will.'),
-  trust: TrustOutput,
-  data: z.unknown().describe('Any JSON value; null when the delivery had none.'),
-  metadata: z.record(z.string(), z.string()).optional(),
-  dedupe_key: z.string().optional(),
-  created_at: z.string().describe('ISO 8601 date-time.'),
-  acknowledged_at: z.string().optional().describe('ISO 8601 date-time; present once acknowledged.'),
-  delivery_count: z.number().int().min(0).optional().describe('How many times claim_events handed the event out; present once claimed.'),
-  dead_at: z.string().optional().describe('ISO 8601 date-time; present once the event is dead (never claimed again).'),
-  dead_reason: z.string().optional(),
-});
+const Address = AddressOutput;
+const Event = EventOutput;
 
 const AddressResponse = z.object({ address: Address });
 const EventPage = z.object({
