@@ -199,18 +199,18 @@ export function readInteger(params: Record<string, unknown>, key: string, min: n
 
 /**
  * One occurrence as JSON text: {eventId, name, timestamp, data: Event[, cursor]}. The Event is
- * spliced in as stored, so its numbers keep every digit. One whose JSON exceeds MAX_PAYLOAD_BYTES
- * carries `data.data = {omitted: true, size, raw: {url}}` instead of its data: the URL answers that
- * one event in full with the same bearer token.
+ * spliced in as stored, so its numbers keep every digit. One whose occurrence would exceed
+ * MAX_PAYLOAD_BYTES (the whole occurrence, envelope included, as a stream frame or webhook body
+ * carries it) carries `data.data = {omitted: true, size, raw: {url}}` instead of its data: the URL
+ * answers that one event in full with the same bearer token, held in quarantine or not (state=all).
  */
 export function occurrenceJson(e: EventRecord, name: string, baseUrl: string, withCursor: boolean): string {
-  let json = eventJson(e);
-  if (Buffer.byteLength(json) > MAX_PAYLOAD_BYTES) {
-    const url = `${baseUrl}/api/v1/addresses/${e.addressId}/events?after=${e.sequence - 1}&limit=1`;
-    json = eventJson({ ...e, data: JSON.stringify({ omitted: true, size: Buffer.byteLength(e.data), raw: { url } }) });
-  }
   const cursor = withCursor ? `,"cursor":"${e.sequence}"` : '';
-  return `{"eventId":"${e.id}","name":"${name}","timestamp":"${new Date(e.createdAt).toISOString()}","data":${json}${cursor}}`;
+  const occurrence = (json: string) => `{"eventId":"${e.id}","name":"${name}","timestamp":"${new Date(e.createdAt).toISOString()}","data":${json}${cursor}}`;
+  const full = occurrence(eventJson(e));
+  if (Buffer.byteLength(full) <= MAX_PAYLOAD_BYTES) return full;
+  const url = `${baseUrl}/api/v1/addresses/${e.addressId}/events?after=${e.sequence - 1}&limit=1&state=all`;
+  return occurrence(eventJson({ ...e, data: JSON.stringify({ omitted: true, size: Buffer.byteLength(e.data), raw: { url } }) }));
 }
 
 /** events/poll: the page after the cursor, as the result's JSON text. */

@@ -222,6 +222,18 @@ describe('MCP 2026-07-28 and the Events extension', () => {
     const r = await api(base, 'GET', d.data.raw.url, { token: a.token });
     assert.equal(r.status, 200);
     assert.deepEqual(r.json.events[0], big);
+    // The bound is on the whole occurrence: an Event just under 256 KiB whose envelope takes it over is a reference too.
+    const LIMIT = 256 * 1024;
+    const probe = await deliverOk(base, a, { type: 'edge', data: { blob: 'x'.repeat(1000) } });
+    const overhead = Buffer.byteLength(JSON.stringify(probe)) - 1000;
+    const edge = await deliverOk(base, a, { type: 'edge', data: { blob: 'x'.repeat(LIMIT - overhead - 20) } });
+    assert.ok(Buffer.byteLength(JSON.stringify(edge)) <= LIMIT, 'the Event itself is within the bound');
+    const all = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: '0' });
+    for (const o of all.events) assert.ok(Buffer.byteLength(JSON.stringify(o)) <= LIMIT, `occurrence of ${o.eventId} within 256 KiB`);
+    const edgeOcc = all.events.find((o: any) => o.eventId === edge.id);
+    assert.equal(edgeOcc.data.data.omitted, true);
+    assert.deepEqual((await api(base, 'GET', edgeOcc.data.data.raw.url, { token: a.token })).json.events[0], edge);
+    assert.deepEqual(all.events.find((o: any) => o.eventId === probe.id).data, probe, 'a small event is carried whole');
   });
 
   it('tools/list and tools/call answer as in 2025-11-25, with the revision fields', async () => {
