@@ -211,6 +211,37 @@ describe('MCP 2026-07-28 and the Events extension', () => {
     }
   });
 
+  it('an event held in quarantine right after the cursor is not a gap: truncated stays false', async () => {
+    const a = await createAddress(base);
+    const put = await api(base, 'PUT', `/api/v1/addresses/${a.id}/sender-policy`, { token: a.token, json: { capture: { require_signature: true } } });
+    assert.equal(put.status, 200, put.text);
+    const first = await deliverOk(base, a, { type: 'before' });
+    // An unsigned capture fails require_signature: stored at sequence 2, held, skipped by default reads.
+    const held = await api('', 'POST', a.body.endpoints.hook_url, { body: '{"ok":true}', headers: { 'content-type': 'application/json' } });
+    assert.equal(held.status, 202, held.text);
+    const third = await deliverOk(base, a, { type: 'after' });
+    const p = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: String(first.sequence) });
+    assert.deepEqual(
+      p.events.map((e: any) => e.eventId),
+      [third.id],
+    );
+    assert.equal(p.truncated, false, JSON.stringify(p));
+    const quarantined = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: String(first.sequence), arguments: { state: 'quarantined' } });
+    assert.deepEqual(
+      quarantined.events.map((e: any) => e.eventId),
+      [held.json.event.id],
+    );
+    assert.equal(quarantined.truncated, false);
+    const s = await openPush(a.mcpUrl, a.token, { name: NAME, cursor: String(first.sequence) });
+    try {
+      const active = await s.next((m) => m.method === 'notifications/events/active');
+      assert.equal(active.params.truncated, false);
+      assert.equal((await s.next(isEvent)).params.eventId, third.id);
+    } finally {
+      s.close();
+    }
+  });
+
   it('a payload over 256 KiB carries a reference that answers the whole event', async () => {
     const a = await createAddress(base);
     const big = await deliverOk(base, a, { type: 'big', data: { blob: 'x'.repeat(300 * 1024) } });
