@@ -229,8 +229,8 @@ export async function pollEvents(
     { after: start.after, limit, wait: 0, maxBytes: POLL_PAGE_BYTES, ...(sub.filter ? { filter: sub.filter } : {}) },
     signal,
   );
-  // "Now" skips nothing; otherwise retention after the start shows in the page, or one read tells.
-  const truncated = start.truncated || (sub.cursor !== null && (await prunedBefore(service, address, start.after, page.events[0], sub.filter !== undefined)));
+  // Retention after the start shows in the page, or one read tells.
+  const truncated = start.truncated || (await prunedBefore(service, address, start.after, page.events[0], sub.filter !== undefined));
   const events = page.events.map((e) => occurrenceJson(e, sub.name, baseUrl, false)).join(',');
   return (
     `{"resultType":"complete","events":[${events}],"cursor":"${page.nextCursor}","truncated":${truncated},` +
