@@ -7,7 +7,7 @@ import { CLAIM_LIMITS } from '../claims/claim-rules.js';
 import { claimInput, nackInput } from '../claims/claim-service.js';
 import { ApiError } from '../domain/errors.js';
 import { eventJson } from '../domain/representation.js';
-import type { RunTool, ToolContext } from './mcp-tools.js';
+import type { RunTool, ToolContext } from './tool-context.js';
 
 const L = CLAIM_LIMITS;
 const int = (r: { min: number; max: number; default: number }, what: string) =>

@@ -196,8 +196,9 @@ export const mcpRoutes =
                 "`invalid_request` / `invalid_json` in the API's error body: a wrong Accept or MCP-Protocol-Version header, " +
                 `a batch of more than ${MAX_MCP_BATCH} messages, malformed JSON, an unknown query parameter. ` +
                 'A JSON-RPC error (-32600 Invalid Request, id null): JSON that is not a JSON-RPC message, or an empty batch; revision ' +
-                '2026-07-28: -32020 when the MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with the body, ' +
-                '-32022 (data.supported) for a protocol version in _meta this server does not speak.',
+                '2026-07-28: -32602 when params._meta lacks the protocol version or clientCapabilities, -32020 when the ' +
+                'MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with the body, -32022 (data.supported) ' +
+                'for a protocol version this server does not speak.',
               anyOf: [ErrorBody, JsonRpcError],
             },
           },
