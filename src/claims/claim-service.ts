@@ -8,6 +8,7 @@ import type { AddressRecord, EventRecord } from '../domain/model.js';
 import type { Store, WakeupHub } from '../domain/ports.js';
 import { STORABLE_TEXT_RE } from '../domain/storable-text.js';
 import { CLAIM_LIMITS, type ClaimBatch, leaseEventId, newLeaseNonce, type Settlement } from './claim-rules.js';
+import { ClaimRounds } from './claim-rounds.js';
 import { type ClaimCallback, ClaimWait } from './claim-wait.js';
 
 /** A claim as the API takes it (defaults filled in by the caller's schema, or by `claimInput`). */
@@ -62,6 +63,9 @@ export function nackInput(raw: Partial<Record<keyof NackInput, unknown>>, param 
 }
 
 export class ClaimService {
+  /** Claims of an address asking the same thing share a statement that finds nothing (claim-rounds.ts). */
+  private readonly rounds = new ClaimRounds();
+
   constructor(
     private readonly store: Store,
     private readonly hub: WakeupHub,
@@ -77,19 +81,25 @@ export class ClaimService {
   claim(address: AddressRecord, input: ClaimInput, callback: ClaimCallback): ClaimWait {
     const filter = parseEventFilter({ type: input.type, match: input.match });
     const deadline = input.wait > 0 ? this.now() + input.wait * 1000 : undefined;
-    const claimOnce = async (after: number): Promise<ClaimBatch> => {
-      const batch = await this.store.claimEvents(address.id, {
-        max: input.max,
-        leaseMs: input.lease_seconds * 1000,
-        maxDeliveries: input.max_deliveries,
-        filter,
-        nonce: newLeaseNonce(),
-        now: this.now(),
-        after,
-      });
-      if (!batch) throw notFound('Address');
-      return batch;
-    };
+    const filterKey = JSON.stringify(filter);
+    const claimOnce = (after: number): Promise<ClaimBatch> =>
+      this.rounds.run(
+        `${address.id} ${after} ${filterKey}`,
+        async () => {
+          const batch = await this.store.claimEvents(address.id, {
+            max: input.max,
+            leaseMs: input.lease_seconds * 1000,
+            maxDeliveries: input.max_deliveries,
+            filter,
+            nonce: newLeaseNonce(),
+            now: this.now(),
+            after,
+          });
+          if (!batch) throw notFound('Address');
+          return batch;
+        },
+        () => wait.live,
+      );
     const wait = new ClaimWait(this.hub, address.id, claimOnce, deadline, this.now, callback);
     wait.start();
     return wait;

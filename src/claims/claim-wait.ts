@@ -38,6 +38,7 @@ export class ClaimWait implements Follow<ClaimBatch> {
   /** Open events and bytes examined since the claim began (a claim that answers at once stops at the scan's bounds). */
   private examined = 0;
   private examinedBytes = 0;
+  private ended = false;
 
   constructor(
     hub: WakeupHub,
@@ -57,7 +58,13 @@ export class ClaimWait implements Follow<ClaimBatch> {
 
   /** The client went away. Leases a read is making now run out and are claimed again: at least once. */
   cancel(): void {
+    this.ended = true;
     this.follower.cancel();
+  }
+
+  /** False once the claim was answered or its client went away: a statement for it would lease what nobody answers. */
+  get live(): boolean {
+    return !this.ended;
   }
 
   /** @internal Follow */
@@ -102,6 +109,7 @@ export class ClaimWait implements Follow<ClaimBatch> {
 
   /** @internal Follow */
   end(reason: FollowEnd, err?: unknown): void {
+    this.ended = true;
     if (reason === 'failed') this.callback(err, undefined);
     else this.callback(undefined, this.latest);
   }
