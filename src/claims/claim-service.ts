@@ -7,8 +7,8 @@ import { parseEventFilter } from '../domain/event-filter.js';
 import type { AddressRecord, EventRecord } from '../domain/model.js';
 import type { Store, WakeupHub } from '../domain/ports.js';
 import { STORABLE_TEXT_RE } from '../domain/storable-text.js';
-import { CLAIM_LIMITS, type ClaimBatch, leaseEventId, newLeaseNonce, type Settlement } from './claim-rules.js';
 import { ClaimRounds } from './claim-rounds.js';
+import { CLAIM_LIMITS, type ClaimBatch, leaseEventId, newLeaseNonce, type Settlement } from './claim-rules.js';
 import { type ClaimCallback, ClaimWait } from './claim-wait.js';
 
 /** A claim as the API takes it (defaults filled in by the caller's schema, or by `claimInput`). */
