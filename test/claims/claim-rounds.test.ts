@@ -6,19 +6,18 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ClaimService, claimInput } from '../../src/claims/claim-service.js';
 import { loadConfig } from '../../src/config.js';
-import type { Store } from '../../src/domain/ports.js';
 import { ReturnAddressService } from '../../src/domain/return-address-service.js';
-import { openStore } from '../../src/storage/open-store.js';
+import { type OpenedStore, openStore } from '../../src/storage/open-store.js';
 import { InProcessWakeupHub } from '../../src/wakeup/wakeup-hub.js';
 import { createTestStorage, range, STORE, sleep, type TestStorage, within } from '../helpers.js';
 
 describe(`waiting claims share a statement that finds nothing (${STORE})`, () => {
   let storage: TestStorage;
-  let store: Store;
+  let store: OpenedStore;
   let config: ReturnType<typeof loadConfig>;
   let statements = 0;
   /** The real store, its claim statements counted. */
-  let counted: Store;
+  let counted: OpenedStore;
 
   before(async () => {
     storage = await createTestStorage();
@@ -27,7 +26,7 @@ describe(`waiting claims share a statement that finds nothing (${STORE})`, () =>
     counted = new Proxy(store, {
       get(target, prop) {
         if (prop === 'claimEvents') {
-          return (...args: Parameters<Store['claimEvents']>) => {
+          return (...args: Parameters<OpenedStore['claimEvents']>) => {
             statements++;
             return target.claimEvents(...args);
           };
@@ -56,7 +55,12 @@ describe(`waiting claims share a statement that finds nothing (${STORE})`, () =>
           return b;
         }),
       );
-      await sleep(300); // every claim has read nothing and waits
+      // Every claim has read nothing and waits on the hub (a condition, not a time: a busy machine is slow).
+      const allWaiting = (async () => {
+        while (hub.size() < 200) await sleep(5);
+        return true;
+      })();
+      assert.equal(await within(allWaiting, 30_000, () => false), true, `200 claims wait (${hub.size()} do)`);
       statements = 0;
       const delivered: string[] = [];
       for (const n of range(1, 20)) {
