@@ -565,7 +565,7 @@ describe(`approvals over MCP (${STORE})`, () => {
         return r.structuredContent as Record<string, any>;
       };
       const { approval } = await call('request_approval', {
-        question: 'Merge PR #42?',
+        question: 'Merge the release branch?',
         options: [
           { id: 'merge', label: 'Merge' },
           { id: 'close', label: 'Close' },

@@ -1,4 +1,4 @@
-// Per-client limits key IPv6 on a prefix (IPV6_PREFIX_BITS, issue 27): the owner of a /64 is one client.
+// Per-client limits key IPv6 on a prefix (IPV6_PREFIX_BITS), since one host owns a whole prefix: the owner of a /64 is one client.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { clientKey } from '../../src/domain/client-key.js';

@@ -1,4 +1,4 @@
-// The words before a link decide its kind (issue 32): bare URLs in plain text as anchors in HTML,
+// The words before a link decide its kind, which is what an agent opens the mail for: bare URLs in plain text as anchors in HTML,
 // unsubscribe and verify words in German, French, Spanish, Portuguese and Japanese, and a short
 // credential under its own name. Each case is one line of a real mail's shape.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// MAX_BYTES_PER_ADDRESS (issue 21.7): an address holds a bounded number of bytes, not only a bounded
+// MAX_BYTES_PER_ADDRESS, so a few huge events cannot fill a disk: an address holds a bounded number of bytes, not only a bounded
 // number of events. Past it the oldest acknowledged events are pruned, as few as make room; when the
 // acknowledged events cannot make room the delivery is 429 queue_full; an event bigger than the whole
 // quota is 413. Checked over HTTP on both stores, with a small quota.

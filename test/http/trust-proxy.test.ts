@@ -1,4 +1,4 @@
-// X-Forwarded-For is believed only as far as TRUST_PROXY says (issue 21.5): with the old "trust
+// X-Forwarded-For is believed only as far as TRUST_PROXY says, so a client cannot dodge the create limit: with the old "trust
 // every hop", a client sending its own header got a fresh IP per request and so a fresh create
 // limit. Here the test is the one trusted proxy (loopback), and the client spoofs the header.
 import assert from 'node:assert/strict';

@@ -199,7 +199,7 @@ describe('the /inspect page across a service restart', { skip: noChromium }, () 
       await p.waitForSelector('#status[data-state="reconnecting"]', { timeout: 5000 });
       await sleep(1500); // a few failed reconnects: the page backs off
       svc = await spawnService({}, storage, { port, smtpPort });
-      // Delivered before the page is back: it must fetch these from the queue, after #3.
+      // Delivered before the page is back: it must fetch these from the queue, after sequence 3.
       for (const i of range(4, 6)) await deliver(svc.baseUrl, a, { data: { i } });
       await p.waitForSelector('#status[data-state="live"]', { timeout: 15_000 });
       await p.waitForSelector('#events article[data-sequence="6"]', { timeout: 3000 });
