@@ -3,17 +3,18 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { parseEventFilter } from '../../src/domain/event-filter.js';
-import { type Addr, api, createAddress, deliver, listEvents, range, sleep, startTestService, type TestService } from '../helpers.js';
+import { type Addr, api, createAddress, deliver, listEvents, range, sleep } from '../helpers.js';
+import { type InjectedService, startInjectedService } from '../inject.js';
 
 /** A waiting claim's wait, and the bound a wake must beat: half of it, so a wake by the wait's end fails. */
 const WAIT_SECONDS = 20;
 const HALF_WAIT_MS = (WAIT_SECONDS * 1000) / 2;
 
 describe('claims', () => {
-  let svc: TestService;
+  let svc: InjectedService;
   let base: string;
   before(async () => {
-    svc = await startTestService();
+    svc = await startInjectedService();
     base = svc.baseUrl;
   });
   after(() => svc.stop());
@@ -22,7 +23,7 @@ describe('claims', () => {
   const settle = (a: Addr, lease: string, verb: string, json?: unknown) =>
     api(base, 'POST', `/api/v1/addresses/${a.id}/claims/${lease}/${verb}`, { token: a.token, ...(json === undefined ? {} : { json }) });
   const seqs = (r: { json: { claims: { event: { sequence: number } }[] } }) => r.json.claims.map((c) => c.event.sequence);
-  const dead = async (a: Addr) => (await svc.running.store.scanEvents(a.id, 0, parseEventFilter({ state: 'dead' }), 100, 1 << 20))!.events;
+  const dead = async (a: Addr) => (await svc.store.scanEvents(a.id, 0, parseEventFilter({ state: 'dead' }), 100, 1 << 20))!.events;
 
   it('leases the oldest claimable events once each; ack, extend and nack go through the lease; a superseded lease gets 409 lease_lost', async () => {
     const a = await createAddress(base);
