@@ -24,7 +24,7 @@ const seqs = (page: { json: { events: { sequence: number }[] } }) => page.json.e
 
 /** Resolves once `svc` holds `n` open long-polls (the waiter is registered; a wake cannot be missed). */
 async function waitersOn(svc: TestService, n: number): Promise<void> {
-  const until = Date.now() + 5000;
+  const until = Date.now() + 20_000; // a bound for a waiter that never registers, not a speed claim
   while (svc.running.hub.size() !== n) {
     if (Date.now() > until) assert.fail(`expected ${n} waiting long-polls, have ${svc.running.hub.size()}`);
     await sleep(2);
@@ -163,7 +163,8 @@ describe('two instances on one PostgreSQL database', { skip: onlyPostgres }, () 
     const r = await waiting;
     assert.equal(r.status, 404);
     assert.equal(r.json.error.code, 'not_found');
-    assert.ok(performance.now() - t0 < 2000, 'the wait ended on the deletion, not on its timeout');
+    // The wait is 20 s: ending in under half of it is ending on the deletion, however busy the machine.
+    assert.ok(performance.now() - t0 < 10_000, 'the wait ended on the deletion, not on its timeout');
     await waitersOn(b, 0);
   });
 
