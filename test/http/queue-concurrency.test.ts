@@ -126,7 +126,8 @@ describe('queue under concurrency', () => {
     const r = await waiting;
     assert.equal(r.status, 404);
     assert.equal(r.json.error.code, 'not_found');
-    assert.ok(performance.now() - t0 < 5000);
+    // At once means on the deletion, not at the 20 s wait's end: under half of it holds on a busy machine.
+    assert.ok(performance.now() - t0 < 10_000);
   });
 
   it('a client that gives up on a long-poll frees its waiter', async () => {
@@ -157,7 +158,7 @@ describe('shutdown', () => {
       assert.equal(r.status, 200, r.text);
       assert.deepEqual(r.json, { events: [], next_cursor: i === 0 ? 1 : 0, has_more: false });
     }
-    assert.ok(performance.now() - t0 < 5000, 'shutdown did not wait for the long-polls to time out');
+    assert.ok(performance.now() - t0 < 10_000, 'shutdown did not wait for the 20 s long-polls to time out');
     await stopping;
   });
 });
