@@ -32,6 +32,7 @@ import { inspectRoutes } from './http/routes/inspect.js';
 import { signingSecretRoutes } from './http/routes/signing-secrets.js';
 import { COMPONENT_SCHEMAS, DOCUMENT_TAGS } from './http/schemas.js';
 import { JsonRpcError, MCP_DOCUMENT_ONLY, mcpRoutes } from './mcp/mcp-route.js';
+import { rotationRoutes } from './rotation/rotation-routes.js';
 import { senderPolicyRoutes } from './sender-policy/sender-policy-routes.js';
 import { SENDER_POLICY_COMPONENT_SCHEMAS } from './sender-policy/sender-policy-schemas.js';
 import { WriteHealth } from './storage/store-unavailable.js';
@@ -151,5 +152,6 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   await app.register(consumerRoutes(deps));
   await app.register(approvalRoutes(deps));
   await app.register(senderPolicyRoutes(deps));
+  await app.register(rotationRoutes(deps));
   return app;
 }
