@@ -66,7 +66,10 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   let smtp: SmtpListener | undefined;
   let metricsListener: MetricsListener | undefined;
   try {
-    app = await buildApp({ config, store, service, capture, signingSecrets, senderPolicies, credentials: openedStore.credentials, metrics }, { loggerInstance: log });
+    app = await buildApp(
+      { config, store, service, capture, signingSecrets, senderPolicies, credentials: openedStore.credentials, metrics },
+      { loggerInstance: log },
+    );
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe(
         (addressId) => hub.notify(addressId),

@@ -61,7 +61,10 @@ export async function startInjectedService(env: Record<string, string> = {}, sto
     const capture = new Capture(service, signingSecrets, { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes });
     const senderPolicies = new SenderPolicies(openedStore.senderPolicies);
     service.screen = senderPolicies;
-    const app = await buildApp({ config, store, service, capture, signingSecrets, senderPolicies, credentials: openedStore.credentials }, { loggerInstance: log });
+    const app = await buildApp(
+      { config, store, service, capture, signingSecrets, senderPolicies, credentials: openedStore.credentials },
+      { loggerInstance: log },
+    );
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe(
         (addressId) => hub.notify(addressId),

@@ -18,6 +18,7 @@ import { ASK_HELP, ask } from './ask.js';
 import { channelVerb } from './channel.js';
 import { CONSUME_HELP, consume } from './consume.js';
 import { forwardVerb } from './forward.js';
+import { rotateVerb } from './rotate.js';
 import { loadSaved as readSavedFile, type Saved, SavedFileError, savedUrl, writeSaved } from './saved-file.js';
 import { senderPolicyVerb } from './sender-policy.js';
 import { signingSecretsVerb } from './signing-secrets.js';
@@ -27,6 +28,7 @@ import type { CliVerb, VerbKit } from './verb.js';
 const VERBS: Record<string, CliVerb> = {
   'signing-secrets': signingSecretsVerb,
   policy: senderPolicyVerb,
+  rotate: rotateVerb,
   forward: forwardVerb,
   channel: channelVerb,
 };

@@ -22,6 +22,8 @@ export type SigningSecretsResponse = S.SigningSecretsResponse;
 /** The address's sender policy (PUT …/sender-policy) and what GET answers. */
 export type SenderPolicy = S.SenderPolicyBody;
 export type SenderPolicyResponse = S.SenderPolicyResponse;
+/** What POST …/rotate answers: the new credentials, shown once. */
+export type RotateCredentialsResponse = S.RotateResponse;
 
 /** A claim's lease on one event (POST …/claims). */
 export type Claim = S.Claim;
@@ -272,9 +274,10 @@ function rememberEventSources(page: EventPage): EventPage {
 export class ReturnAddress {
   readonly url: string;
   readonly id: string;
-  readonly token: string;
-  /** The secret delivery URL; known when this client created the address or was given the create response. */
-  readonly inboxUrl: string | undefined;
+  /** The read token; rotate() replaces it when it rotates the token. */
+  token: string;
+  /** The secret delivery URL; known when this client created the address or was given the create response (rotate() replaces it). */
+  inboxUrl: string | undefined;
   /** The create response, when this client has it. */
   readonly created: CreateAddressResponse | undefined;
   /** Sequence of the last event this client consumed; waitFor and events() start after it by default. */
@@ -481,6 +484,20 @@ export class ReturnAddress {
    */
   setSigningSecrets(secrets: SigningSecretsBody): Promise<SigningSecretsResponse> {
     return request<SigningSecretsResponse>(this.fetch, 'PUT', `${this.base}/signing-secrets`, { token: this.token, json: secrets });
+  }
+
+  /**
+   * Replaces a leaked inbox secret, read token or both (POST …/rotate): the old one is refused from
+   * the answer on; the address and its queue stay. This client switches to the new read token and
+   * inbox URL; persist the answer, the new credentials are shown only this once. Not retried: a
+   * retry after a lost answer would rotate again (and a lost new token cannot be recovered).
+   */
+  async rotate(what: { inboxSecret?: boolean; readToken?: boolean }): Promise<RotateCredentialsResponse> {
+    const json = { inbox_secret: what.inboxSecret === true, read_token: what.readToken === true };
+    const body = await request<RotateCredentialsResponse>(this.fetch, 'POST', `${this.base}/rotate`, { token: this.token, json });
+    if (body.credentials.read_token !== undefined) this.token = body.credentials.read_token;
+    if (body.endpoints.inbox_url !== undefined) this.inboxUrl = body.endpoints.inbox_url;
+    return body;
   }
 
   /** The address's sender policy (GET …/sender-policy): `sender_policy` null when none is set. */

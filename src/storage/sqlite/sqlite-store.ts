@@ -193,7 +193,11 @@ export class SqliteStore implements Store {
     });
     this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
     this.senderPolicies = new SqliteSenderPolicies(this.db, () => this.durable());
-    this.credentials = new SqliteRotation(this.db, () => this.durable(), (id) => this.cache.forget(id, true));
+    this.credentials = new SqliteRotation(
+      this.db,
+      () => this.durable(),
+      (id) => this.cache.forget(id, true),
+    );
     // Room for both limits: the shortest run of oldest acknowledged events that frees enough
     // events and bytes, or QueueFull (the savepoint undoes nothing, since nothing was written).
     this.appendAfterPrune = this.db.transaction((e: NewEvent, c: BatchCounters, size: number, needEvents: number, needBytes: number) => {
