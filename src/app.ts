@@ -5,6 +5,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { CLAIM_COMPONENT_SCHEMAS } from './claims/claim-schemas.js';
 import { consumerRoutes } from './consumers/consumer-routes.js';
 import { ERROR_CATALOGUE } from './domain/errors.js';
+import { epochHeadersHook } from './epoch/epoch-headers.js';
 import { finishDocument } from './http/openapi-document.js';
 import { clientErrorHandler } from './http/plugins/client-error-handler.js';
 import { refuseUnsafeDeletePaths } from './http/plugins/delete-path.js';
@@ -86,6 +87,8 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   suspendSocketTimeoutWhileHandling(app, config.socketTimeoutMs);
   app.addHook('onRequest', requireHostHeader);
   app.addHook('onRequest', refuseUnsafeDeletePaths);
+  // Every events page and claim answer says the store's epoch and the address's last sequence.
+  app.addHook('onSend', epochHeadersHook(deps.epochs, app.log));
   deps.metrics?.registerHttpHooks(app);
 
   await app.register(swagger, {

@@ -67,7 +67,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   let metricsListener: MetricsListener | undefined;
   try {
     app = await buildApp(
-      { config, store, service, capture, signingSecrets, senderPolicies, credentials: openedStore.credentials, metrics },
+      { config, store, service, capture, signingSecrets, senderPolicies, credentials: openedStore.credentials, epochs: openedStore.epochs, metrics },
       { loggerInstance: log },
     );
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {

@@ -62,7 +62,7 @@ export async function startInjectedService(env: Record<string, string> = {}, sto
     const senderPolicies = new SenderPolicies(openedStore.senderPolicies);
     service.screen = senderPolicies;
     const app = await buildApp(
-      { config, store, service, capture, signingSecrets, senderPolicies, credentials: openedStore.credentials },
+      { config, store, service, capture, signingSecrets, senderPolicies, credentials: openedStore.credentials, epochs: openedStore.epochs },
       { loggerInstance: log },
     );
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {

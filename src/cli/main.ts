@@ -55,6 +55,7 @@ Commands:
   ask        ask a person: an approval page's URL on stderr, their answer's event on stdout
   admin      operator commands on the store itself: list, show, delete, stats
   backup     copy the SQLite store to a file while the service runs
+  restore    put a backup back (service stopped); gives the store a new epoch
 ${Object.entries(VERBS)
   .map(([name, v]) => `  ${name.padEnd(10)} ${v.summary}`)
   .join('\n')}
@@ -131,6 +132,7 @@ async function run(argv: string[]): Promise<number> {
   // The operator's commands open the store itself (SQLite, pg): loaded only when asked for.
   if (command === 'admin') return (await import('./admin.js')).adminCommand(rest);
   if (command === 'backup') return (await import('./backup.js')).backupCommand(rest);
+  if (command === 'restore') return (await import('./restore.js')).restoreCommand(rest);
   const verb = Object.hasOwn(VERBS, command) ? VERBS[command] : undefined;
   if (verb !== undefined) {
     if (rest.includes('--help') || rest.includes('-h')) {

@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { Store } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { SigningSecrets } from '../domain/signing-secrets.js';
+import type { EpochStore } from '../epoch/epoch-store.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { CredentialStore } from '../rotation/rotation-store.js';
 import type { SenderPolicies } from '../sender-policy/sender-policies.js';
@@ -20,6 +21,8 @@ export interface AppDeps {
   senderPolicies: SenderPolicies;
   /** The store's credential columns (src/rotation/): POST …/rotate replaces them. */
   credentials: CredentialStore;
+  /** The store's epoch and last sequences (src/epoch/): events pages, claims and streams carry them. */
+  epochs: EpochStore;
   /** Set when METRICS_PORT is: the HTTP layer counts refusals the service never sees (413 on the body limit). */
   metrics?: ServiceMetrics | undefined;
 }

@@ -2,6 +2,7 @@
 import { join, resolve } from 'node:path';
 import type { Config } from '../config.js';
 import type { Log, Store } from '../domain/ports.js';
+import type { EpochStore } from '../epoch/epoch-store.js';
 import type { CredentialStore } from '../rotation/rotation-store.js';
 import type { SenderPolicyStore } from '../sender-policy/sender-policy-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
@@ -9,7 +10,7 @@ import { SqliteStore } from './sqlite/sqlite-store.js';
 export const SQLITE_FILE = 'return-address.sqlite';
 
 /** A store as the composition opens it: the Store port, and the stores of rooms that own their port beside it. */
-export type OpenedStore = Store & { readonly senderPolicies: SenderPolicyStore; readonly credentials: CredentialStore };
+export type OpenedStore = Store & { readonly senderPolicies: SenderPolicyStore; readonly credentials: CredentialStore; readonly epochs: EpochStore };
 
 export async function openStore(config: Config, log?: Log): Promise<OpenedStore> {
   if (config.databaseUrl !== undefined) {

@@ -6,6 +6,7 @@ import type { ClaimBatch } from '../../claims/claim-rules.js';
 import { ClaimBody, ClaimResponse, ExtendBody, ExtendResponse, LeaseParams, NackBody } from '../../claims/claim-schemas.js';
 import type { ClaimInput } from '../../claims/claim-service.js';
 import { eventJson } from '../../domain/representation.js';
+import { EPOCH_RESPONSE_HEADERS } from '../../epoch/epoch-headers.js';
 import { sendJsonText } from '../json-text.js';
 import { OPTIONAL_BODY } from '../openapi-document.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
@@ -53,7 +54,7 @@ export const claimRoutes =
           params: AddressParams,
           [OPTIONAL_BODY]: true,
           body: ClaimBody,
-          response: { 200: ClaimResponse, ...errorResponses(401, 404, 413, 415) },
+          response: { 200: { ...ClaimResponse, headers: EPOCH_RESPONSE_HEADERS }, ...errorResponses(401, 404, 413, 415) },
         },
       },
       (request, reply) => {

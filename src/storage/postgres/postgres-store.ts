@@ -36,6 +36,7 @@ import { type EventFilter, SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-fi
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
 import { type Log, SILENT_LOG, type Store, StoreClosedError, type StoreLimits } from '../../domain/ports.js';
 import { retryAfterSeconds, staleRateWindowsBefore, windowStartOf } from '../../domain/rate-window.js';
+import type { EpochStore } from '../../epoch/epoch-store.js';
 import type { CredentialStore } from '../../rotation/rotation-store.js';
 import type { SenderPolicyStore } from '../../sender-policy/sender-policy-store.js';
 import { APPROVAL_COLUMNS, type ApprovalAnswerRow, type ApprovalRow, approvalValues, toAnswer, toApproval } from '../approval-rows.js';
@@ -58,6 +59,7 @@ import { ChangeListener, type ListenerState } from './change-listener.js';
 import { runMigrations } from './migrator.js';
 import { PostgresClaims } from './postgres-claims.js';
 import { PostgresConsumerPositions } from './postgres-consumers.js';
+import { PostgresEpoch } from './postgres-epoch.js';
 import { PostgresRotation } from './postgres-rotation.js';
 import { PostgresSenderPolicies } from './postgres-sender-policies.js';
 
@@ -143,6 +145,8 @@ export class PostgresStore implements Store {
   readonly consumers: ConsumerPositions;
   /** Sender policies (src/sender-policy/), beside the Store port rather than in it. */
   readonly senderPolicies: SenderPolicyStore;
+  /** The store epoch and last sequences (epoch/, postgres-epoch.ts). */
+  readonly epochs: EpochStore;
   /** Credential rotation (rotation/, postgres-rotation.ts). */
   readonly credentials: CredentialStore;
   private readonly clientConfig: pg.ClientConfig;
@@ -185,6 +189,7 @@ export class PostgresStore implements Store {
     this.consumers = new PostgresConsumerPositions(this.pool);
     this.senderPolicies = new PostgresSenderPolicies(this.pool);
     this.credentials = new PostgresRotation(this.pool);
+    this.epochs = new PostgresEpoch(this.readPool);
     this.claims = new PostgresClaims(this.readPool, this.pool, CHANGE_CHANNEL);
     this.log = opts.log ?? SILENT_LOG;
     let idleConnectionsLost = 0;

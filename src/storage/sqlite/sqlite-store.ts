@@ -33,6 +33,7 @@ import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEven
 import { type Log, SILENT_LOG, type Store, StoreClosedError, type StoreLimits } from '../../domain/ports.js';
 import { roomToFree, storedBytes } from '../../domain/queue-quota.js';
 import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
+import type { EpochStore } from '../../epoch/epoch-store.js';
 import type { CredentialStore } from '../../rotation/rotation-store.js';
 import type { SenderPolicyStore } from '../../sender-policy/sender-policy-store.js';
 import { APPROVAL_COLUMNS, type ApprovalAnswerRow, type ApprovalRow, approvalValues, toAnswer, toApproval } from '../approval-rows.js';
@@ -56,6 +57,7 @@ import { EventVisibility } from './event-visibility.js';
 import { GroupCommit, GroupCommitStats, type ItemOutcome } from './group-commit.js';
 import { SqliteClaims } from './sqlite-claims.js';
 import { SqliteConsumerPositions } from './sqlite-consumers.js';
+import { SqliteEpoch } from './sqlite-epoch.js';
 import { migrateSqlite } from './sqlite-migrations.js';
 import { type QueueCounters, SqliteQueueCounters } from './sqlite-queue-counters.js';
 import { type QueueTotals, SqliteQueueTotals } from './sqlite-queue-totals.js';
@@ -130,6 +132,8 @@ export class SqliteStore implements Store {
   readonly consumers: ConsumerPositions;
   /** Sender policies (src/sender-policy/), beside the Store port rather than in it. */
   readonly senderPolicies: SenderPolicyStore;
+  /** The store epoch and last sequences (epoch/, sqlite-epoch.ts). */
+  readonly epochs: EpochStore;
   /** Credential rotation (rotation/, sqlite-rotation.ts). */
   readonly credentials: CredentialStore;
   readonly path: string;
@@ -193,6 +197,7 @@ export class SqliteStore implements Store {
     });
     this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
     this.senderPolicies = new SqliteSenderPolicies(this.db, () => this.durable());
+    this.epochs = new SqliteEpoch(this.db);
     this.credentials = new SqliteRotation(
       this.db,
       () => this.durable(),
