@@ -209,7 +209,11 @@ export class PostgresStore implements Store {
   }
 
   async ping(): Promise<void> {
-    await this.pool.query('SELECT 1');
+    // Reachable is not enough: a database in recovery or read-only answers reads and refuses writes.
+    const r = await this.pool.query<{ writable: boolean }>("SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off' AS writable");
+    if (!r.rows[0]?.writable) throw Object.assign(new Error('the database takes no writes (read-only or in recovery)'), { name: 'StoreNotWritable' });
+    // The database is back while the LISTEN connection waits out its backoff: reconnect it now.
+    await this.listener?.reconnectNow();
     const down = this.listener?.status().downSince;
     if (down !== undefined && Date.now() - down > LISTENER_DOWN_UNREADY_MS) {
       throw new Error('the LISTEN connection is down; cross-instance wake-ups would be late');
