@@ -405,6 +405,9 @@ export class ReturnAddress {
     let position: number | undefined = opts.after ?? (named ? undefined : this.cursor);
     const retryDelay = opts.retryDelayMs ?? 1000;
     const handled = this.handledIds;
+    // Only a re-read after a new epoch skips handled ids: an event handled but not committed (a
+    // stopped run) comes again, as at-least-once says.
+    let skipHandled = false;
     for (;;) {
       if (opts.signal?.aborted) return;
       const wait = opts.idleSeconds ?? MAX_WAIT_SECONDS;
@@ -430,13 +433,14 @@ export class ReturnAddress {
       const meta = pageEpoch(page);
       if (!named && meta && this.epoch !== undefined && meta.epoch !== this.epoch) {
         this.epoch = meta.epoch;
+        skipHandled = true;
         position = 0;
         this.cursor = 0;
         await opts.onCommit?.(0);
         continue;
       }
       for (const [i, event] of page.events.entries()) {
-        if (handled.has(event.id)) {
+        if (skipHandled && handled.has(event.id)) {
           position = i === page.events.length - 1 ? page.next_cursor : event.sequence;
           if (!named) this.cursor = position;
           continue;
