@@ -34,6 +34,7 @@ import { signingSecretRoutes } from './http/routes/signing-secrets.js';
 import { COMPONENT_SCHEMAS, DOCUMENT_TAGS } from './http/schemas.js';
 import { JsonRpcError, MCP_DOCUMENT_ONLY, mcpRoutes } from './mcp/mcp-route.js';
 import { rotationRoutes } from './rotation/rotation-routes.js';
+import type { CredentialStore } from './rotation/rotation-store.js';
 import { senderPolicyRoutes } from './sender-policy/sender-policy-routes.js';
 import { SENDER_POLICY_COMPONENT_SCHEMAS } from './sender-policy/sender-policy-schemas.js';
 import { WriteHealth } from './storage/store-unavailable.js';
@@ -45,7 +46,10 @@ export interface BuildAppOptions {
   loggerInstance?: FastifyBaseLogger;
 }
 
-export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promise<FastifyInstance> {
+/** What the app is built from: the HTTP layer's deps and the rooms above it (the credential columns POST …/rotate replaces). */
+export type AppParts = AppDeps & { credentials: CredentialStore };
+
+export async function buildApp(deps: AppParts, opts: BuildAppOptions = {}): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: loggerOptions(config.logLevel) }),

@@ -5,7 +5,6 @@ import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { SigningSecrets } from '../domain/signing-secrets.js';
 import type { EpochStore } from '../epoch/epoch-store.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
-import type { CredentialStore } from '../rotation/rotation-store.js';
 import type { SenderPolicies } from '../sender-policy/sender-policies.js';
 
 /** What the HTTP layer is built from. */
@@ -19,8 +18,6 @@ export interface AppDeps {
   signingSecrets: SigningSecrets;
   /** The addresses' sender policies (src/sender-policy/): their routes, and the screen the service asks. */
   senderPolicies: SenderPolicies;
-  /** The store's credential columns (src/rotation/): POST …/rotate replaces them. */
-  credentials: CredentialStore;
   /** The store's epoch and last sequences (src/epoch/): events pages, claims and streams carry them. */
   epochs: EpochStore;
   /** Set when METRICS_PORT is: the HTTP layer counts refusals the service never sees (413 on the body limit). */
