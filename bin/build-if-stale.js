@@ -3,8 +3,23 @@
 // walk of src/'s modification times against dist/.build-stamp (written by scripts/copy-assets.mjs
 // after every build): a few milliseconds. An installed package has no src/ and is never rebuilt.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, constants, existsSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+/** sysexits' EX_CONFIG: systemd's Restart=on-failure can be told not to loop on it (RestartPreventExitStatus=78). */
+export const EX_CONFIG = 78;
+
+/** Whether this process may write `path` (or, when it does not exist yet, create it in its nearest existing parent). */
+function writable(path) {
+  let p = path;
+  while (!existsSync(p) && dirname(p) !== p) p = dirname(p);
+  try {
+    accessSync(p, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 function newestMtime(path) {
   const st = statSync(path);
@@ -32,10 +47,20 @@ export function staleReason(packageDir) {
 export function buildIfStale(packageDir) {
   const reason = staleReason(packageDir);
   if (reason === undefined) return;
+  // Under a hardened unit (ProtectSystem=strict, a read-only checkout) the build cannot write: one
+  // clear line and EX_CONFIG, not a compiler's EACCES stack and a restart loop.
+  const client = join(packageDir, 'packages', 'client');
+  const outputs = [join(packageDir, 'dist'), ...(existsSync(client) ? [join(client, 'dist'), join(client, 'src', 'generated')] : [])];
+  const readOnly = outputs.find((o) => !writable(o));
+  if (readOnly !== undefined) {
+    console.error(
+      `return-address: ${reason}, and ${readOnly} is not writable by this process (a read-only unit?): run \`npm run build\` in ${packageDir} as its owner, then start again`,
+    );
+    process.exit(EX_CONFIG);
+  }
   console.error(`return-address: ${reason}; building first (npm run build)`);
   const tsc = join(packageDir, 'node_modules', 'typescript', 'bin', 'tsc');
   // The client workspace first: the service imports @return-address/client's build.
-  const client = join(packageDir, 'packages', 'client');
   if (existsSync(client)) {
     execFileSync(process.execPath, [join(client, 'scripts', 'generate.mjs')], { cwd: client, stdio: 'inherit' });
     execFileSync(process.execPath, [tsc, '-p', join(client, 'tsconfig.json')], { cwd: client, stdio: 'inherit' });

@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { ERROR_CATALOGUE } from './domain/errors.js';
+import { epochHeadersHook } from './epoch/epoch-headers.js';
 import { finishDocument } from './http/openapi-document.js';
 import { clientErrorHandler } from './http/plugins/client-error-handler.js';
 import { refuseUnsafeDeletePaths } from './http/plugins/delete-path.js';
@@ -34,6 +35,7 @@ import { SENDER_POLICY_COMPONENT_SCHEMAS } from './http/routes/sender-policy-sch
 import { signingSecretRoutes } from './http/routes/signing-secrets.js';
 import { COMPONENT_SCHEMAS, DOCUMENT_TAGS } from './http/schemas.js';
 import { JsonRpcError, MCP_DOCUMENT_ONLY, mcpRoutes } from './mcp/mcp-route.js';
+import { rotationRoutes } from './rotation/rotation-routes.js';
 import { WriteHealth } from './storage/store-unavailable.js';
 
 const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
@@ -42,6 +44,8 @@ export interface BuildAppOptions {
   /** A logger to use instead of building one from config.logLevel (tests capture logs with it). */
   loggerInstance?: FastifyBaseLogger;
 }
+
+/** What the app is built from: the HTTP layer's deps and the rooms above it (the credential columns POST …/rotate replaces). */
 
 export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promise<FastifyInstance> {
   const { config } = deps;
@@ -85,6 +89,8 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   suspendSocketTimeoutWhileHandling(app, config.socketTimeoutMs);
   app.addHook('onRequest', requireHostHeader);
   app.addHook('onRequest', refuseUnsafeDeletePaths);
+  // Every events page and claim answer says the store's epoch and the address's last sequence.
+  app.addHook('onSend', epochHeadersHook(deps.epochs, app.log));
   deps.metrics?.registerHttpHooks(app);
 
   await app.register(swagger, {
@@ -151,5 +157,6 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   await app.register(consumerRoutes(deps));
   await app.register(approvalRoutes(deps));
   await app.register(senderPolicyRoutes(deps));
+  await app.register(rotationRoutes(deps));
   return app;
 }

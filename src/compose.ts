@@ -74,6 +74,8 @@ export async function compose(config: Config, log: FastifyBaseLogger): Promise<C
             windowSeconds: config.deliveryRatePerIpWindowSeconds,
             ipv6PrefixBits: config.ipv6PrefixBits,
           }),
+    epochs: store.epochs,
+    credentials: store.credentials,
     metrics,
   };
   const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, log, [{ name: 'approvals', run: () => approvals.sweepDue() }]);

@@ -363,6 +363,22 @@ class ReturnAddress:
         body = {k: v for k, v in (("github", github), ("stripe", stripe), ("slack", slack),
                                   ("standard_webhooks", standard_webhooks)) if v is not None}
         return _request("PUT", self._base() + "/signing-secrets", self.token, body=body)
+
+    def rotate(self, inbox_secret: bool = False, read_token: bool = False) -> Dict[str, Any]:
+        """Replaces a leaked inbox secret, read token or both (POST .../rotate): the old one is refused
+        from the answer on; the address and its queue stay. This client switches to the new token and
+        inbox URL (and its create response holds them, so save() keeps them). Not retried: a retry
+        after a lost answer would rotate again. Returns the answer, which shows the new ones once."""
+        r = _request("POST", self._base() + "/rotate", self.token, body={"inbox_secret": inbox_secret, "read_token": read_token})
+        if r["credentials"].get("read_token"):
+            self.token = r["credentials"]["read_token"]
+        if r["endpoints"].get("inbox_url"):
+            self.inbox_url = r["endpoints"]["inbox_url"]
+        if self.created is not None:
+            self.created = dict(self.created, credentials=dict(self.created["credentials"], **{k: v for k, v in r["credentials"].items() if k == "read_token"}),
+                                endpoints=dict(self.created["endpoints"], **{k: v for k, v in r["endpoints"].items() if k in ("inbox_url", "hook_url")}))
+        return r
+
     # Claims: several workers on one address. Each claim is {event, lease_id, lease_expires_at,
     # delivery_count}; settle it through its lease (ReturnAddressError code "lease_lost" once superseded).
     def claim(self, max: int = 1, lease_seconds: int = 60, wait: int = 0, max_deliveries: int = 5,
@@ -834,6 +850,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         ss.add_argument("--" + scheme, help="the %s secret" % scheme)
         ss.add_argument("--%s-env" % scheme, metavar="VAR", help="read the %s secret from the environment variable VAR" % scheme)
     ss.add_argument("--clear", action="store_true", help="remove every secret")
+    rt = cmd("rotate", "replace a leaked inbox secret or read token; FILE gets the new ones (nothing secret on stdout)")
+    rt.add_argument("--inbox-secret", action="store_true")
+    rt.add_argument("--read-token", action="store_true")
     fw = cmd("forward", "replay the queue into local handlers (like `return-address forward`)")
     fw.add_argument("--to", action="append", required=True, help="a local handler URL; repeatable")
     fw.add_argument("--type", action="append", default=[], help="exact type or prefix.*, for every target")
@@ -936,6 +955,17 @@ def main(argv: Optional[List[str]] = None) -> int:
             if secrets and args.clear:
                 raise ValueError("--clear removes every secret: give it alone")
             _out(ra.set_signing_secrets(**secrets))
+        elif args.command == "rotate":
+            if not args.inbox_secret and not args.read_token:
+                raise ValueError("give --inbox-secret, --read-token or both: what to replace")
+            r = ra.rotate(inbox_secret=args.inbox_secret, read_token=args.read_token)
+            try:
+                ra.save(args.save)
+            except OSError as e:
+                print("return-address: could not write %s (%s); the new credentials follow on stdout, keep them" % (args.save, e), file=sys.stderr)
+                _out(r)
+                return 1
+            _out({"address": r["address"], "rotated": [k for k in ("inbox_secret", "read_token") if getattr(args, k)], "saved_to": args.save})
         elif args.command == "forward":
             stop = threading.Event()
 

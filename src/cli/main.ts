@@ -18,6 +18,7 @@ import { ASK_HELP, ask } from './ask.js';
 import { channelVerb } from './channel.js';
 import { CONSUME_HELP, consume } from './consume.js';
 import { forwardVerb } from './forward.js';
+import { rotateVerb } from './rotate.js';
 import { loadSaved as readSavedFile, type Saved, SavedFileError, savedUrl, writeSaved } from './saved-file.js';
 import { senderPolicyVerb } from './sender-policy.js';
 import { signingSecretsVerb } from './signing-secrets.js';
@@ -27,6 +28,7 @@ import type { CliVerb, VerbKit } from './verb.js';
 const VERBS: Record<string, CliVerb> = {
   'signing-secrets': signingSecretsVerb,
   policy: senderPolicyVerb,
+  rotate: rotateVerb,
   forward: forwardVerb,
   channel: channelVerb,
 };
@@ -53,6 +55,7 @@ Commands:
   ask        ask a person: an approval page's URL on stderr, their answer's event on stdout
   admin      operator commands on the store itself: list, show, delete, stats
   backup     copy the SQLite store to a file while the service runs
+  restore    put a backup back (service stopped); gives the store a new epoch
 ${Object.entries(VERBS)
   .map(([name, v]) => `  ${name.padEnd(10)} ${v.summary}`)
   .join('\n')}
@@ -129,6 +132,7 @@ async function run(argv: string[]): Promise<number> {
   // The operator's commands open the store itself (SQLite, pg): loaded only when asked for.
   if (command === 'admin') return (await import('./admin.js')).adminCommand(rest);
   if (command === 'backup') return (await import('./backup.js')).backupCommand(rest);
+  if (command === 'restore') return (await import('./restore.js')).restoreCommand(rest);
   const verb = Object.hasOwn(VERBS, command) ? VERBS[command] : undefined;
   if (verb !== undefined) {
     if (rest.includes('--help') || rest.includes('-h')) {

@@ -67,3 +67,28 @@ export function sealWithDataKey(dataKey: Buffer, addressId: string, plain: Buffe
 export function openWithDataKey(dataKey: Buffer, addressId: string, sealed: Buffer): Buffer | null {
   return open(dataKey, sealed, `${addressId}:signing-secrets`);
 }
+
+/**
+ * The same data key sealed again after a credential rotation: opened with the reader's current
+ * token, then the half of each rotated credential is sealed under the new one while the other half
+ * is kept as it is. The signing secrets themselves (sealed under the data key) do not change, so
+ * they stay readable with the new credentials. Null when the key does not open with `readToken`.
+ */
+export function resealSigningKeys(
+  signingKeys: Buffer,
+  addressId: string,
+  readToken: string,
+  next: { readToken?: string | undefined; inboxSecret?: string | undefined },
+): Buffer | null {
+  const dataKey = openDataKey(signingKeys, addressId, 'reader', readToken);
+  if (dataKey === null) return null;
+  const reader =
+    next.readToken === undefined
+      ? signingKeys.subarray(1, 1 + SEALED_KEY_BYTES)
+      : seal(keyFrom(next.readToken, addressId, 'reader'), dataKey, `${addressId}:reader`);
+  const sender =
+    next.inboxSecret === undefined
+      ? signingKeys.subarray(1 + SEALED_KEY_BYTES, 1 + 2 * SEALED_KEY_BYTES)
+      : seal(keyFrom(next.inboxSecret, addressId, 'sender'), dataKey, `${addressId}:sender`);
+  return Buffer.concat([Buffer.of(VERSION), reader, sender]);
+}

@@ -9,6 +9,8 @@ import type { Consumers } from '../consumers/consumers.js';
 import type { Store } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { SigningSecrets } from '../domain/signing-secrets.js';
+import type { EpochStore } from '../epoch/epoch-store.js';
+import type { CredentialStore } from '../rotation/rotation-store.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
 import type { SenderPolicies } from '../sender-policy/sender-policies.js';
 
@@ -35,6 +37,10 @@ export interface AppDeps {
   blockList?: BlockList | undefined;
   /** DELIVERY_RATE_LIMIT_PER_IP, when set: deliveries per client, over HTTP and SMTP alike. */
   deliveryLimit?: ClientDeliveryLimit | undefined;
+  /** The store's epoch and last sequences (src/epoch/): events pages, claims and streams carry them. */
+  epochs: EpochStore;
+  /** Credential rotation (src/rotation/): POST …/rotate. */
+  credentials: CredentialStore;
   /** Set when METRICS_PORT is: the HTTP layer counts refusals the service never sees (413 on the body limit). */
   metrics?: ServiceMetrics | undefined;
 }

@@ -5,6 +5,8 @@ import type { ClaimStore } from '../claims/claim-store.js';
 import type { Config } from '../config.js';
 import type { ConsumerPositions } from '../consumers/consumer-positions.js';
 import type { Log, Store } from '../domain/ports.js';
+import type { EpochStore } from '../epoch/epoch-store.js';
+import type { CredentialStore } from '../rotation/rotation-store.js';
 import type { SenderPolicyStore } from '../sender-policy/sender-policy-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
@@ -17,6 +19,10 @@ export type OpenedStore = Store &
     /** Named consumers' positions (src/consumers/). */
     readonly consumers: ConsumerPositions;
     readonly senderPolicies: SenderPolicyStore;
+    /** Credential rotation (src/rotation/). */
+    readonly credentials: CredentialStore;
+    /** The store's epoch and last sequences (src/epoch/). */
+    readonly epochs: EpochStore;
   };
 
 export async function openStore(config: Config, log?: Log): Promise<OpenedStore> {

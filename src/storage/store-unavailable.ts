@@ -75,9 +75,42 @@ export class WriteHealth {
   failed(): void {
     this.lastFailure = this.now();
   }
+  /**
+   * The store was just proven reachable and writable by a check that started at `since` (readiness):
+   * a failure before that start is over, so readiness follows the store's return at once instead
+   * of waiting out the window (a load balancer that took every instance out sends no write that
+   * could prove it otherwise).
+   */
+  provenSince(since: number): void {
+    if (this.lastFailure < since) this.lastFailure = Number.NEGATIVE_INFINITY;
+  }
   /** Milliseconds since the last failure, when it is recent; undefined otherwise. */
   recentFailure(): number | undefined {
     const age = this.now() - this.lastFailure;
     return age < this.windowMs ? age : undefined;
+  }
+}
+
+/**
+ * One warning per `intervalMs` for a failure that repeats (every request while the store is away):
+ * the first is logged at once, the ones within the interval are counted and the next line says how
+ * many were left out (`repeated`). An outage then writes a few lines, not one per request.
+ */
+export class RepeatedWarning {
+  private last = Number.NEGATIVE_INFINITY;
+  private suppressed = 0;
+  constructor(
+    private readonly intervalMs = 5_000,
+    private readonly now: () => number = Date.now,
+  ) {}
+  report(log: { warn(obj: object, msg: string): void }, obj: object, msg: string): void {
+    const t = this.now();
+    if (t - this.last < this.intervalMs) {
+      this.suppressed++;
+      return;
+    }
+    log.warn(this.suppressed > 0 ? { ...obj, repeated: this.suppressed, intervalMs: this.intervalMs } : obj, msg);
+    this.last = t;
+    this.suppressed = 0;
   }
 }

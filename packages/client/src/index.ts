@@ -22,6 +22,8 @@ export type SigningSecretsResponse = S.SigningSecretsResponse;
 /** The address's sender policy (PUT …/sender-policy) and what GET answers. */
 export type SenderPolicy = S.SenderPolicyBody;
 export type SenderPolicyResponse = S.SenderPolicyResponse;
+/** What POST …/rotate answers: the new credentials, shown once. */
+export type RotateCredentialsResponse = S.RotateResponse;
 
 /** A claim's lease on one event (POST …/claims). */
 export type Claim = S.Claim;
@@ -222,7 +224,7 @@ async function request<T>(
   doFetch: typeof fetch,
   method: string,
   url: string,
-  opts: { token?: string; json?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {},
+  opts: { token?: string; json?: unknown; headers?: Record<string, string>; signal?: AbortSignal; onHeaders?: (headers: Headers) => void } = {},
 ): Promise<T> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
@@ -254,8 +256,28 @@ async function request<T>(
     const e = (body as Partial<ErrorBody> | null)?.error;
     throw new ReturnAddressError(res.status, e?.code ?? 'bad_response', e?.message ?? `${method} ${url}: HTTP ${res.status}`);
   }
+  opts.onHeaders?.(res.headers);
   return body as T;
 }
+
+/** What the headers of a page said: the store's epoch and the address's last sequence (absent from an older service). */
+export interface PageEpoch {
+  epoch: string;
+  lastSequence: number;
+}
+const pageEpochs = new WeakMap<object, PageEpoch>();
+
+/**
+ * The store epoch and the address's last sequence that came with a page (Return-Address-Epoch and
+ * Return-Address-Last-Sequence); undefined from a service that does not send them. A new epoch
+ * means the service was restored from a backup: sequences may be given again to new events.
+ */
+export function pageEpoch(page: EventPage): PageEpoch | undefined {
+  return pageEpochs.get(page);
+}
+
+/** How many handled event ids consume() remembers, to skip them when a restore makes it read again. */
+const HANDLED_IDS = 10_000;
 
 /** Each event of a page remembers its own JSON text, so the CLI prints its numbers as the service sent them. */
 function rememberEventSources(page: EventPage): EventPage {
@@ -272,13 +294,18 @@ function rememberEventSources(page: EventPage): EventPage {
 export class ReturnAddress {
   readonly url: string;
   readonly id: string;
-  readonly token: string;
-  /** The secret delivery URL; known when this client created the address or was given the create response. */
-  readonly inboxUrl: string | undefined;
+  /** The read token; rotate() replaces it when it rotates the token. */
+  token: string;
+  /** The secret delivery URL; known when this client created the address or was given the create response (rotate() replaces it). */
+  inboxUrl: string | undefined;
   /** The create response, when this client has it. */
   readonly created: CreateAddressResponse | undefined;
   /** Sequence of the last event this client consumed; waitFor and events() start after it by default. */
   cursor: number;
+  /** The store epoch this client first saw (pageEpoch); consume() re-reads from the start when it changes. */
+  epoch: string | undefined;
+  /** The last event ids consume() handled (at most HANDLED_IDS), skipped when a new epoch makes it read again. */
+  private readonly handledIds = new Set<string>();
   private readonly fetch: typeof fetch;
 
   constructor(opts: ClientOptions & { id: string; token: string; inboxUrl?: string; cursor?: number; created?: CreateAddressResponse }) {
@@ -351,7 +378,19 @@ export class ReturnAddress {
     // A connection that silently dies mid long-poll must not hang the caller: give up a while after
     // the server would have answered, and let the retry loop reconnect.
     const signal = AbortSignal.any([AbortSignal.timeout(((q.wait ?? 0) + 15) * 1000), ...(q.signal ? [q.signal] : [])]);
-    return request<EventPage>(this.fetch, 'GET', `${this.base}/events?${params}`, { token: this.token, signal }).then(rememberEventSources);
+    let seen: PageEpoch | undefined;
+    const onHeaders = (h: Headers) => {
+      const epoch = h.get('return-address-epoch');
+      const last = Number(h.get('return-address-last-sequence'));
+      if (epoch && Number.isSafeInteger(last)) seen = { epoch, lastSequence: last };
+    };
+    return request<EventPage>(this.fetch, 'GET', `${this.base}/events?${params}`, { token: this.token, signal, onHeaders }).then((page) => {
+      if (seen) {
+        pageEpochs.set(page, seen);
+        this.epoch ??= seen.epoch;
+      }
+      return rememberEventSources(page);
+    });
   }
 
   /**
@@ -365,6 +404,10 @@ export class ReturnAddress {
     const named = opts.consumer !== undefined;
     let position: number | undefined = opts.after ?? (named ? undefined : this.cursor);
     const retryDelay = opts.retryDelayMs ?? 1000;
+    const handled = this.handledIds;
+    // Only a re-read after a new epoch skips handled ids: an event handled but not committed (a
+    // stopped run) comes again, as at-least-once says.
+    let skipHandled = false;
     for (;;) {
       if (opts.signal?.aborted) return;
       const wait = opts.idleSeconds ?? MAX_WAIT_SECONDS;
@@ -384,7 +427,24 @@ export class ReturnAddress {
         Number.POSITIVE_INFINITY,
         opts.signal,
       );
+      // A restore (a new epoch) gives sequences again to new events: read the address again from the
+      // start, skipping the ids handled already (at-least-once holds). Named consumers' positions are
+      // the service's, restored with it.
+      const meta = pageEpoch(page);
+      if (!named && meta && this.epoch !== undefined && meta.epoch !== this.epoch) {
+        this.epoch = meta.epoch;
+        skipHandled = true;
+        position = 0;
+        this.cursor = 0;
+        await opts.onCommit?.(0);
+        continue;
+      }
       for (const [i, event] of page.events.entries()) {
+        if (skipHandled && handled.has(event.id)) {
+          position = i === page.events.length - 1 ? page.next_cursor : event.sequence;
+          if (!named) this.cursor = position;
+          continue;
+        }
         for (let attempt = 1; ; attempt++) {
           try {
             await handler(event);
@@ -394,6 +454,8 @@ export class ReturnAddress {
             await sleep(Math.min(60_000, retryDelay * 2 ** (attempt - 1)), opts.signal);
           }
         }
+        handled.add(event.id);
+        if (handled.size > HANDLED_IDS) handled.delete(handled.values().next().value as string);
         if (opts.ack ?? true) await this.retrying(() => this.ack(event.id), Number.POSITIVE_INFINITY, opts.signal);
         // Past the page's last event the examined non-matching ones are confirmed too.
         position = i === page.events.length - 1 ? page.next_cursor : event.sequence;
@@ -481,6 +543,20 @@ export class ReturnAddress {
    */
   setSigningSecrets(secrets: SigningSecretsBody): Promise<SigningSecretsResponse> {
     return request<SigningSecretsResponse>(this.fetch, 'PUT', `${this.base}/signing-secrets`, { token: this.token, json: secrets });
+  }
+
+  /**
+   * Replaces a leaked inbox secret, read token or both (POST …/rotate): the old one is refused from
+   * the answer on; the address and its queue stay. This client switches to the new read token and
+   * inbox URL; persist the answer, the new credentials are shown only this once. Not retried: a
+   * retry after a lost answer would rotate again (and a lost new token cannot be recovered).
+   */
+  async rotate(what: { inboxSecret?: boolean; readToken?: boolean }): Promise<RotateCredentialsResponse> {
+    const json = { inbox_secret: what.inboxSecret === true, read_token: what.readToken === true };
+    const body = await request<RotateCredentialsResponse>(this.fetch, 'POST', `${this.base}/rotate`, { token: this.token, json });
+    if (body.credentials.read_token !== undefined) this.token = body.credentials.read_token;
+    if (body.endpoints.inbox_url !== undefined) this.inboxUrl = body.endpoints.inbox_url;
+    return body;
   }
 
   /** The address's sender policy (GET …/sender-policy): `sender_policy` null when none is set. */

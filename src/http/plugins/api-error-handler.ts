@@ -5,7 +5,11 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CaptureBudgetExceeded } from '../../capture/inflight-budget.js';
 import { ApiError, answeredErrorCodes, errorBody, INTERNAL_MESSAGE } from '../../domain/errors.js';
-import { isStoreUnavailable, unavailableError, type WriteHealth } from '../../storage/store-unavailable.js';
+import { isStoreUnavailable, RepeatedWarning, unavailableError, type WriteHealth } from '../../storage/store-unavailable.js';
+
+/** The store-unavailable warnings of this process (one per interval, counted). */
+const storeWarnings = new RepeatedWarning();
+
 import { closeAfterDrainingBody } from './body-draining.js';
 import { type AjvIssue, describeValidation } from './validation-messages.js';
 
@@ -85,9 +89,12 @@ export function errorHandler(opts: ErrorHandlingOptions) {
     const overBudget = err instanceof CaptureBudgetExceeded;
     closeAfterDrainingBody(request, reply, overBudget ? 0 : opts.maxDiscardBytes);
     if (e) {
-      if (e.status >= 500 && !overBudget) request.log.error({ err }, 'request failed');
+      const storeAway = e.code === 'unavailable' && !overBudget;
+      // While the store is away every request fails alike: one warning per interval, with a count.
+      if (storeAway) storeWarnings.report(request.log, { err }, 'request failed: the store is unavailable');
+      else if (e.status >= 500 && !overBudget) request.log.error({ err }, 'request failed');
       // /readyz stays not ok for a while after the store failed to write (health.ts); a full capture budget is not that.
-      if (e.code === 'unavailable' && !overBudget) writeHealthOf(request.server)?.failed();
+      if (storeAway) writeHealthOf(request.server)?.failed();
       return sendApiError(reply, e);
     }
     request.log.error({ err }, 'unhandled error');

@@ -5,6 +5,7 @@ import type { FastifyReply } from 'fastify';
 import { claimResponseJson } from '../../claims/claim-representation.js';
 import type { ClaimInput } from '../../claims/claim-service.js';
 import { eventJson } from '../../domain/representation.js';
+import { EPOCH_RESPONSE_HEADERS } from '../../epoch/epoch-headers.js';
 import { sendJsonText } from '../json-text.js';
 import { OPTIONAL_BODY } from '../openapi-document.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
@@ -42,7 +43,7 @@ export const claimRoutes =
           params: AddressParams,
           [OPTIONAL_BODY]: true,
           body: ClaimBody,
-          response: { 200: ClaimResponse, ...errorResponses(401, 404, 413, 415) },
+          response: { 200: { ...ClaimResponse, headers: EPOCH_RESPONSE_HEADERS }, ...errorResponses(401, 404, 413, 415) },
         },
       },
       (request, reply) => {

@@ -8,10 +8,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { FRAME_CACHE_BYTES } from '../../config.js';
-import { ApiError, errorBody, INTERNAL_MESSAGE } from '../../domain/errors.js';
+import { ApiError, errorBody, INTERNAL_MESSAGE, notFound } from '../../domain/errors.js';
 import type { EventStream } from '../../domain/event-stream.js';
 import type { EventRecord } from '../../domain/model.js';
 import { eventJson } from '../../domain/representation.js';
+import { EPOCH_HEADER, EPOCH_RESPONSE_HEADERS, epochHeaderValues, LAST_SEQUENCE_HEADER } from '../../epoch/epoch-headers.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import { onlyTheseParameters, READ_OPTION_PROPERTIES, readOptions } from '../read-options.js';
 import type { AppDeps } from '../route-deps.js';
@@ -89,7 +90,7 @@ interface OpenStream {
 }
 
 export const eventStreamRoutes =
-  ({ service, config, consumers }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ service, config, consumers, epochs }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
     const auth = requireReadToken(service);
     const streams = new Set<OpenStream>();
@@ -127,7 +128,8 @@ export const eventStreamRoutes =
           headers: StreamHeaders,
           response: {
             200: {
-              description: 'The event stream.',
+              description: 'The event stream. Its first comment names the address, the cursor, the store epoch and the last sequence, as the headers do.',
+              headers: EPOCH_RESPONSE_HEADERS,
               content: {
                 'text/event-stream': {
                   schema: Type.String({ description: 'Server-Sent Events: messages of `id`, `event: event` and `data` lines; `: ping` comments.' }),
@@ -150,11 +152,14 @@ export const eventStreamRoutes =
         const hold = request.raw.method !== 'HEAD';
         const release = limits.admit(address.id, request.ip, hold);
         if (hold) reply.raw.once('close', release);
-        if (consumer === undefined) return open(given ?? 0);
+        // The store's epoch and the address's last sequence head the stream (design.md, "Store epoch").
+        const fail = (err: unknown) => (reply as FastifyReply).send(err);
+        const withEpoch = (after: number) => epochHeaderValues(epochs, address.id).then((v) => (v ? open(after, v) : fail(notFound('Address'))), fail);
+        if (consumer === undefined) return void withEpoch(given ?? 0);
         // The position is stored (when given) before the stream starts.
-        consumers.start(address, consumer, given).then(open, (err: unknown) => (reply as FastifyReply).send(err));
+        consumers.start(address, consumer, given).then(withEpoch, fail);
 
-        function open(after: number): void {
+        function open(after: number, epoch: { epoch: string; lastSequence: number }): void {
           // The client left while the consumer's position was being stored: no 'close' would come now.
           if (reply.raw.destroyed) return;
           reply.hijack();
@@ -166,10 +171,12 @@ export const eventStreamRoutes =
             'x-accel-buffering': 'no',
             // A stream's connection is not reused: once it ends, nothing holds a server shutdown.
             connection: 'close',
+            [EPOCH_HEADER]: epoch.epoch,
+            [LAST_SEQUENCE_HEADER]: String(epoch.lastSequence),
           });
           // HEAD (which Fastify routes here too) gets the headers only: no body, so nothing to hold open.
           if (request.raw.method === 'HEAD') return void res.end();
-          res.write(`retry: 1000\n: stream of ${address.id} after ${after}\n\n`);
+          res.write(`retry: 1000\n: stream of ${address.id} after ${after} epoch ${epoch.epoch} last_sequence ${epoch.lastSequence}\n\n`);
 
           const opened = performance.now();
           let drainTimer: NodeJS.Timeout | undefined;

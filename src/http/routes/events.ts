@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import type { LongPoll } from '../../domain/long-poll.js';
 import type { Page } from '../../domain/model.js';
 import { eventJson, eventPageBody } from '../../domain/representation.js';
+import { EPOCH_RESPONSE_HEADERS } from '../../epoch/epoch-headers.js';
 import { sendJsonText } from '../json-text.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import { onlyTheseParameters, READ_OPTION_PROPERTIES, readOptions } from '../read-options.js';
@@ -34,7 +35,7 @@ export const eventRoutes =
           security: BEARER,
           params: AddressParams,
           querystring: EventsReadQuery,
-          response: { 200: EventPage, ...errorResponses(400, 401, 404, 409) },
+          response: { 200: { ...EventPage, headers: EPOCH_RESPONSE_HEADERS }, ...errorResponses(400, 401, 404, 409) },
         },
       },
       (request, reply) => {

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { errorBody } from '../../domain/errors.js';
-import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../storage/store-unavailable.js';
+import { RepeatedWarning, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../storage/store-unavailable.js';
 import { writeHealthOf } from '../plugins/api-error-handler.js';
 import type { AppDeps } from '../route-deps.js';
 import { errorResponses, NO_AUTH } from '../schemas.js';
@@ -25,6 +25,7 @@ async function logProbe(request: FastifyRequest, reply: FastifyReply): Promise<v
 export const healthRoutes =
   ({ store }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
+    const readinessWarnings = new RepeatedWarning();
     app.get(
       '/healthz',
       {
@@ -63,12 +64,16 @@ export const healthRoutes =
       async (request, reply) => {
         const unready = (message: string) =>
           reply.code(503).header('retry-after', String(UNAVAILABLE_RETRY_AFTER_SECONDS)).send(errorBody('unavailable', message));
+        const started = Date.now();
         try {
           await store.ping();
         } catch (err) {
-          request.log.warn({ err }, 'readiness check failed');
+          readinessWarnings.report(request.log, { err }, 'readiness check failed');
           return unready(`Storage is unreachable or cannot write: ${err instanceof Error && err.name === 'StoreNotWritable' ? err.message : 'see the log'}.`);
         }
+        // A ping that started after the last refused write proves the store is back (PostgreSQL's
+        // ping checks it takes writes): readiness follows within one probe, not a 10 s window.
+        writeHealthOf(app)?.provenSince(started);
         const age = writeHealthOf(app)?.recentFailure();
         if (age !== undefined) return unready(`Storage refused a write ${Math.round(age / 1000)} s ago.`);
         return { status: 'ok' as const };

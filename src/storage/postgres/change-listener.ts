@@ -66,6 +66,16 @@ export class ChangeListener {
     return { state: this.state, listens: this.listens, downSince: this.downSince };
   }
 
+  /**
+   * When waiting out a backoff, one attempt now (the caller just reached the database: readiness),
+   * resolved once it has listened or failed; otherwise nothing. A failure reschedules as usual.
+   */
+  async reconnectNow(): Promise<void> {
+    if (this.state !== 'waiting') return;
+    clearTimeout(this.retryTimer);
+    await this.connect().catch(() => {});
+  }
+
   async close(): Promise<void> {
     this.state = 'closed';
     clearTimeout(this.retryTimer);

@@ -36,6 +36,8 @@ import { type EventFilter, SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-fi
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
 import { type Log, SILENT_LOG, type Store, StoreClosedError, type StoreLimits } from '../../domain/ports.js';
 import { retryAfterSeconds, staleRateWindowsBefore, windowStartOf } from '../../domain/rate-window.js';
+import type { EpochStore } from '../../epoch/epoch-store.js';
+import type { CredentialStore } from '../../rotation/rotation-store.js';
 import type { SenderPolicyStore } from '../../sender-policy/sender-policy-store.js';
 import { APPROVAL_COLUMNS, type ApprovalAnswerRow, type ApprovalRow, approvalValues, toAnswer, toApproval } from '../approval-rows.js';
 import { filterSql, filterSqlParts, needsDataJson, postgresJsonb, type ScanRow, SqlParams, scanPage, scanSql } from '../event-filter-sql.js';
@@ -57,6 +59,8 @@ import { ChangeListener, type ListenerState } from './change-listener.js';
 import { runMigrations } from './migrator.js';
 import { PostgresClaims } from './postgres-claims.js';
 import { PostgresConsumerPositions } from './postgres-consumers.js';
+import { PostgresEpoch } from './postgres-epoch.js';
+import { PostgresRotation } from './postgres-rotation.js';
 import { PostgresSenderPolicies } from './postgres-sender-policies.js';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
@@ -141,6 +145,10 @@ export class PostgresStore implements Store {
   readonly consumers: ConsumerPositions;
   /** Sender policies (src/sender-policy/), beside the Store port rather than in it. */
   readonly senderPolicies: SenderPolicyStore;
+  /** The store epoch and last sequences (epoch/, postgres-epoch.ts). */
+  readonly epochs: EpochStore;
+  /** Credential rotation (rotation/, postgres-rotation.ts). */
+  readonly credentials: CredentialStore;
   private readonly clientConfig: pg.ClientConfig;
   private readonly pool: pg.Pool;
   /** Reads that can take long or come in crowds: never on `pool`, so they cannot hold a delivery up. */
@@ -180,6 +188,8 @@ export class PostgresStore implements Store {
     this.readPool = new pg.Pool({ ...pooled, max: opts.readPoolSize ?? opts.poolSize, application_name: READS_APPLICATION_NAME });
     this.consumers = new PostgresConsumerPositions(this.pool);
     this.senderPolicies = new PostgresSenderPolicies(this.pool);
+    this.credentials = new PostgresRotation(this.pool);
+    this.epochs = new PostgresEpoch(this.readPool);
     this.claims = new PostgresClaims(this.readPool, this.pool, CHANGE_CHANNEL);
     this.log = opts.log ?? SILENT_LOG;
     let idleConnectionsLost = 0;
@@ -199,7 +209,11 @@ export class PostgresStore implements Store {
   }
 
   async ping(): Promise<void> {
-    await this.pool.query('SELECT 1');
+    // Reachable is not enough: a database in recovery or read-only answers reads and refuses writes.
+    const r = await this.pool.query<{ writable: boolean }>("SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off' AS writable");
+    if (!r.rows[0]?.writable) throw Object.assign(new Error('the database takes no writes (read-only or in recovery)'), { name: 'StoreNotWritable' });
+    // The database is back while the LISTEN connection waits out its backoff: reconnect it now.
+    await this.listener?.reconnectNow();
     const down = this.listener?.status().downSince;
     if (down !== undefined && Date.now() - down > LISTENER_DOWN_UNREADY_MS) {
       throw new Error('the LISTEN connection is down; cross-instance wake-ups would be late');

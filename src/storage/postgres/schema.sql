@@ -255,6 +255,12 @@ CREATE TABLE public.sender_policies (
     updated_at bigint NOT NULL
 );
 
+CREATE TABLE public.store_epoch (
+    id integer NOT NULL,
+    epoch text NOT NULL,
+    CONSTRAINT store_epoch_id_check CHECK ((id = 1))
+);
+
 ALTER TABLE ONLY public.addresses
     ADD CONSTRAINT addresses_pkey PRIMARY KEY (id);
 
@@ -284,6 +290,9 @@ ALTER TABLE ONLY public.schema_migrations
 
 ALTER TABLE ONLY public.sender_policies
     ADD CONSTRAINT sender_policies_pkey PRIMARY KEY (address_id);
+
+ALTER TABLE ONLY public.store_epoch
+    ADD CONSTRAINT store_epoch_pkey PRIMARY KEY (id);
 
 CREATE INDEX addresses_expires_at ON public.addresses USING btree (expires_at);
 

@@ -88,6 +88,11 @@ CREATE TABLE sender_policies (
   updated_at INTEGER NOT NULL
 );
 
+CREATE TABLE store_epoch (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  epoch TEXT NOT NULL
+) STRICT;
+
 CREATE INDEX addresses_expires_at ON addresses (expires_at);
 
 CREATE INDEX approvals_address ON approvals (address_id);

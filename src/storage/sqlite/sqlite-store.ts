@@ -33,6 +33,8 @@ import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEven
 import { type Log, SILENT_LOG, type Store, StoreClosedError, type StoreLimits } from '../../domain/ports.js';
 import { roomToFree, storedBytes } from '../../domain/queue-quota.js';
 import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
+import type { EpochStore } from '../../epoch/epoch-store.js';
+import type { CredentialStore } from '../../rotation/rotation-store.js';
 import type { SenderPolicyStore } from '../../sender-policy/sender-policy-store.js';
 import { APPROVAL_COLUMNS, type ApprovalAnswerRow, type ApprovalRow, approvalValues, toAnswer, toApproval } from '../approval-rows.js';
 import { filterSql, type ScanRow, SqlParams, scanPage, scanSql } from '../event-filter-sql.js';
@@ -55,10 +57,12 @@ import { EventVisibility } from './event-visibility.js';
 import { GroupCommit, GroupCommitStats, type ItemOutcome } from './group-commit.js';
 import { SqliteClaims } from './sqlite-claims.js';
 import { SqliteConsumerPositions } from './sqlite-consumers.js';
+import { SqliteEpoch } from './sqlite-epoch.js';
 import { migrateSqlite } from './sqlite-migrations.js';
 import { type QueueCounters, SqliteQueueCounters } from './sqlite-queue-counters.js';
 import { type QueueTotals, SqliteQueueTotals } from './sqlite-queue-totals.js';
 import { SqliteReadCache } from './sqlite-read-cache.js';
+import { SqliteRotation } from './sqlite-rotation.js';
 import { SqliteSenderPolicies } from './sqlite-sender-policies.js';
 
 /** Prepared statements of filtered scans kept (each filter shape is one). */
@@ -128,6 +132,10 @@ export class SqliteStore implements Store {
   readonly consumers: ConsumerPositions;
   /** Sender policies (src/sender-policy/), beside the Store port rather than in it. */
   readonly senderPolicies: SenderPolicyStore;
+  /** The store epoch and last sequences (epoch/, sqlite-epoch.ts). */
+  readonly epochs: EpochStore;
+  /** Credential rotation (rotation/, sqlite-rotation.ts). */
+  readonly credentials: CredentialStore;
   readonly path: string;
   private readonly minFreeBytes: number;
   private readonly db: Database.Database;
@@ -189,6 +197,12 @@ export class SqliteStore implements Store {
     });
     this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
     this.senderPolicies = new SqliteSenderPolicies(this.db, () => this.durable());
+    this.epochs = new SqliteEpoch(this.db);
+    this.credentials = new SqliteRotation(
+      this.db,
+      () => this.durable(),
+      (id) => this.cache.forget(id, true),
+    );
     // Room for both limits: the shortest run of oldest acknowledged events that frees enough
     // events and bytes, or QueueFull (the savepoint undoes nothing, since nothing was written).
     this.appendAfterPrune = this.db.transaction((e: NewEvent, c: BatchCounters, size: number, needEvents: number, needBytes: number) => {

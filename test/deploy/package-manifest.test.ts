@@ -1,0 +1,44 @@
+// The service package's manifest holds what it promises: its engines range is no looser than any
+// production dependency's (npm would install it on a Node that mailauth or undici refuse), and
+// `return-address/forward` is exported with type declarations that the publishing build emits.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+
+const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
+const lock = JSON.parse(readFileSync('package-lock.json', 'utf8'));
+
+/** The lowest version a `>=a.b.c`-style range allows (first alternative), or undefined when it has no such bound. */
+function lowerBound(range: string): number[] | undefined {
+  const m = /^\s*>=?\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?/.exec(range.split('||')[0]!);
+  return m ? [Number(m[1]), Number(m[2] ?? 0), Number(m[3] ?? 0)] : undefined;
+}
+const atLeast = (a: number[], b: number[]) => a[0]! > b[0]! || (a[0] === b[0] && (a[1]! > b[1]! || (a[1] === b[1] && a[2]! >= b[2]!)));
+
+describe('package manifest', () => {
+  it("engines.node is at least every production dependency's lower bound", () => {
+    const ours = lowerBound(pkg.engines.node);
+    assert.ok(ours, `engines.node ${pkg.engines.node} has a lower bound`);
+    const tighter: string[] = [];
+    let checked = 0;
+    for (const [path, entry] of Object.entries<{ dev?: boolean; engines?: { node?: string } | string[] }>(lock.packages)) {
+      if (path === '' || entry.dev || Array.isArray(entry.engines) || !entry.engines?.node) continue;
+      const theirs = lowerBound(entry.engines.node);
+      if (!theirs) continue;
+      checked++;
+      if (!atLeast(ours, theirs)) tighter.push(`${path} needs node ${entry.engines.node}`);
+    }
+    assert.ok(checked >= 10, `only ${checked} dependencies declare a node range: has the lock file's shape changed?`);
+    assert.deepEqual(tighter, [], `engines.node ${pkg.engines.node} is looser than`);
+    assert.equal(lock.packages[''].engines.node, pkg.engines.node, 'the lock file says the same range');
+  });
+
+  it('return-address/forward is exported with its declarations, which the publishing build emits', () => {
+    const forward = pkg.exports['./forward'];
+    assert.equal(typeof forward, 'object');
+    assert.equal(forward.types, forward.default.replace(/\.js$/, '.d.ts'));
+    const build = readFileSync('tsconfig.build.json', 'utf8');
+    assert.match(build, /"declaration":\s*true/, 'npm run build (prepare, publish) emits .d.ts files');
+    assert.ok(pkg.files.includes('dist/src'), 'and the package ships them');
+  });
+});
