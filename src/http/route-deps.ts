@@ -10,8 +10,8 @@ import type { Store } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { SigningSecrets } from '../domain/signing-secrets.js';
 import type { EpochStore } from '../epoch/epoch-store.js';
-import type { CredentialStore } from '../rotation/rotation-store.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
+import type { CredentialStore } from '../rotation/rotation-store.js';
 import type { SenderPolicies } from '../sender-policy/sender-policies.js';
 
 /** What the HTTP layer is built from: the services src/compose.ts builds once, shared by every route plugin and MCP. */
