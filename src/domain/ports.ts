@@ -5,7 +5,14 @@
 // src/wakeup/wakeup-hub.ts. Dependencies point inward: those modules import this file, never the
 // other way round.
 
-import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from '../approvals/approval-model.js';
+import type {
+  ApprovalAnswerRecord,
+  ApprovalLimits,
+  ApprovalRecord,
+  ApprovalStep,
+  ApprovalStepResult,
+  CreateApprovalResult,
+} from '../approvals/approval-model.js';
 import type { BlobName, StoredBlob } from '../blobs/event-blob.js';
 import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../claims/claim-rules.js';
 import type { ConsumerPositions } from '../consumers/consumer-positions.js';
@@ -176,8 +183,15 @@ export interface Store {
   /** Acks, extends or nacks through a lease, only while it is still the event's lease (fencing). */
   settleClaim(addressId: string, eventId: string, leaseId: string, s: Settlement, now: number): Promise<SettleResult>;
 
-  /** Stores a new approval, durably; false when its address does not exist. */
+  /** Stores a new approval, durably, within no bounds but its bytes counted (createApprovalWithin); false when its address does not exist. */
   createApproval(approval: ApprovalRecord): Promise<boolean>;
+  /**
+   * Stores a new approval, durably, only while its address holds fewer than `maxPending` pending
+   * approvals and its bytes (approval-model.ts, approvalBytes) fit the byte quota beside the events,
+   * after pruning acknowledged events as an append does. The bytes count for as long as the approval
+   * is stored. Parallel creates, from any instance, never pass either bound.
+   */
+  createApprovalWithin(approval: ApprovalRecord, limits: ApprovalLimits): Promise<CreateApprovalResult>;
   /** The approval with its answers (oldest first); null when there is none with this id. */
   getApproval(approvalId: string): Promise<{ approval: ApprovalRecord; answers: ApprovalAnswerRecord[] } | null>;
   /** Pending approvals whose expiresAt is at or before `now`, soonest first. */
