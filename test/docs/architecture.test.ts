@@ -80,6 +80,21 @@ describe('the maps of the code', () => {
     for (const room of ['capture', 'email', 'storage']) assert.ok(readdirSync(join(ROOT, 'src', room)).includes('README.md'), `src/${room}/README.md`);
   });
 
+  it("storage/'s README names every file of the room in its table (a migration by its folder)", () => {
+    const readme = read('src/storage/README.md');
+    const named = new Set([...readme.matchAll(/^\| `([^`]+)` \|/gm)].map((m) => m[1] as string));
+    const walk = (dir: string): string[] =>
+      readdirSync(join(ROOT, 'src/storage', dir), { withFileTypes: true }).flatMap((e) => {
+        const path = dir === '' ? e.name : `${dir}/${e.name}`;
+        if (e.isDirectory()) return e.name === 'migrations' ? [`${path}/`] : walk(path);
+        return e.name === 'README.md' ? [] : [path];
+      });
+    const files = walk('');
+    assert.ok(files.length >= 40, `found only ${files.length} files under src/storage`);
+    for (const file of files) assert.ok(named.has(file), `src/storage/${file} is in src/storage/README.md's table`);
+    for (const name of named) assert.ok(files.includes(name), `src/storage/README.md names ${name}, which is not there`);
+  });
+
   it("design.md's Rooms table has a row for every room", () => {
     const design = read('docs/design.md');
     const table = design.slice(design.indexOf('\n## Rooms\n'), design.indexOf('\n## ', design.indexOf('\n## Rooms\n') + 1));
