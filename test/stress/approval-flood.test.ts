@@ -3,6 +3,8 @@
 // address held 8.4 MB. Now the creates past the quota (and past MAX_PENDING_APPROVALS) are refused
 // 429, /healthz answers within 1 s throughout, and a delivery to another address stays under 1 s.
 import assert from 'node:assert/strict';
+import { loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { api, createAddress, deliver, range, STORE, startTestService, type TestService } from '../helpers.js';
 import { startLivenessProbe } from '../liveness-probe.js';
@@ -33,6 +35,9 @@ describe(`approval flood: 1,000 × 15.8 KB on one address with a 1 MiB quota (${
     const a = await createAddress(svc.baseUrl);
     const other = await createAddress(svc.baseUrl);
     const probe = startLivenessProbe(svc.baseUrl);
+    // The service runs in this process: the event loop's longest stall tells blocking work from a busy machine.
+    const stalls = monitorEventLoopDelay({ resolution: 10 });
+    stalls.enable();
     const started = performance.now();
     let done = false;
     const delivering = (async () => {
@@ -61,9 +66,12 @@ describe(`approval flood: 1,000 × 15.8 KB on one address with a 1 MiB quota (${
     done = true;
     const times = await delivering;
     const health = await probe.stop();
+    stalls.disable();
     const created = statuses.filter((s) => s === 201).length;
     console.log(
-      `# ${STORE}: ${created} of 1000 created, ${1000 - created} refused, in ${Math.round(ms)} ms; /healthz max ${Math.round(health.maxMs)} ms over ${health.answers} answers; deliveries elsewhere max ${Math.round(Math.max(...times))} ms over ${times.length}`,
+      `# ${STORE}: ${created} of 1000 created, ${1000 - created} refused, in ${Math.round(ms)} ms; /healthz max ${Math.round(health.maxMs)} ms over ${health.answers} answers; deliveries elsewhere max ${Math.round(Math.max(...times))} ms over ${times.length}; event loop stalls max ${Math.round(stalls.max / 1e6)} ms, p99 ${Math.round(stalls.percentile(99) / 1e6)} ms; load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}`,
     );
     // 1 MiB / ~15.8 KB: at most 66 fit.
     assert.ok(created > 0 && created <= Math.floor(QUOTA / 15_000), `${created} created`);
