@@ -1,7 +1,7 @@
 // The append rule's arithmetic, once (design.md, "The queue"): what an event weighs in its address's
 // byte quota, and what must be pruned before it fits. The SQLite store calls these; PostgreSQL's
 // ra_append_event (migrations 0006 and 0010) computes the same in PL/pgSQL, and the store contract
-// tests (test/storage/store-contract.test.ts) hold both stores to the same answers.
+// tests (test/storage/store-contract*.test.ts) hold both stores to the same answers.
 
 export interface QuotaLimits {
   maxEventsPerAddress: number;

@@ -1,6 +1,6 @@
 // The provisioning rate limit's fixed windows (design.md, "Create address and its rate limit"): one rule, which
 // both stores apply in their own transaction (SQLite with `countAttempt`, PostgreSQL in one upsert
-// that test/storage/store-contract.test.ts holds to the same cases).
+// that test/storage/store-contract.test.ts and store-contract-rate-window.test.ts hold to the same cases).
 //
 // A window never moves back. An attempt stamped before the stored window (another instance's clock
 // lags, or this clock was stepped back) counts against the stored window instead of reopening an

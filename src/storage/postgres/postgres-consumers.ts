@@ -1,7 +1,10 @@
 // Named consumers' positions in PostgreSQL (migration 0007): one row per address and name, which
 // every instance reads and writes, so a consumer has one position whichever instance it asks.
 // Moving an existing position is one UPDATE; a new name is inserted under the address row's lock,
-// so instances creating consumers at once cannot pass the per-address cap together.
+// so instances creating consumers at once cannot pass the per-address cap together. A name that a
+// parallel seek inserted after this one's UPDATE found nothing is moved, not refused, even at the
+// cap: a stored name is never too_many (as on SQLite, where the UPDATE and the insert are one
+// transaction).
 import type pg from 'pg';
 import type { ConsumerPositions, ConsumerRecord, SeekResult } from '../../consumers/consumer-positions.js';
 
@@ -26,6 +29,7 @@ export class PostgresConsumerPositions implements ConsumerPositions {
         const inserted = await client.query(
           `INSERT INTO consumers (address_id, name, cursor, updated_at)
            SELECT $1, $2, $3, $4 WHERE (SELECT count(*) FROM consumers WHERE address_id = $1) < $5
+             OR EXISTS (SELECT 1 FROM consumers WHERE address_id = $1 AND name = $2)
            ON CONFLICT (address_id, name) DO UPDATE SET cursor = EXCLUDED.cursor, updated_at = EXCLUDED.updated_at`,
           [addressId, name, cursor, now, maxPerAddress],
         );
