@@ -39,10 +39,10 @@ describe(`approvals inside the address's bounds (${STORE})`, () => {
     for (const r of answers) v.check('POST', `/api/v1/addresses/${a.id}/approvals`, r);
   };
 
-  it('40 creates at once: exactly MAX_PENDING_APPROVALS are stored, the rest 429 too_many_approvals saying the fix; a cancel frees a place', async () => {
+  it('20 creates at once: exactly MAX_PENDING_APPROVALS are stored, the rest 429 too_many_approvals saying the fix; a cancel frees a place', async () => {
     const a = await createAddress(svc.baseUrl);
     const probe = startLivenessProbe(svc.baseUrl);
-    const answers = await Promise.all(range(1, 40).map((i) => create(a, { question: `Approve ${i}?` })));
+    const answers = await Promise.all(range(1, 20).map((i) => create(a, { question: `Approve ${i}?` })));
     const health = await probe.stop();
     assert.deepEqual(health.failures, []);
     assert.ok(health.maxMs < 1000, `/healthz took ${Math.round(health.maxMs)} ms beside the creates`);
