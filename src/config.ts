@@ -200,6 +200,15 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 /** MCP wait_for_event's longest wait (design.md, "MCP"): agent clients cut a tool call at about 60 s. */
 export const MAX_MCP_WAIT_SECONDS = 55;
 
+/** What a client told it has too many event streams (MAX_STREAMS_PER_ADDRESS, MAX_STREAMS_PER_CLIENT) waits before retrying. */
+export const TOO_MANY_STREAMS_RETRY_AFTER_SECONDS = 10;
+
+/**
+ * Bytes of SSE frames rendered once and shared by every stream that sends the same event (design.md,
+ * "Bounded work": render once, share the bytes), least recently used out past it.
+ */
+export const FRAME_CACHE_BYTES = 64 * 1024 * 1024;
+
 export function loadConfig(env: Env = process.env): Config {
   const port = int(env, 'PORT', 3000, 0, 65535);
   const host = raw(env, 'HOST') ?? '0.0.0.0';

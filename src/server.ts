@@ -1,32 +1,24 @@
-// Process entry: configuration, storage, HTTP and SMTP listeners, the sweeper, graceful shutdown.
+// Process entry: configuration, the composition (compose.ts), the HTTP, SMTP and metrics listeners, the sweeper, graceful shutdown.
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { pino } from 'pino';
-import { BlockList } from './abuse/block-list.js';
-import { ClientDeliveryLimit } from './abuse/client-delivery-limit.js';
-import { buildApp } from './app.js';
-import { approvalServiceOf } from './approvals/approval-service.js';
-import { Capture } from './capture/capture.js';
+import { compose } from './compose.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
-import { ExpirySweeper } from './domain/expiry-sweeper.js';
-import type { Store } from './domain/ports.js';
-import { ReturnAddressService } from './domain/return-address-service.js';
-import { SigningSecrets } from './domain/signing-secrets.js';
+import type { ReturnAddressService } from './domain/return-address-service.js';
 import type { DnsResolver } from './email/sender-authentication.js';
 import { type SmtpListener, startSmtpListener } from './email/smtp-listener.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { type MetricsListener, startMetricsListener } from './metrics/metrics-listener.js';
-import { countingStoreErrors, ServiceMetrics } from './metrics/service-metrics.js';
-import { SenderPolicies } from './sender-policy/sender-policies.js';
+import type { ServiceMetrics } from './metrics/service-metrics.js';
 import { logStartupSettings } from './startup-settings.js';
 import { SchemaTooNewError } from './storage/migration-files.js';
-import { openStore } from './storage/open-store.js';
-import { InProcessWakeupHub } from './wakeup/wakeup-hub.js';
+import type { OpenedStore } from './storage/open-store.js';
+import type { InProcessWakeupHub } from './wakeup/wakeup-hub.js';
 
 export interface RunningService {
   config: Config;
   httpUrl: string;
   app: FastifyInstance;
-  store: Store;
+  store: OpenedStore;
   hub: InProcessWakeupHub;
   service: ReturnAddressService;
   /** The Prometheus series and their listener's URL, when METRICS_PORT is set. */
@@ -50,29 +42,10 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   // (a lost connection, a reconnect) reach the same log as the requests.
   const log: FastifyBaseLogger = opts.logger ?? pino(loggerOptions(config.logLevel));
   logStartupSettings(config, log);
-  const openedStore = await openStore(config, log.child({ component: 'store' }));
-  const hub = new InProcessWakeupHub();
-  const metrics = config.metricsPort === undefined ? undefined : new ServiceMetrics(openedStore, hub);
-  const store = metrics ? countingStoreErrors(openedStore, metrics) : openedStore;
-  const service = new ReturnAddressService(store, hub, config);
-  if (metrics) service.observer = metrics;
-  const signingSecrets = new SigningSecrets(store);
-  const capture = new Capture(service, signingSecrets, { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes });
-  const senderPolicies = new SenderPolicies(openedStore.senderPolicies);
-  service.screen = senderPolicies;
-  // An operator's `admin delete` on the SQLite file while this runs: caches drop it, waiters re-read.
-  store.watchExternalChanges?.(() => hub.notifyAll());
-  let app: FastifyInstance | undefined;
+  const { app, store, hub, service, metrics, sweeper, blockList, deliveryLimit } = await compose(config, log);
   let smtp: SmtpListener | undefined;
   let metricsListener: MetricsListener | undefined;
   try {
-    app = await buildApp({ config, store, service, capture, signingSecrets, senderPolicies, metrics }, { loggerInstance: log });
-    if (store.capabilities.crossInstanceWakeups && store.subscribe) {
-      await store.subscribe(
-        (addressId) => hub.notify(addressId),
-        () => hub.notifyAll(),
-      );
-    }
     // A deep accept queue: webhook bursts and thousands of long-polls connect at once.
     const httpUrl = await app.listen({ port: config.port, host: config.host, backlog: 4096 });
     smtp = await startSmtpListener(
@@ -88,15 +61,8 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         tlsKeyFile: config.smtpTlsKey,
         maxBufferedBytes: config.smtpMaxBufferedBytes,
         maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
-        blockList: config.blockCidrs.length > 0 ? new BlockList(config.blockCidrs) : undefined,
-        deliveryLimit:
-          config.deliveryRateLimitPerIp === undefined
-            ? undefined
-            : new ClientDeliveryLimit(store, {
-                limit: config.deliveryRateLimitPerIp,
-                windowSeconds: config.deliveryRatePerIpWindowSeconds,
-                ipv6PrefixBits: config.ipv6PrefixBits,
-              }),
+        blockList,
+        deliveryLimit,
         dnsResolver: opts.dnsResolver,
         dnsLookupTimeoutMs: opts.dnsLookupTimeoutMs,
         authenticationBudgetMs: opts.authenticationBudgetMs,
@@ -111,8 +77,6 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       metricsListener = await startMetricsListener(metrics, config.metricsPort, config.metricsHost, app.log.child({ component: 'metrics' }));
       app.log.info({ url: metricsListener.url }, 'metrics listening');
     }
-    const approvals = approvalServiceOf({ store, service, config });
-    const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, app.log, [{ name: 'approvals', run: () => approvals.sweepDue() }]);
     sweeper.start();
 
     const started = { app, smtp };
@@ -141,7 +105,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     // A failed start (port taken, bad TLS file) must not leave pools, listeners or files open.
     await smtp?.close().catch(() => {});
     await metricsListener?.close().catch(() => {});
-    await app?.close().catch(() => {});
+    await app.close().catch(() => {});
     await store.close().catch(() => {});
     throw err;
   }

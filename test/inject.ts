@@ -1,6 +1,6 @@
 // Route contracts without a socket: the app that src/app.ts builds, over a real store (this test
 // file's SQLite file or PostgreSQL database, as createTestStorage makes), answered through Fastify's
-// `inject` (fastify/demo's habit). It never listens and starts no SMTP listener or sweeper, so a test
+// `inject` (fastify/demo's habit), composed by src/compose.ts exactly as the service is. It never listens and starts no SMTP listener or sweeper, so a test
 // file that needs none of them boots in a fraction of a service's time. Transport behaviour (slow
 // clients, draining, SSE backpressure, pipelining, kill tests) keeps real sockets (startTestService).
 //
@@ -10,23 +10,19 @@
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
-import { buildApp } from '../src/app.js';
-import { Capture } from '../src/capture/capture.js';
+import { compose } from '../src/compose.js';
 import { loadConfig } from '../src/config.js';
-import type { Store } from '../src/domain/ports.js';
-import { ReturnAddressService } from '../src/domain/return-address-service.js';
-import { SigningSecrets } from '../src/domain/signing-secrets.js';
+import type { ReturnAddressService } from '../src/domain/return-address-service.js';
 import { loggerOptions } from '../src/http/plugins/request-logging.js';
-import { SenderPolicies } from '../src/sender-policy/sender-policies.js';
-import { openStore } from '../src/storage/open-store.js';
-import { InProcessWakeupHub } from '../src/wakeup/wakeup-hub.js';
+import type { OpenedStore } from '../src/storage/open-store.js';
+import type { InProcessWakeupHub } from '../src/wakeup/wakeup-hub.js';
 import { createTestStorage, type Res, type TestStorage } from './helpers.js';
 
 export interface InjectedService {
   /** An origin no socket serves; helpers.ts's `api` routes it to `app.inject`. */
   baseUrl: string;
   app: FastifyInstance;
-  store: Store;
+  store: OpenedStore;
   hub: InProcessWakeupHub;
   service: ReturnAddressService;
   storage: TestStorage;
@@ -50,27 +46,17 @@ export async function startInjectedService(env: Record<string, string> = {}, sto
     ...env,
   });
   const log = pino(loggerOptions(config.logLevel));
-  let store: Store | undefined;
   try {
-    // The same composition as startService (src/server.ts), without the listeners and the sweeper.
-    const openedStore = await openStore(config, log.child({ component: 'store' }));
-    store = openedStore;
-    const hub = new InProcessWakeupHub();
-    const service = new ReturnAddressService(store, hub, config);
-    const signingSecrets = new SigningSecrets(store);
-    const capture = new Capture(service, signingSecrets, { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes });
-    const senderPolicies = new SenderPolicies(openedStore.senderPolicies);
-    service.screen = senderPolicies;
-    const app = await buildApp({ config, store, service, capture, signingSecrets, senderPolicies }, { loggerInstance: log });
-    if (store.capabilities.crossInstanceWakeups && store.subscribe) {
-      await store.subscribe(
-        (addressId) => hub.notify(addressId),
-        () => hub.notifyAll(),
-      );
+    // The service's own composition (src/compose.ts), without the listeners and the sweeper.
+    const { app, store, hub, service } = await compose(config, log);
+    try {
+      await app.ready();
+    } catch (err) {
+      await app.close().catch(() => {});
+      await store.close().catch(() => {});
+      throw err;
     }
-    await app.ready();
     apps.set(baseUrl, app);
-    const opened = store;
     let stopping: Promise<void> | undefined;
     return {
       baseUrl,
@@ -84,13 +70,13 @@ export async function startInjectedService(env: Record<string, string> = {}, sto
           apps.delete(baseUrl);
           hub.shutdown();
           await app.close();
-          await opened.close();
+          await store.close();
           assert.equal(hub.size(), 0, 'no long-poll waiter may outlive the app');
           if (!opts.keepStorage && storage === undefined) await st.drop();
         })()),
     };
   } catch (err) {
-    await store?.close().catch(() => {});
+    // compose closed what it opened.
     if (storage === undefined) await st.drop().catch(() => {});
     throw err;
   }

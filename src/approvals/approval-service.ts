@@ -3,11 +3,10 @@
 // appends its event in the same transaction (approval-model.ts), through the same durable append
 // path as any delivery, and wakes the address's readers like any new event.
 
-import type { Config } from '../config.js';
 import { hashSecret, newEventId, secretMatches } from '../domain/credentials.js';
 import { ApiError, notFound } from '../domain/errors.js';
 import type { AddressRecord, EventRecord } from '../domain/model.js';
-import type { Store, StoreLimits } from '../domain/ports.js';
+import type { StoreLimits } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { countApproval } from '../domain/service-observer.js';
 import { APPROVAL_TRUST_JSON, SERVICE_TRUST_JSON } from '../domain/trust.js';
@@ -31,19 +30,10 @@ import {
   newApprovalId,
   newApprovalSecret,
 } from './approval-rules.js';
+import type { ApprovalStore } from './approval-store.js';
 
 export const APPROVAL_EVENT_SOURCE = 'approval';
 
-/** The approvals of a running service, over its store and queue service (routes, MCP and the sweeper each build one; it holds no state). */
-export function approvalServiceOf({ store, service, config }: { store: Store; service: ReturnAddressService; config: Config }): ApprovalService {
-  return new ApprovalService(store, service, {
-    baseUrl: config.baseUrl,
-    minApprovalSeconds: config.minApprovalSeconds,
-    maxEventsPerAddress: config.maxEventsPerAddress,
-    maxBytesPerAddress: config.maxBytesPerAddress,
-    maxPendingApprovals: config.maxPendingApprovals,
-  });
-}
 const QUEUE_FULL_RETRY_AFTER_SECONDS = 30;
 /** One message for an unknown approval and a wrong secret, so neither can be probed. */
 export const APPROVAL_NOT_FOUND = 'No approval at this URL.';
@@ -79,9 +69,10 @@ export function effectiveStatus(a: ApprovalRecord, now: number): ApprovalRecord[
   return a.status === 'pending' && now >= a.expiresAt ? (a.responses > 0 ? 'decided' : 'expired') : a.status;
 }
 
+/** Built once by the composition (src/compose.ts) and shared by the routes, MCP and the sweeper; it holds no state. */
 export class ApprovalService {
   constructor(
-    private readonly store: Store,
+    private readonly store: ApprovalStore,
     /** Wakes the address's readers after a step appended an event (addressChanged). */
     private readonly queue: ReturnAddressService,
     private readonly opts: ApprovalOptions,

@@ -32,7 +32,7 @@ export function queryObject(query: string): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = Object.create(null);
   for (const [k, v] of new URLSearchParams(query)) {
     const prev = out[k];
-    // Appended in place: copying the array on each repeat made one key repeated n times cost n² (issue 27).
+    // Appended in place: copying the array on each repeat made one key repeated n times cost n².
     if (prev === undefined) out[k] = v;
     else if (Array.isArray(prev)) prev.push(v);
     else out[k] = [prev, v];

@@ -1,4 +1,4 @@
-// Capture body bytes being received by all requests together (MAX_INFLIGHT_CAPTURE_BYTES, issue 27).
+// Capture body bytes being received by all requests together (MAX_INFLIGHT_CAPTURE_BYTES).
 // Each capture may be MAX_CAPTURE_BYTES (25 MiB), and a client that sends slowly, or not at all,
 // holds what it sent so far: 150 paused uploads held +3.2 GB for 30 s. Bytes are taken from this
 // one budget as they arrive and given back when the request's answer is done (sent, or the

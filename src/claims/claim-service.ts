@@ -5,9 +5,10 @@
 import { ApiError, notFound } from '../domain/errors.js';
 import { parseEventFilter } from '../domain/event-filter.js';
 import type { AddressRecord, EventRecord } from '../domain/model.js';
-import type { Store, WakeupHub } from '../domain/ports.js';
+import type { WakeupHub } from '../domain/ports.js';
 import { STORABLE_TEXT_RE } from '../domain/storable-text.js';
 import { CLAIM_LIMITS, type ClaimBatch, leaseEventId, newLeaseNonce, type Settlement } from './claim-rules.js';
+import type { ClaimStore } from './claim-store.js';
 import { type ClaimCallback, ClaimWait } from './claim-wait.js';
 
 /** A claim as the API takes it (defaults filled in by the caller's schema, or by `claimInput`). */
@@ -63,7 +64,7 @@ export function nackInput(raw: Partial<Record<keyof NackInput, unknown>>, param 
 
 export class ClaimService {
   constructor(
-    private readonly store: Store,
+    private readonly store: ClaimStore,
     private readonly hub: WakeupHub,
     private readonly now: () => number = Date.now,
   ) {}

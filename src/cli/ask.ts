@@ -2,11 +2,12 @@
 // The page's URL goes to stderr (send it on through your own channel), the answer's event to
 // stdout. Exit 0 when the first option was chosen, 3 for another option, 2 when the approval
 // expired, was cancelled, or --timeout passed first, 1 for an error (as every command): a script
-// can tell a person's "no" from a failure to ask.
+// can tell a person's "no" from a failure to ask. main.ts hands it the verbs' kit (verb.ts), so this
+// file never imports main.ts.
 import { parseArgs } from 'node:util';
 import { type ApprovalFieldSpec, ReturnAddress } from '@return-address/client';
-import { loadSaved, out, UsageError } from './main.js';
 import { savedUrl } from './saved-file.js';
+import type { VerbKit } from './verb.js';
 
 export const ASK_HELP = `Usage: return-address ask --save FILE "question" [--details TEXT] [--option id=label]...
                           [--field name[!]:type[:label[:choice|choice...]]]... [--expires S] [--timeout S]
@@ -31,12 +32,12 @@ Exit codes: 0 the first option, 3 another option, 2 expired, cancelled or timed 
 
 const FIELD_TYPES = ['text', 'textarea', 'number', 'boolean', 'select'] as const;
 
-export function parseFieldSpec(spec: string): ApprovalFieldSpec {
+export function parseFieldSpec(spec: string, usage: VerbKit['usage']): ApprovalFieldSpec {
   const [rawName = '', type = 'text', label, choices] = spec.split(':');
   const required = rawName.endsWith('!');
   const name = required ? rawName.slice(0, -1) : rawName;
-  if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name)) throw new UsageError(`--field ${spec}: the name must be a letter then letters, digits or _`);
-  if (!(FIELD_TYPES as readonly string[]).includes(type)) throw new UsageError(`--field ${spec}: the type must be one of ${FIELD_TYPES.join(', ')}`);
+  if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name)) throw usage(`--field ${spec}: the name must be a letter then letters, digits or _`);
+  if (!(FIELD_TYPES as readonly string[]).includes(type)) throw usage(`--field ${spec}: the type must be one of ${FIELD_TYPES.join(', ')}`);
   return {
     name,
     label: label || name,
@@ -56,26 +57,26 @@ const ASK_OPTIONS = {
   timeout: { type: 'string' },
 } as const;
 
-function parseAsk(args: string[]) {
+function parseAsk(args: string[], usage: VerbKit['usage']) {
   try {
     return parseArgs({ args, allowPositionals: true, strict: true, options: ASK_OPTIONS });
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    throw usage((err as Error).message);
   }
 }
 
-export async function ask(args: string[]): Promise<number> {
-  const parsed = parseAsk(args);
+export async function ask(args: string[], { loadSaved, out, usage }: VerbKit): Promise<number> {
+  const parsed = parseAsk(args, usage);
   const { values, positionals } = parsed;
-  if (positionals.length !== 1 || positionals[0] === '') throw new UsageError('ask takes exactly one question (quote it)');
+  if (positionals.length !== 1 || positionals[0] === '') throw usage('ask takes exactly one question (quote it)');
   const seconds = (v: string | undefined, name: string) => {
     if (v === undefined) return undefined;
-    if (!/^\d+$/.test(v)) throw new UsageError(`--${name} must be a whole number of seconds, got "${v}"`);
+    if (!/^\d+$/.test(v)) throw usage(`--${name} must be a whole number of seconds, got "${v}"`);
     return Number(v);
   };
   const options = values.option?.map((o) => {
     const eq = o.indexOf('=');
-    if (eq <= 0) throw new UsageError(`--option ${o}: write id=label`);
+    if (eq <= 0) throw usage(`--option ${o}: write id=label`);
     return { id: o.slice(0, eq), label: o.slice(eq + 1) || o.slice(0, eq) };
   });
   const saved = loadSaved(values.save);
@@ -83,7 +84,7 @@ export async function ask(args: string[]): Promise<number> {
   const { approval, event } = await ra.ask(positionals[0]!, {
     ...(values.details !== undefined ? { details: values.details } : {}),
     ...(options ? { options } : {}),
-    ...(values.field ? { fields: values.field.map(parseFieldSpec) } : {}),
+    ...(values.field ? { fields: values.field.map((f) => parseFieldSpec(f, usage)) } : {}),
     ...(values.expires !== undefined ? { expiresIn: seconds(values.expires, 'expires') } : {}),
     ...(values.timeout !== undefined ? { timeout: seconds(values.timeout, 'timeout') } : {}),
     onUrl: (url, a) => {

@@ -279,7 +279,7 @@ async function run(argv: string[]): Promise<number> {
       return 0;
     }
     case 'ask':
-      return ask(rest);
+      return ask(rest, KIT);
     case 'delete': {
       const { values } = parse(rest, {});
       const saved = loadSaved(values.save);

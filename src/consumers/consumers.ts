@@ -6,8 +6,7 @@
 // Consumers are independent of acknowledgements.
 import { ApiError, notFound } from '../domain/errors.js';
 import type { AddressRecord } from '../domain/model.js';
-import type { Store } from '../domain/ports.js';
-import type { ConsumerRecord } from './consumer-positions.js';
+import type { ConsumerPositions, ConsumerRecord } from './consumer-positions.js';
 
 /**
  * A consumer name is a URL path segment (DELETE …/consumers/{name}) that no client may rewrite: `.`
@@ -38,7 +37,7 @@ export function consumerName(name: unknown, param = "query parameter 'consumer'"
 
 export class Consumers {
   constructor(
-    private readonly store: Store,
+    private readonly positions: ConsumerPositions,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -48,11 +47,11 @@ export class Consumers {
    */
   async start(address: AddressRecord, name: string, after: number | undefined): Promise<number> {
     if (after === undefined) {
-      const stored = await this.store.consumers.position(address.id, name);
+      const stored = await this.positions.position(address.id, name);
       if (stored !== null) return stored;
     }
     const cursor = after ?? 0;
-    const result = await this.store.consumers.seek(address.id, name, cursor, this.now(), MAX_CONSUMERS_PER_ADDRESS);
+    const result = await this.positions.seek(address.id, name, cursor, this.now(), MAX_CONSUMERS_PER_ADDRESS);
     if (result === 'address_gone') throw notFound('Address');
     if (result === 'too_many') {
       throw new ApiError(
@@ -64,10 +63,10 @@ export class Consumers {
   }
 
   list(address: AddressRecord): Promise<ConsumerRecord[]> {
-    return this.store.consumers.list(address.id);
+    return this.positions.list(address.id);
   }
 
   async remove(address: AddressRecord, name: string): Promise<void> {
-    if (!(await this.store.consumers.remove(address.id, name))) throw notFound('Consumer');
+    if (!(await this.positions.remove(address.id, name))) throw notFound('Consumer');
   }
 }

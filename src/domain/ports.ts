@@ -3,19 +3,11 @@
 // above it knows which one is underneath, and backends differ by capability flags, not by
 // `if (postgres)` scattered through the code. `WakeupHub` is implemented in process by
 // src/wakeup/wakeup-hub.ts. Dependencies point inward: those modules import this file, never the
-// other way round.
+// other way round. A feature room beside the domain (approvals/, claims/, consumers/, sender-policy/)
+// owns the port of what it stores; both stores implement those too, and the composition
+// (src/compose.ts) hands the opened store to each room as its port.
 
-import type {
-  ApprovalAnswerRecord,
-  ApprovalLimits,
-  ApprovalRecord,
-  ApprovalStep,
-  ApprovalStepResult,
-  CreateApprovalResult,
-} from '../approvals/approval-model.js';
 import type { BlobName, StoredBlob } from '../blobs/event-blob.js';
-import type { ClaimBatch, ClaimRequest, Settlement, SettleResult } from '../claims/claim-rules.js';
-import type { ConsumerPositions } from '../consumers/consumer-positions.js';
 import type { EventFilter } from './event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from './model.js';
 
@@ -80,8 +72,6 @@ export interface StoreLimits {
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   readonly capabilities: StoreCapabilities;
-  /** Named consumers' positions (src/consumers/). */
-  readonly consumers: ConsumerPositions;
 
   /** Applies pending migrations; safe when several instances start at once. */
   migrate(): Promise<void>;
@@ -174,31 +164,4 @@ export interface Store {
   releaseEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
   /** Sets acknowledged_at once (a second ack keeps the first time); null when no such event. */
   ackEvent(addressId: string, eventId: string, now: number): Promise<EventRecord | null>;
-  /**
-   * Claims (src/claims): leases the oldest claimable events of the address that pass the filter,
-   * after making dead the open events whose final lease ran out; resolves once durable. No two
-   * claims, from any instance, ever hold live leases on one event. null: no such address.
-   */
-  claimEvents(addressId: string, r: ClaimRequest): Promise<ClaimBatch | null>;
-  /** Acks, extends or nacks through a lease, only while it is still the event's lease (fencing). */
-  settleClaim(addressId: string, eventId: string, leaseId: string, s: Settlement, now: number): Promise<SettleResult>;
-
-  /** Stores a new approval, durably, within no bounds but its bytes counted (createApprovalWithin); false when its address does not exist. */
-  createApproval(approval: ApprovalRecord): Promise<boolean>;
-  /**
-   * Stores a new approval, durably, only while its address holds fewer than `maxPending` pending
-   * approvals and its bytes (approval-model.ts, approvalBytes) fit the byte quota beside the events,
-   * after pruning acknowledged events as an append does. The bytes count for as long as the approval
-   * is stored. Parallel creates, from any instance, never pass either bound.
-   */
-  createApprovalWithin(approval: ApprovalRecord, limits: ApprovalLimits): Promise<CreateApprovalResult>;
-  /** The approval with its answers (oldest first); null when there is none with this id. */
-  getApproval(approvalId: string): Promise<{ approval: ApprovalRecord; answers: ApprovalAnswerRecord[] } | null>;
-  /** Pending approvals whose expiresAt is at or before `now`, soonest first. */
-  dueApprovals(now: number, limit: number): Promise<ApprovalRecord[]>;
-  /**
-   * Changes an approval's state and appends the step's event in one transaction, only if the step's
-   * condition holds (approval-model.ts); durable before it resolves, like appendEvent.
-   */
-  approvalStep(step: ApprovalStep, limits: StoreLimits): Promise<ApprovalStepResult>;
 }

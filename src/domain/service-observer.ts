@@ -25,7 +25,7 @@ export interface ServiceObserver {
   commit(seconds: number): void;
   /** A captured request's signature verdict: verified, failed, unverified (no secret set), unsigned. */
   signature(result: 'verified' | 'failed' | 'unverified' | 'unsigned'): void;
-  /** An approval reached this status (issue 15's approvals call it). */
+  /** An approval reached this status (the approvals room calls it). */
   approval(status: string): void;
   /** An SMTP reply at the end of RCPT TO or DATA, by its code. */
   smtp(stage: 'rcpt' | 'data', code: number): void;

@@ -2,12 +2,12 @@
 // the claim service (src/claims), with the HTTP routes' JSON shapes.
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
+import { claimResponseJson } from '../claims/claim-representation.js';
 import { CLAIM_LIMITS } from '../claims/claim-rules.js';
 import { claimInput, nackInput } from '../claims/claim-service.js';
 import { ApiError } from '../domain/errors.js';
 import { eventJson } from '../domain/representation.js';
-import { claimResponseJson } from '../http/routes/claims.js';
-import type { RunTool, ToolContext } from './mcp-tools.js';
+import type { RunTool, ToolContext } from './tool-context.js';
 
 const L = CLAIM_LIMITS;
 const int = (r: { min: number; max: number; default: number }, what: string) =>
@@ -44,8 +44,7 @@ export function registerClaimTools(server: McpServer, ctx: ToolContext, run: Run
   const Claim = z.object({ event, lease_id: z.string(), lease_expires_at: z.string(), delivery_count: z.number().int().min(1) });
   const ClaimResult = z.object({ claims: z.array(Claim) });
   const SettleResult = z.object({ event: event.optional(), lease_expires_at: z.string().optional() });
-  const { service, address } = ctx;
-  const claims = service.claims;
+  const { claims, address } = ctx;
 
   server.registerTool(
     'claim_events',

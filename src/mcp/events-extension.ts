@@ -3,6 +3,10 @@
 // The cursor is our sequence as a decimal string, so every way to read (GET …/events, the SSE
 // stream, named consumers, the MCP tools, these methods) speaks the same position; an occurrence's
 // eventId is our event id and its data is our Event, byte for byte as GET …/events sends it.
+// Event types: the catch-all return_address.event, and one per way in (return_address.inbox,
+// .capture, .email, .approval, .service: the catch-all narrowed to that trust.ingress), so a host
+// can subscribe to mail alone without knowing our filters. A null cursor is the start of what the
+// queue keeps, not the extension's "now" (design.md says why); maxAgeMs bounds the replay.
 // Webhook delivery (events/subscribe) is not offered: each event type lists only poll and push.
 
 import { ApiError } from '../domain/errors.js';
@@ -10,8 +14,9 @@ import { EVENT_STATE_NAMES, type EventFilter, isEmptyFilter, MAX_MATCH_CONDITION
 import type { AddressRecord, EventRecord } from '../domain/model.js';
 import { eventJson } from '../domain/representation.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
-import { UNTRUSTED_CONTENT } from '../domain/trust.js';
+import { TRUST_INGRESSES, type TrustIngress, UNTRUSTED_CONTENT } from '../domain/trust.js';
 import { Event } from '../http/schemas.js';
+import { prunedBefore, startOf } from './events-position.js';
 
 export const EVENTS_EXTENSION = 'io.modelcontextprotocol/events';
 /** The catch-all event type: every event that lands on the address (narrowed by its arguments). */
@@ -70,39 +75,74 @@ const ARGUMENTS_SCHEMA = {
 /** Our Event as JSON Schema (the route schema, without TypeBox's symbols). */
 const PAYLOAD_SCHEMA = JSON.parse(JSON.stringify(Event)) as Record<string, unknown>;
 
-/** events/list: one event type, the catch-all. */
+const CURSOR_HELP =
+  'The cursor is the sequence as a string: null is the start of what the queue keeps (the event you wait for may have come ' +
+  'before you subscribed; maxAgeMs bounds how far back), any cursor this server returned resumes exactly after it.';
+
+/** What each way in is, for its event type's description. */
+const INGRESS_HELP: Record<TrustIngress, string> = {
+  inbox: 'HTTP deliveries to the inbox URL (whoever holds the URL writes anything; trust.verified is null)',
+  capture: "callbacks to the capture URL (a provider's webhook; trust.verified says whether its signature checked)",
+  email: 'inbound email (trust.verified says whether DMARC passed, aligned)',
+  approval: "a person's answers on an approval page",
+  service: 'events the service appends itself (approval.expired)',
+};
+
+/** The event type names: the catch-all, then one per way in. */
+export const EVENT_TYPES: ReadonlyMap<string, TrustIngress | undefined> = new Map<string, TrustIngress | undefined>([
+  [EVENT_NAME, undefined],
+  ...TRUST_INGRESSES.map((i): [string, TrustIngress] => [`return_address.${i}`, i]),
+]);
+
+function describeType(ingress: TrustIngress | undefined): string {
+  const what =
+    ingress === undefined
+      ? 'Every event that lands on this return address (HTTP callbacks to its inbox or capture URL, inbound email, approval answers, ' +
+        'events of the service), in sequence order'
+      : `The events of this return address that came in as ${INGRESS_HELP[ingress]} (trust.ingress "${ingress}"), in sequence order`;
+  return `${what}; the arguments narrow it with the filters of GET …/events. ${CURSOR_HELP} ${UNTRUSTED_CONTENT}`;
+}
+
+/** events/list: the catch-all and one type per way in, each with our filters and our Event. */
 export function listEventTypes(): Record<string, unknown> {
   return {
     resultType: 'complete',
-    events: [
-      {
-        name: EVENT_NAME,
-        description:
-          'Every event that lands on this return address (HTTP callbacks to its inbox or capture URL, inbound email, approval answers), ' +
-          'in sequence order; the arguments narrow it with the filters of GET …/events. The cursor is the sequence as a string ' +
-          '(null: from the start of what is kept). ' +
-          UNTRUSTED_CONTENT,
-        delivery: ['poll', 'push'],
-        inputSchema: ARGUMENTS_SCHEMA,
-        payloadSchema: PAYLOAD_SCHEMA,
-      },
-    ],
+    events: [...EVENT_TYPES].map(([name, ingress]) => ({
+      name,
+      description: describeType(ingress),
+      delivery: ['poll', 'push'],
+      inputSchema: ARGUMENTS_SCHEMA,
+      payloadSchema: PAYLOAD_SCHEMA,
+    })),
   };
 }
 
 export interface Subscription {
-  after: number;
+  /** The event type's name (the occurrences carry it). */
+  name: string;
+  /** The client's cursor; 0 for null. */
+  cursor: number;
+  /** Replay nothing older than this. */
+  maxAgeMs: number | undefined;
   filter: EventFilter | undefined;
 }
 
 const isScalar = (v: unknown) => v === null || ['string', 'number', 'boolean'].includes(typeof v);
 
-/** Reads {name, arguments, cursor} of events/poll and events/stream; a bad one is InvalidParams or NotFound. */
+/** Reads {name, arguments, cursor, maxAgeMs} of events/poll and events/stream; a bad one is InvalidParams or NotFound. */
 export function readSubscription(params: Record<string, unknown>): Subscription {
-  if (params.name !== EVENT_NAME) {
-    if (typeof params.name !== 'string') throw invalid(`params.name must be the event type's name ("${EVENT_NAME}", from events/list).`);
-    throw new EventsError(NOT_FOUND, `Unknown event type '${params.name.slice(0, 100)}': this server has one, "${EVENT_NAME}".`, { kind: 'event' });
+  const name = params.name;
+  if (typeof name !== 'string') throw invalid(`params.name must be an event type's name ("${EVENT_NAME}" or another from events/list).`);
+  if (!EVENT_TYPES.has(name)) {
+    throw new EventsError(
+      NOT_FOUND,
+      `Unknown event type '${name.slice(0, 100)}': events/list names this server's types (${[...EVENT_TYPES.keys()].join(', ')}).`,
+      {
+        kind: 'event',
+      },
+    );
   }
+  const ingress = EVENT_TYPES.get(name);
   const args = params.arguments ?? {};
   if (typeof args !== 'object' || args === null || Array.isArray(args)) throw invalid('params.arguments must be an object (type, match, state).');
   const a = args as Record<string, unknown>;
@@ -131,7 +171,15 @@ export function readSubscription(params: Record<string, unknown>): Subscription 
     if (err instanceof ApiError && err.status < 500) throw invalid(err.message);
     throw err;
   }
-  return { after: readCursor(params.cursor), filter: isEmptyFilter(filter) ? undefined : filter };
+  // A per-ingress type is the catch-all with one condition more, which the client cannot override.
+  if (ingress !== undefined) filter = { ...filter, match: [...filter.match, { root: 'trust', path: ['ingress'], value: ingress }] };
+  const maxAge = params.maxAgeMs;
+  return {
+    name,
+    cursor: readCursor(params.cursor),
+    maxAgeMs: maxAge === undefined || maxAge === null ? undefined : readInteger(params, 'maxAgeMs', 0, Number.MAX_SAFE_INTEGER, 0),
+    filter: isEmptyFilter(filter) ? undefined : filter,
+  };
 }
 
 /** The opaque cursor: our sequence in decimal; null or absent is 0, the start of what the queue keeps. */
@@ -150,29 +198,19 @@ export function readInteger(params: Record<string, unknown>, key: string, min: n
 }
 
 /**
- * Whether retention removed events after `after`: sequences have no gaps, so the first event kept
- * after the cursor is its next sequence unless some were pruned or expired in between.
- */
-export async function truncatedAfter(service: ReturnAddressService, address: AddressRecord, after: number): Promise<boolean> {
-  const first = await service.listEvents(address, { after, limit: 1, wait: 0 });
-  const e = first.events[0];
-  return e !== undefined && e.sequence > after + 1;
-}
-
-/**
  * One occurrence as JSON text: {eventId, name, timestamp, data: Event[, cursor]}. The Event is
- * spliced in as stored, so its numbers keep every digit. One whose JSON exceeds MAX_PAYLOAD_BYTES
- * carries `data.data = {omitted: true, size, raw: {url}}` instead of its data: the URL answers that
- * one event in full with the same bearer token.
+ * spliced in as stored, so its numbers keep every digit. One whose occurrence would exceed
+ * MAX_PAYLOAD_BYTES (the whole occurrence, envelope included, as a stream frame or webhook body
+ * carries it) carries `data.data = {omitted: true, size, raw: {url}}` instead of its data: the URL
+ * answers that one event in full with the same bearer token, held in quarantine or not (state=all).
  */
-export function occurrenceJson(e: EventRecord, baseUrl: string, withCursor: boolean): string {
-  let json = eventJson(e);
-  if (Buffer.byteLength(json) > MAX_PAYLOAD_BYTES) {
-    const url = `${baseUrl}/api/v1/addresses/${e.addressId}/events?after=${e.sequence - 1}&limit=1`;
-    json = eventJson({ ...e, data: JSON.stringify({ omitted: true, size: Buffer.byteLength(e.data), raw: { url } }) });
-  }
+export function occurrenceJson(e: EventRecord, name: string, baseUrl: string, withCursor: boolean): string {
   const cursor = withCursor ? `,"cursor":"${e.sequence}"` : '';
-  return `{"eventId":"${e.id}","name":"${EVENT_NAME}","timestamp":"${new Date(e.createdAt).toISOString()}","data":${json}${cursor}}`;
+  const occurrence = (json: string) => `{"eventId":"${e.id}","name":"${name}","timestamp":"${new Date(e.createdAt).toISOString()}","data":${json}${cursor}}`;
+  const full = occurrence(eventJson(e));
+  if (Buffer.byteLength(full) <= MAX_PAYLOAD_BYTES) return full;
+  const url = `${baseUrl}/api/v1/addresses/${e.addressId}/events?after=${e.sequence - 1}&limit=1&state=all`;
+  return occurrence(eventJson({ ...e, data: JSON.stringify({ omitted: true, size: Buffer.byteLength(e.data), raw: { url } }) }));
 }
 
 /** events/poll: the page after the cursor, as the result's JSON text. */
@@ -185,16 +223,15 @@ export async function pollEvents(
 ): Promise<string> {
   const sub = readSubscription(params);
   const limit = readInteger(params, 'maxEvents', 1, DEFAULT_POLL_EVENTS, DEFAULT_POLL_EVENTS);
-  readInteger(params, 'maxAgeMs', 0, Number.MAX_SAFE_INTEGER, 0);
+  const start = await startOf(service, address, sub.cursor, sub.maxAgeMs, Date.now(), false);
   const page = await service.listEvents(
     address,
-    { after: sub.after, limit, wait: 0, maxBytes: POLL_PAGE_BYTES, ...(sub.filter ? { filter: sub.filter } : {}) },
+    { after: start.after, limit, wait: 0, maxBytes: POLL_PAGE_BYTES, ...(sub.filter ? { filter: sub.filter } : {}) },
     signal,
   );
-  // Without a filter the page itself shows a gap; a filtered page may skip events legitimately.
-  const first = page.events[0];
-  const truncated = sub.filter === undefined ? first !== undefined && first.sequence > sub.after + 1 : await truncatedAfter(service, address, sub.after);
-  const events = page.events.map((e) => occurrenceJson(e, baseUrl, false)).join(',');
+  // Retention after the start shows in the page, or one read tells.
+  const truncated = start.truncated || (await prunedBefore(service, address, start.after, page.events[0], sub.filter !== undefined));
+  const events = page.events.map((e) => occurrenceJson(e, sub.name, baseUrl, false)).join(',');
   return (
     `{"resultType":"complete","events":[${events}],"cursor":"${page.nextCursor}","truncated":${truncated},` +
     `"hasMore":${page.hasMore},"nextPollMs":${page.hasMore ? 0 : NEXT_POLL_MS},"notice":${JSON.stringify(UNTRUSTED_CONTENT)}}`

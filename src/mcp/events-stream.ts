@@ -1,6 +1,7 @@
 // events/stream of the Events extension (design.md, "MCP, current revision"): one POST answered as
-// an SSE stream that stays open. It opens with notifications/events/active (the starting cursor and
-// whether retention removed events after it), then sends notifications/events/event per event in
+// an SSE stream that stays open. It opens with notifications/events/active (the starting cursor:
+// the client's, or later when maxAgeMs skipped old events; and whether events after the client's
+// cursor were skipped), then sends notifications/events/event per event in
 // sequence order, each with its cursor, and notifications/events/heartbeat with the position read
 // up to after every idle interval. A client that loses the connection opens a new stream with the
 // last cursor it saw and misses nothing. The domain's EventStream decides what to send and when
@@ -23,8 +24,8 @@ import {
   RESOURCE_EXHAUSTED,
   readInteger,
   readSubscription,
-  truncatedAfter,
 } from './events-extension.js';
+import { type Start, startOf } from './events-position.js';
 
 /** One SSE message; JSON holds a raw line break only as whitespace between tokens, so it becomes a space. */
 const frame = (json: string) => `data: ${json.includes('\n') || json.includes('\r') ? json.replace(/[\r\n]/g, ' ') : json}\n\n`;
@@ -54,7 +55,6 @@ export class EventStreams {
   async start(address: AddressRecord, id: string | number, params: Record<string, unknown>, res: ServerResponse, log: FastifyBaseLogger): Promise<void> {
     const sub = readSubscription(params);
     const heartbeatMs = readInteger(params, 'heartbeatMs', MIN_HEARTBEAT_MS, MAX_HEARTBEAT_MS, DEFAULT_HEARTBEAT_MS);
-    readInteger(params, 'maxAgeMs', 0, Number.MAX_SAFE_INTEGER, 0);
     const count = this.perAddress.get(address.id) ?? 0;
     if (count >= this.maxPerAddress) {
       throw new EventsError(
@@ -65,9 +65,9 @@ export class EventStreams {
     }
     // Counted before the read below, so streams starting at once cannot all pass the cap.
     this.perAddress.set(address.id, count + 1);
-    let truncated: boolean;
+    let start: Start;
     try {
-      truncated = await truncatedAfter(this.service, address, sub.after);
+      start = await startOf(this.service, address, sub.cursor, sub.maxAgeMs, Date.now(), true);
     } catch (err) {
       this.release(address.id);
       throw err;
@@ -86,18 +86,18 @@ export class EventStreams {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
     res.write(
       frame(
-        `{"jsonrpc":"2.0","method":"notifications/events/active","params":{"cursor":"${sub.after}","truncated":${truncated},` +
+        `{"jsonrpc":"2.0","method":"notifications/events/active","params":{"cursor":"${start.after}","truncated":${start.truncated},` +
           `"notice":${JSON.stringify(UNTRUSTED_CONTENT)},${meta}}}`,
       ),
     );
     const notify = (method: string, params: string) => frame(`{"jsonrpc":"2.0","method":"notifications/events/${method}","params":{${params},${meta}}}`);
     const eventFrame = (e: EventRecord) => {
-      const o = occurrenceJson(e, this.baseUrl, true);
+      const o = occurrenceJson(e, sub.name, this.baseUrl, true);
       return notify('event', o.slice(1, -1));
     };
     const stream = this.service.streamEvents(
       address,
-      sub.after,
+      start.after,
       heartbeatMs,
       {
         send: (events, resume) => {

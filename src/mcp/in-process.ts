@@ -5,7 +5,8 @@
 
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { CallToolRequestSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { buildMcpServer, type ToolContext } from './mcp-tools.js';
+import { buildMcpServer } from './mcp-tools.js';
+import type { ToolContext } from './tool-context.js';
 
 export interface McpToolServer {
   /** One request's response; the notifications it sends on the way (progress) go to `onNotification`. */

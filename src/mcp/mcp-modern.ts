@@ -1,7 +1,7 @@
 // MCP revision 2026-07-28 on the same /mcp endpoint (design.md, "MCP, current revision"): no
 // initialize and no session; each POST carries one request whose params._meta names its protocol
 // version and client, mirrored in the MCP-Protocol-Version and Mcp-Method (and, for tools/call,
-// Mcp-Name) headers. This is a thin JSON-RPC layer: server/discover, ping and the Events extension
+// Mcp-Name) headers. This is a thin JSON-RPC layer: server/discover and the Events extension
 // are answered here; tools/list and tools/call go to the very McpServer the 2025-11-25 path builds
 // (over an in-process transport), so a tool means the same in both revisions, and only the
 // result's revision fields (resultType, cache hints) are added on the way out.
@@ -90,18 +90,38 @@ function readMessage(body: unknown): Message | string {
   return m as Message;
 }
 
-/** Checks the revision's headers against the body; the refusal as [status, JSON text], or undefined. */
+export const CLIENT_CAPABILITIES_META = 'io.modelcontextprotocol/clientCapabilities';
+
+/**
+ * Checks the per-request _meta and the revision's headers against the body, in the order the
+ * revision's conformance suite expects: a required _meta field missing is Invalid params (the
+ * request is malformed); a header that differs from the body is HeaderMismatch, before the version
+ * itself is judged; then an unsupported version. The refusal as [status, JSON text], or undefined.
+ */
 function checkHeaders(request: FastifyRequest, m: Message, legacy: readonly string[]): [number, string] | undefined {
   const id = m.id ?? null;
   const header = headerValue(request.headers['mcp-protocol-version']);
-  const version = m.params?._meta && (m.params._meta as Record<string, unknown>)[PROTOCOL_VERSION_META];
-  if (typeof version !== 'string') {
+  const meta = m.params?._meta;
+  const version = typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>)[PROTOCOL_VERSION_META] : undefined;
+  const capabilities = typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>)[CLIENT_CAPABILITIES_META] : undefined;
+  if (typeof version !== 'string' || typeof capabilities !== 'object' || capabilities === null || Array.isArray(capabilities)) {
+    return [
+      400,
+      errorJson(
+        id,
+        INVALID_PARAMS,
+        `Invalid params: every request of revision ${MODERN_VERSION} carries params._meta with "${PROTOCOL_VERSION_META}" (a string, ` +
+          `as the MCP-Protocol-Version header) and "${CLIENT_CAPABILITIES_META}" (an object, {} when the client declares none).`,
+      ),
+    ];
+  }
+  if (header !== version) {
     return [
       400,
       errorJson(
         id,
         HEADER_MISMATCH,
-        `Header mismatch: params._meta["${PROTOCOL_VERSION_META}"] must name the protocol version (${MODERN_VERSION}), as the MCP-Protocol-Version header does.`,
+        `Header mismatch: the MCP-Protocol-Version header must be sent and equal params._meta's version (${version.slice(0, 100)}).`,
       ),
     ];
   }
@@ -112,12 +132,6 @@ function checkHeaders(request: FastifyRequest, m: Message, legacy: readonly stri
         supported: [...MODERN_VERSIONS, ...legacy],
         requested: version.slice(0, 100),
       }),
-    ];
-  }
-  if (header !== version) {
-    return [
-      400,
-      errorJson(id, HEADER_MISMATCH, `Header mismatch: the MCP-Protocol-Version header must be sent and equal params._meta's version (${version}).`),
     ];
   }
   if (m.id === undefined) return undefined;
@@ -147,8 +161,6 @@ export async function answerModern(request: FastifyRequest, reply: FastifyReply,
     switch (m.method) {
       case 'server/discover':
         return sendJson(reply, 200, JSON.stringify({ jsonrpc: '2.0', id, result: discoverResult(deps.legacyVersions) }));
-      case 'ping':
-        return sendJson(reply, 200, JSON.stringify({ jsonrpc: '2.0', id, result: { resultType: 'complete' } }));
       case 'events/list':
         return sendJson(reply, 200, JSON.stringify({ jsonrpc: '2.0', id, result: listEventTypes() }));
       case 'events/poll': {
@@ -174,7 +186,7 @@ export async function answerModern(request: FastifyRequest, reply: FastifyReply,
           errorJson(
             id,
             METHOD_NOT_FOUND,
-            `Method not found: ${m.method.slice(0, 100)} (revision ${MODERN_VERSION} here offers server/discover, ping, tools/list, tools/call, events/list, events/poll and events/stream).`,
+            `Method not found: ${m.method.slice(0, 100)} (revision ${MODERN_VERSION} here offers server/discover, tools/list, tools/call, events/list, events/poll and events/stream).`,
           ),
         );
     }
@@ -198,7 +210,8 @@ function discoverResult(legacy: readonly string[]): Record<string, unknown> {
     capabilities: { tools: { listChanged: false }, extensions: { [EVENTS_EXTENSION]: {} } },
     instructions:
       `${INSTRUCTIONS} Instead of polling with tools, events/poll (cursor, hasMore, nextPollMs) or events/stream (pushed, with heartbeats carrying ` +
-      `the cursor) deliver the event type return_address.event. ${UNTRUSTED_CONTENT}`,
+      `the cursor) deliver the event type return_address.event (or return_address.email, .capture, .inbox, .approval, .service for one way in); ` +
+      `cursor null is the start of what the queue keeps (maxAgeMs bounds it). ${UNTRUSTED_CONTENT}`,
     ttlMs: CACHE_TTL_MS,
     cacheScope: 'public',
     _meta: { 'io.modelcontextprotocol/serverInfo': SERVER_INFO },

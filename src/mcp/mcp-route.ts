@@ -13,8 +13,6 @@
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { approvalServiceOf } from '../approvals/approval-service.js';
-import { Consumers } from '../consumers/consumers.js';
 import { ApiError, internalErrorBody } from '../domain/errors.js';
 import { METHOD_NOT_ALLOWED_REF } from '../http/openapi-document.js';
 import { sendApiError, toApiError } from '../http/plugins/api-error-handler.js';
@@ -158,9 +156,7 @@ function acceptsStreamableHttp(accept: string | undefined): boolean {
 export const mcpRoutes =
   (deps: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
-    const { config, service } = deps;
-    const approvals = approvalServiceOf(deps);
-    const consumers = new Consumers(deps.store);
+    const { config, service, approvals, consumers, claims } = deps;
     const streams = new EventStreams(service, config.baseUrl, config.maxStreamsPerAddress);
     // An open events/stream is not an idle connection: end each with its final frame before closing.
     app.addHook('preClose', (done) => {
@@ -200,8 +196,9 @@ export const mcpRoutes =
                 "`invalid_request` / `invalid_json` in the API's error body: a wrong Accept or MCP-Protocol-Version header, " +
                 `a batch of more than ${MAX_MCP_BATCH} messages, malformed JSON, an unknown query parameter. ` +
                 'A JSON-RPC error (-32600 Invalid Request, id null): JSON that is not a JSON-RPC message, or an empty batch; revision ' +
-                '2026-07-28: -32020 when the MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with the body, ' +
-                '-32022 (data.supported) for a protocol version in _meta this server does not speak.',
+                '2026-07-28: -32602 when params._meta lacks the protocol version or clientCapabilities, -32020 when the ' +
+                'MCP-Protocol-Version, Mcp-Method or Mcp-Name header is missing or disagrees with the body, -32022 (data.supported) ' +
+                'for a protocol version this server does not speak.',
               anyOf: [ErrorBody, JsonRpcError],
             },
           },
@@ -237,6 +234,7 @@ export const mcpRoutes =
               toolServer({
                 service,
                 consumers,
+                claims,
                 address,
                 emailDomain: config.emailDomain,
                 signal: left.signal,
@@ -279,6 +277,7 @@ export const mcpRoutes =
         const server = buildMcpServer({
           service,
           consumers,
+          claims,
           address,
           emailDomain: config.emailDomain,
           signal: gone.signal,

@@ -10,27 +10,23 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import type { FastifyBaseLogger } from 'fastify';
 // zod only because the MCP SDK's registerTool takes zod input schemas (it derives the tools' JSON
 // Schema and validates arguments from them); every range in them is read from the HTTP API's
 // TypeBox schemas, so the two ways in cannot disagree.
 import { z } from 'zod';
-import type { ApprovalService } from '../approvals/approval-service.js';
 import { MAX_MCP_WAIT_SECONDS } from '../config.js';
-import { type Consumers, consumerName } from '../consumers/consumers.js';
+import { consumerName } from '../consumers/consumers.js';
 import { ApiError, errorBody, internalErrorBody } from '../domain/errors.js';
 import { MAX_FILTER_COST, MAX_MATCH_ARRAY_MEMBERS, MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter, STATE_HELP } from '../domain/event-filter.js';
-import type { AddressRecord } from '../domain/model.js';
 import { addressView, eventJson, eventPageJson } from '../domain/representation.js';
-import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import { EventsQuery } from '../http/schemas.js';
-import type { SenderPolicies } from '../sender-policy/sender-policies.js';
 import { registerApprovalTools } from './approval-tools.js';
 import { registerClaimTools } from './claim-tools.js';
-import { EVENT_TOOLS, jsonResult, TrustOutput } from './event-results.js';
+import { AddressOutput, EVENT_TOOLS, EventOutput, jsonResult } from './event-results.js';
 import { ResultBudget, storedBytes } from './result-budget.js';
 import { registerSenderPolicyTools } from './sender-policy-tools.js';
+import type { RunTool, ToolContext } from './tool-context.js';
 
 interface Range {
   minimum: number;
@@ -160,34 +156,10 @@ const WaitForEventInput = z.strictObject({
   consumer: ConsumerArg,
 });
 
-// ---- output schemas: the API's shapes, loose on formats so any deployment's values pass ----
+// ---- output schemas: the API's shapes, derived from its TypeBox schemas (event-results.ts) ----
 
-const Address = z.object({
-  id: z.string().describe('addr_…'),
-  slug: z.string(),
-  name: z.string(),
-  taskId: z.string().optional(),
-  email: z.string().describe('Inbound email address of this address.'),
-  createdAt: z.string().describe('ISO 8601 date-time.'),
-  expiresAt: z.string().describe('ISO 8601 date-time; deliveries are refused after it.'),
-});
-
-const Event = z.object({
-  id: z.string().describe('evt_…'),
-  address_id: z.string(),
-  sequence: z.number().int().min(1).describe('Orders events within the address: 1, 2, 3… without gaps.'),
-  type: z.string(),
-  source: z.string().describe('"https" for HTTP deliveries by default, "email" for inbound mail; an inbox sender sets it at will.'),
-  trust: TrustOutput,
-  data: z.unknown().describe('Any JSON value; null when the delivery had none.'),
-  metadata: z.record(z.string(), z.string()).optional(),
-  dedupe_key: z.string().optional(),
-  created_at: z.string().describe('ISO 8601 date-time.'),
-  acknowledged_at: z.string().optional().describe('ISO 8601 date-time; present once acknowledged.'),
-  delivery_count: z.number().int().min(0).optional().describe('How many times claim_events handed the event out; present once claimed.'),
-  dead_at: z.string().optional().describe('ISO 8601 date-time; present once the event is dead (never claimed again).'),
-  dead_reason: z.string().optional(),
-});
+const Address = AddressOutput;
+const Event = EventOutput;
 
 const AddressResponse = z.object({ address: Address });
 const EventPage = z.object({
@@ -211,30 +183,11 @@ const WaitResult = z.object({
     ),
 });
 
-export interface ToolContext {
-  service: ReturnAddressService;
-  consumers: Consumers;
-  address: AddressRecord;
-  emailDomain: string;
-  /** Aborts when the HTTP client goes away: long waits end then. */
-  signal: AbortSignal;
-  log: FastifyBaseLogger;
-  /** MAX_EVENT_BYTES: a page is never smaller, so any event fits one. */
-  maxEventBytes: number;
-  /** request_approval and get_approval (approval-tools.ts). */
-  approvals?: ApprovalService;
-  /** get_sender_policy and set_sender_policy (sender-policy-tools.ts). */
-  senderPolicies?: SenderPolicies;
-}
-
 /**
  * Without one, every McpServer builds its own Ajv instance (for elicitation, which these tools
  * never use); a server is built per request, so that was a new Ajv on every MCP call.
  */
 const JSON_SCHEMA_VALIDATOR = new AjvJsonSchemaValidator();
-
-/** Runs a tool body that renders the API's JSON text (see buildMcpServer). */
-export type RunTool = (tool: string, extra: { signal: AbortSignal }, fn: (signal: AbortSignal) => Promise<string>) => Promise<CallToolResult>;
 
 /** Builds the MCP server for one request on one (already authenticated) address. */
 export function buildMcpServer(ctx: ToolContext): McpServer {

@@ -1,4 +1,4 @@
-// The byte budget of one MCP request (issue 27): every list_events and wait_for_event of a request
+// The byte budget of one MCP request: every list_events and wait_for_event of a request
 // (a JSON-RPC batch holds up to MAX_MCP_BATCH calls) draws the events it may return from one
 // budget, so a batch of ten list_events over large events holds two pages' worth, not ten (ten
 // over a 314 MB event ended the process). Each call reserves what its page may hold before it

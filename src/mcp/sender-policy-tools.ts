@@ -8,9 +8,9 @@ import type { AddressRecord } from '../domain/model.js';
 import { eventJson } from '../domain/representation.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { SenderPolicies } from '../sender-policy/sender-policies.js';
-import { senderPolicyView } from '../sender-policy/sender-policy-routes.js';
+import { senderPolicyView } from '../sender-policy/sender-policy-representation.js';
 import { EMAIL_REQUIREMENTS, MAX_ALLOW_ENTRIES, MAX_ALLOW_ENTRY_CHARS } from '../sender-policy/sender-policy-rules.js';
-import type { RunTool } from './mcp-tools.js';
+import type { RunTool } from './tool-context.js';
 
 const Policy = z.strictObject({
   email: z

@@ -1,14 +1,23 @@
 // Picks the backend from configuration: PostgreSQL when DATABASE_URL is set, else SQLite under DATA_DIR.
 import { join, resolve } from 'node:path';
+import type { ApprovalStore } from '../approvals/approval-store.js';
+import type { ClaimStore } from '../claims/claim-store.js';
 import type { Config } from '../config.js';
+import type { ConsumerPositions } from '../consumers/consumer-positions.js';
 import type { Log, Store } from '../domain/ports.js';
 import type { SenderPolicyStore } from '../sender-policy/sender-policy-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
 export const SQLITE_FILE = 'return-address.sqlite';
 
-/** A store as the composition opens it: the Store port, and the stores of rooms that own their port beside it. */
-export type OpenedStore = Store & { readonly senderPolicies: SenderPolicyStore };
+/** A store as the composition opens it: the Store port, and the ports of the rooms that own theirs beside it. */
+export type OpenedStore = Store &
+  ClaimStore &
+  ApprovalStore & {
+    /** Named consumers' positions (src/consumers/). */
+    readonly consumers: ConsumerPositions;
+    readonly senderPolicies: SenderPolicyStore;
+  };
 
 export async function openStore(config: Config, log?: Log): Promise<OpenedStore> {
   if (config.databaseUrl !== undefined) {

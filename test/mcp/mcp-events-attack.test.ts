@@ -49,7 +49,7 @@ describe('many polls and streams on one address, the service in a process of its
       assertRpcError(over, 429, -32025);
       assert.equal(over.json.error.data.limit, 'streams');
       // Three waves of 30 polls at once while a delivery fans out to every stream.
-      const wave = () => Promise.all(Array.from({ length: 30 }, () => result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: null })));
+      const wave = () => Promise.all(Array.from({ length: 30 }, () => result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: '0' })));
       const polls = wave().then(async (w1) => [...w1, ...(await wave()), ...(await wave())]);
       const ev = await deliverOk(base, a, { type: 'fan.out' });
       await Promise.all(streams.map((s) => s.next((m) => isEvent(m) && m.params.eventId === ev.id)));

@@ -11,11 +11,10 @@ import { type ApprovalRecord, approvalBytes } from '../../src/approvals/approval
 import { newApprovalId } from '../../src/approvals/approval-rules.js';
 import { loadConfig } from '../../src/config.js';
 import { hashSecret, newAddressId, newEventId, newInboxSecret, newReadToken, newSlug } from '../../src/domain/credentials.js';
-import type { Store } from '../../src/domain/ports.js';
 import { INBOX_TRUST_JSON } from '../../src/domain/trust.js';
 import { APPROVAL_COLUMNS, approvalValues } from '../../src/storage/approval-rows.js';
 import { readMigrations } from '../../src/storage/migration-files.js';
-import { openStore, SQLITE_FILE } from '../../src/storage/open-store.js';
+import { type OpenedStore, openStore, SQLITE_FILE } from '../../src/storage/open-store.js';
 import { createTestStorage, STORE, type TestStorage } from '../helpers.js';
 
 const OLD = readMigrations(`src/storage/${STORE}/migrations`).filter((m) => m.version < 17);
@@ -82,7 +81,7 @@ async function writeOldDatabase(storage: TestStorage, approval: ApprovalRecord):
 
 describe(`migration 0017 counts the approvals stored before it (${STORE})`, () => {
   let storage: TestStorage;
-  let store: Store;
+  let store: OpenedStore;
   const approval = approvalOf(newAddressId());
 
   before(async () => {

@@ -5,15 +5,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CLAIM_WINDOW_EVENTS, newLeaseNonce } from '../../src/claims/claim-rules.js';
+import { ClaimService } from '../../src/claims/claim-service.js';
 import { loadConfig } from '../../src/config.js';
 import { type EventFilter, MAX_MATCH_ARRAY_MEMBERS, parseEventFilter, SCAN_EVENTS } from '../../src/domain/event-filter.js';
 import { eventMatches } from '../../src/domain/event-match.js';
 import type { AddressRecord, EventRecord } from '../../src/domain/model.js';
-import type { Store } from '../../src/domain/ports.js';
 import { eventObject } from '../../src/domain/representation.js';
 import { ReturnAddressService } from '../../src/domain/return-address-service.js';
 import { INBOX_TRUST, type Trust, trustJson } from '../../src/domain/trust.js';
-import { openStore } from '../../src/storage/open-store.js';
+import { type OpenedStore, openStore } from '../../src/storage/open-store.js';
 import { InProcessWakeupHub } from '../../src/wakeup/wakeup-hub.js';
 import { createTestStorage, STORE, type TestStorage } from '../helpers.js';
 
@@ -90,7 +90,7 @@ const text = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
 
 describe(`filters evaluated by the store, against the JavaScript rule (${STORE})`, () => {
   let storage: TestStorage;
-  let store: Store;
+  let store: OpenedStore;
   let service: ReturnAddressService;
 
   before(async () => {
@@ -324,7 +324,13 @@ describe(`filters evaluated by the store, against the JavaScript rule (${STORE})
     assert.deepEqual([past?.claims.length, past?.window?.examinedTo, past?.window?.examined, past?.window?.more], [0, total, 0, false]);
     // Through the service, a claim that answers at once walks the windows and finds it (leased above: now the next one).
     await service.deliver(address, { type: 'job', data: { wanted: true } }, undefined, 'https');
-    const batch = await service.claims.claimEvents(address, { max: 1, lease_seconds: 60, wait: 0, max_deliveries: 5, match: ['data.wanted=true'] });
+    const batch = await new ClaimService(store, new InProcessWakeupHub()).claimEvents(address, {
+      max: 1,
+      lease_seconds: 60,
+      wait: 0,
+      max_deliveries: 5,
+      match: ['data.wanted=true'],
+    });
     assert.deepEqual(
       batch.claims.map((c) => c.event.sequence),
       [total + 1],

@@ -8,8 +8,9 @@ import { type ApprovalLimits, type ApprovalRecord, approvalBytes } from '../../s
 import { newApprovalId } from '../../src/approvals/approval-rules.js';
 import { hashSecret, newEventId } from '../../src/domain/credentials.js';
 import type { NewEvent } from '../../src/domain/model.js';
-import type { Store, StoreLimits } from '../../src/domain/ports.js';
+import type { StoreLimits } from '../../src/domain/ports.js';
 import { INBOX_TRUST_JSON, SERVICE_TRUST_JSON } from '../../src/domain/trust.js';
+import type { OpenedStore } from '../../src/storage/open-store.js';
 import { STORE } from '../helpers.js';
 import { type ContractStore, describeStoreContract } from './contract-store.js';
 import { PAGE_BYTES } from './store-records.js';
@@ -44,7 +45,7 @@ function newEvent(addressId: string, bytes: number): NewEvent {
 const UNLIMITED_BYTES = 1 << 30;
 
 /** The store, and on PostgreSQL a second instance on the same database (SQLite has one writer). */
-async function instances(c: ContractStore): Promise<Store[]> {
+async function instances(c: ContractStore): Promise<OpenedStore[]> {
   return STORE === 'postgres' ? [c.store, await c.openAnother()] : [c.store];
 }
 

@@ -5,11 +5,8 @@
 // address or a wrong secret never spends a client's budget and a refused body is never received.
 // Neither hook exists unless its setting is set: a default instance pays nothing.
 import type { onRequestHookHandler } from 'fastify';
-import { BlockList } from '../../abuse/block-list.js';
-import { ClientDeliveryLimit } from '../../abuse/client-delivery-limit.js';
-import type { Config } from '../../config.js';
 import { ApiError } from '../../domain/errors.js';
-import type { Store } from '../../domain/ports.js';
+import type { AppDeps } from '../route-deps.js';
 
 export const BLOCKED_MESSAGE = "Requests from your network are blocked by this service's operator (BLOCK_CIDRS).";
 
@@ -20,26 +17,18 @@ export interface ClientControls {
   deliveryLimit: onRequestHookHandler[];
 }
 
-/** One set per service: every route plugin shares it (the block list is parsed once). */
-const built = new WeakMap<Config, ClientControls>();
-
-export function clientControls(config: Config, store: Store): ClientControls {
-  let controls = built.get(config);
-  if (controls) return controls;
-  controls = { blocked: [], deliveryLimit: [] };
-  if (config.blockCidrs.length > 0) {
-    const list = new BlockList(config.blockCidrs);
+/** The hooks over the service's one block list and delivery limit (built by src/compose.ts, shared with SMTP). */
+export function clientControls({ blockList: list, deliveryLimit: counter }: Pick<AppDeps, 'blockList' | 'deliveryLimit'>): ClientControls {
+  const controls: ClientControls = { blocked: [], deliveryLimit: [] };
+  if (list !== undefined) {
     controls.blocked.push((request, _reply, done) => done(list.has(request.ip) ? new ApiError('blocked', BLOCKED_MESSAGE) : undefined));
   }
-  const limit = config.deliveryRateLimitPerIp;
-  if (limit !== undefined) {
-    const counter = new ClientDeliveryLimit(store, { limit, windowSeconds: config.deliveryRatePerIpWindowSeconds, ipv6PrefixBits: config.ipv6PrefixBits });
+  if (counter !== undefined) {
     controls.deliveryLimit.push((request, _reply, done) => {
       counter.take(request.ip).then((wait) => {
         done(wait === undefined ? undefined : new ApiError('rate_limited', counter.message(wait), { 'retry-after': String(wait) }));
       }, done);
     });
   }
-  built.set(config, controls);
   return controls;
 }

@@ -1,7 +1,7 @@
 // The idle-socket timeout (SOCKET_TIMEOUT_MS) applies to a connection between requests only. While a
 // request is being handled its socket is quiet by design (a long-poll waits up to 25 s; a capture
 // may wait for its group commit, or for an event loop that something held), and a socket destroyed
-// then lost the answer of a request whose event was already stored (issue 27). Receiving a request
+// then lost the answer of a request whose event was already stored. Receiving a request
 // stays bounded by REQUEST_TIMEOUT_MS and HEADERS_TIMEOUT_MS, which Node checks independently of
 // the socket timeout, and handling it is bounded by its own budgets.
 import type { Socket } from 'node:net';

@@ -41,7 +41,7 @@ export function parseQuery(qs: string): Record<string, unknown> {
       if (Number.isSafeInteger(n)) value = n;
     }
     const prev = out[k];
-    // Appended in place: copying the array on each repeat made a 14 KB URL repeating one key quadratic (issue 27).
+    // Appended in place: copying the array on each repeat made a 14 KB URL repeating one key quadratic.
     if (prev === undefined) out[k] = value;
     else if (Array.isArray(prev)) prev.push(value);
     else out[k] = [prev, value];

@@ -14,11 +14,12 @@ const CREATE_TOKEN = [{ createToken: [] }];
 const CREDENTIALS_NOTE = 'Store read_token now: it is shown only once and cannot be recovered.';
 
 export const addressRoutes =
-  ({ config, service, store }: AppDeps): FastifyPluginAsyncTypebox =>
+  (deps: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
+    const { config, service } = deps;
     const auth = requireReadToken(service);
     // BLOCK_CIDRS first, then CREATE_TOKENS: a blocked network is refused whatever it sends.
-    const createChecks = [...clientControls(config, store).blocked, ...(config.createTokens.length > 0 ? [requireCreateToken(config.createTokens)] : [])];
+    const createChecks = [...clientControls(deps).blocked, ...(config.createTokens.length > 0 ? [requireCreateToken(config.createTokens)] : [])];
 
     // CREATE_TOKENS set: the create needs one of them (401 otherwise), and the document says so.
     const createTokens = config.createTokens.length > 0;

@@ -10,7 +10,7 @@ import type { ApprovalRecord } from '../../approvals/approval-model.js';
 import { APPROVAL_PAGE_CSP, APPROVAL_PAGE_HEADERS, type PageState, renderApprovalPage, renderNotFoundPage } from '../../approvals/approval-page.js';
 import { approvalView } from '../../approvals/approval-representation.js';
 import { type AnswerInput, answerFromForm } from '../../approvals/approval-rules.js';
-import { approvalServiceOf, closedReason, effectiveStatus } from '../../approvals/approval-service.js';
+import { closedReason, effectiveStatus } from '../../approvals/approval-service.js';
 import { ApiError } from '../../domain/errors.js';
 import { eventJson } from '../../domain/representation.js';
 import { sendJsonText } from '../json-text.js';
@@ -35,8 +35,7 @@ function sendPage(reply: FastifyReply, status: number, html: string): FastifyRep
 export const approvalRoutes =
   (deps: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
-    const { service, config } = deps;
-    const approvals = approvalServiceOf(deps);
+    const { service, config, approvals } = deps;
     const auth = requireReadToken(service);
 
     app.post(

@@ -2,8 +2,7 @@
 // one of them at a time.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
-import type { ClaimBatch } from '../../claims/claim-rules.js';
-import { ClaimBody, ClaimResponse, ExtendBody, ExtendResponse, LeaseParams, NackBody } from '../../claims/claim-schemas.js';
+import { claimResponseJson } from '../../claims/claim-representation.js';
 import type { ClaimInput } from '../../claims/claim-service.js';
 import { eventJson } from '../../domain/representation.js';
 import { sendJsonText } from '../json-text.js';
@@ -11,28 +10,18 @@ import { OPTIONAL_BODY } from '../openapi-document.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, BEARER, EventResponse, errorResponses } from '../schemas.js';
+import { ClaimBody, ClaimResponse, ExtendBody, ExtendResponse, LeaseParams, NackBody } from './claim-schemas.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
-
-/** ClaimResponse as JSON text (events rendered from their stored JSON, as pages are). */
-export function claimResponseJson(batch: ClaimBatch): string {
-  return `{"claims":[${batch.claims
-    .map(
-      (c) =>
-        `{"event":${eventJson(c.event)},"lease_id":"${c.leaseId}","lease_expires_at":"${iso(c.leaseExpiresAt)}","delivery_count":${c.event.deliveryCount ?? 1}}`,
-    )
-    .join(',')}]}`;
-}
 
 const emptyBodyIsObject = async (request: { body: unknown }) => {
   if (request.body === undefined) request.body = {};
 };
 
 export const claimRoutes =
-  ({ service }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ service, claims }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
     const auth = requireReadToken(service);
-    const claims = service.claims;
 
     app.post(
       '/api/v1/addresses/:addressId/claims',

@@ -7,8 +7,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import { Consumers } from '../../consumers/consumers.js';
-import { clientKey } from '../../domain/client-key.js';
+import { FRAME_CACHE_BYTES } from '../../config.js';
 import { ApiError, errorBody, INTERNAL_MESSAGE } from '../../domain/errors.js';
 import type { EventStream } from '../../domain/event-stream.js';
 import type { EventRecord } from '../../domain/model.js';
@@ -17,6 +16,7 @@ import { authenticatedAddress, requireReadToken } from '../plugins/authenticatio
 import { onlyTheseParameters, READ_OPTION_PROPERTIES, readOptions } from '../read-options.js';
 import type { AppDeps } from '../route-deps.js';
 import { AddressParams, BEARER, errorResponses } from '../schemas.js';
+import { StreamLimits } from '../stream-limits.js';
 
 const MAX_CURSOR = Number.MAX_SAFE_INTEGER;
 
@@ -44,9 +44,9 @@ const StreamHeaders = Type.Object({
 
 /**
  * One SSE message per event: `id` is the sequence, `data` the Event as GET …/events returns it, byte
- * for byte. JSON text holds a raw line break only as whitespace between tokens (captures store none
- * since issue 27; older events may): such a break becomes a space, which keeps every other byte,
- * digits included, where re-serialising would round a large integer.
+ * for byte. JSON text holds a raw line break only as whitespace between tokens (a capture's breaks
+ * are stored as spaces; older events may hold some): such a break becomes a space, which keeps every
+ * other byte, digits included, where re-serialising would round a large integer.
  */
 function eventFrame(e: EventRecord): string {
   let json = eventJson(e);
@@ -61,7 +61,6 @@ function eventFrame(e: EventRecord): string {
  * part of an event that changes), so streams at different cursors, or on a store that builds new
  * records per read (PostgreSQL), still share. Least recently used out past FRAME_CACHE_BYTES.
  */
-const FRAME_CACHE_BYTES = 64 * 1024 * 1024;
 const frameCache = new Map<string, Buffer>();
 let frameCacheBytes = 0;
 function frameOf(e: EventRecord): Buffer {
@@ -82,26 +81,6 @@ function frameOf(e: EventRecord): Buffer {
   return frame;
 }
 
-/** Open streams counted per key (address, client), each under its cap. */
-class StreamCounts {
-  private readonly counts = new Map<string, number>();
-  constructor(private readonly cap: number) {}
-  full(key: string): boolean {
-    return (this.counts.get(key) ?? 0) >= this.cap;
-  }
-  add(key: string): void {
-    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
-  }
-  remove(key: string): void {
-    const n = (this.counts.get(key) ?? 1) - 1;
-    if (n <= 0) this.counts.delete(key);
-    else this.counts.set(key, n);
-  }
-}
-
-/** What a client told it has too many streams waits before retrying. */
-const TOO_MANY_STREAMS_RETRY_AFTER_SECONDS = 10;
-
 const errorFrame = (code: Parameters<typeof errorBody>[0], message: string) => `event: error\ndata: ${JSON.stringify(errorBody(code, message))}\n\n`;
 
 interface OpenStream {
@@ -110,13 +89,11 @@ interface OpenStream {
 }
 
 export const eventStreamRoutes =
-  ({ service, config, store }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ service, config, consumers }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
     const auth = requireReadToken(service);
-    const consumers = new Consumers(store);
     const streams = new Set<OpenStream>();
-    const perAddress = new StreamCounts(config.maxStreamsPerAddress);
-    const perClient = new StreamCounts(config.maxStreamsPerClient);
+    const limits = new StreamLimits(config);
 
     // Streams are not idle connections, so closing the server would wait for them: end them first.
     // (The hub's shutdown has ended every stream that was waiting; this catches one blocked on a
@@ -170,32 +147,9 @@ export const eventStreamRoutes =
           throw new ApiError('invalid_request', `Invalid header 'Last-Event-ID': must be an integer from 0 to ${MAX_CURSOR}, written in plain decimal digits.`);
         }
         // Every open stream costs a socket, a waiter and its buffered frames: bounded per address and per client.
-        // An IPv6 client is one client per IPV6_PREFIX_BITS prefix (a /64 owner has 2^64 addresses).
-        const client = clientKey(request.ip, config.ipv6PrefixBits);
-        const retry = { 'retry-after': String(TOO_MANY_STREAMS_RETRY_AFTER_SECONDS) };
-        if (perAddress.full(address.id)) {
-          throw new ApiError(
-            'too_many_streams',
-            `This address already has ${config.maxStreamsPerAddress} open event streams (MAX_STREAMS_PER_ADDRESS): ` +
-              'close one, or share one stream among your readers.',
-            retry,
-          );
-        }
-        if (perClient.full(client)) {
-          throw new ApiError(
-            'too_many_streams',
-            `This client already holds ${config.maxStreamsPerClient} open event streams (MAX_STREAMS_PER_CLIENT): close some first.`,
-            retry,
-          );
-        }
-        if (request.raw.method !== 'HEAD') {
-          perAddress.add(address.id);
-          perClient.add(client);
-          reply.raw.once('close', () => {
-            perAddress.remove(address.id);
-            perClient.remove(client);
-          });
-        }
+        const hold = request.raw.method !== 'HEAD';
+        const release = limits.admit(address.id, request.ip, hold);
+        if (hold) reply.raw.once('close', release);
         if (consumer === undefined) return open(given ?? 0);
         // The position is stored (when given) before the stream starts.
         consumers.start(address, consumer, given).then(open, (err: unknown) => (reply as FastifyReply).send(err));

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import { Consumers } from '../../consumers/consumers.js';
 import type { LongPoll } from '../../domain/long-poll.js';
 import type { Page } from '../../domain/model.js';
 import { eventJson, eventPageBody } from '../../domain/representation.js';
@@ -16,10 +15,9 @@ const EVENTS_READ_PROPERTIES = { ...EventsQuery.properties, ...READ_OPTION_PROPE
 export const EventsReadQuery = Type.Object(EVENTS_READ_PROPERTIES, { additionalProperties: false, description: onlyTheseParameters(EVENTS_READ_PROPERTIES) });
 
 export const eventRoutes =
-  ({ service, store }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ service, consumers }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
     const auth = requireReadToken(service);
-    const consumers = new Consumers(store);
 
     app.get(
       '/api/v1/addresses/:addressId/events',

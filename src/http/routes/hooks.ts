@@ -6,7 +6,6 @@ import type { FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastif
 import { isBrowserNavigation } from '../../capture/browser-navigation.js';
 import { type CapturedRequest, headersFromRaw } from '../../capture/captured-request.js';
 import { handshakeAnswer } from '../../capture/handshake.js';
-import { InflightCaptureBudget } from '../../capture/inflight-budget.js';
 import { sendJsonText } from '../json-text.js';
 import { PER_METHOD } from '../openapi-document.js';
 import { errorHandler } from '../plugins/api-error-handler.js';
@@ -53,17 +52,12 @@ function takeAnyContentType(request: FastifyRequest, _reply: FastifyReply, done:
   done();
 }
 
-/** One budget per service: every capture route shares it (MAX_INFLIGHT_CAPTURE_BYTES). */
-const budgets = new WeakMap<AppDeps['config'], InflightCaptureBudget>();
-
 export const hookRoutes =
-  ({ service, capture, config, store }: AppDeps): FastifyPluginAsyncTypebox =>
+  (deps: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
-    const controls = clientControls(config, store);
+    const { service, capture, config, captureBudget: budget } = deps;
+    const controls = clientControls(deps);
     const bodyLimit = config.maxCaptureBytes;
-    let inflight = budgets.get(config);
-    if (!inflight) budgets.set(config, (inflight = new InflightCaptureBudget(config.maxInflightCaptureBytes)));
-    const budget = inflight;
     /** Counts the body against the shared in-flight budget; every byte is given back when the answer is done. */
     const meterBody: preParsingHookHandler = (request, reply, payload, done) => {
       const declared = request.headers['content-length'];

@@ -16,9 +16,10 @@ function idempotencyKeyAsUtf8(request: FastifyRequest, _reply: FastifyReply, don
 }
 
 export const inboxRoutes =
-  ({ service, config, store }: AppDeps): FastifyPluginAsyncTypebox =>
+  (deps: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
-    const controls = clientControls(config, store);
+    const { service, config } = deps;
+    const controls = clientControls(deps);
     app.post(
       '/api/v1/inbox/:addressId/:secret',
       {

@@ -1,9 +1,9 @@
-// TypeBox schemas of the claim routes (src/http/routes/claims.ts): the routes validate with them
+// TypeBox schemas of the claim routes (claims.ts beside it): the routes validate with them
 // and /openapi.json is generated from them.
 import { Type } from 'typebox';
-import { MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS } from '../domain/event-filter.js';
-import { Event, STORABLE_TEXT } from '../http/schemas.js';
-import { CLAIM_LIMITS, LEASE_ID_PATTERN } from './claim-rules.js';
+import { CLAIM_LIMITS, LEASE_ID_PATTERN } from '../../claims/claim-rules.js';
+import { MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS } from '../../domain/event-filter.js';
+import { Event, STORABLE_TEXT } from '../schemas.js';
 
 const L = CLAIM_LIMITS;
 const int = (r: { min: number; max: number; default: number }, description: string) =>

@@ -2,16 +2,12 @@
 // rule for which senders count. Bearer routes, in the order of checks of every one: the credential
 // first (requireReadToken), then the body.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { ReturnAddressService } from '../domain/return-address-service.js';
-import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
-import { AddressParams, BEARER, errorResponses } from '../http/schemas.js';
-import type { SenderPolicies, SenderPolicyView } from './sender-policies.js';
+import type { ReturnAddressService } from '../../domain/return-address-service.js';
+import type { SenderPolicies } from '../../sender-policy/sender-policies.js';
+import { senderPolicyView } from '../../sender-policy/sender-policy-representation.js';
+import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
+import { AddressParams, BEARER, errorResponses } from '../schemas.js';
 import { SenderPolicyBody, SenderPolicyResponse } from './sender-policy-schemas.js';
-
-export const senderPolicyView = (v: SenderPolicyView) => ({
-  sender_policy: v.policy,
-  updated_at: v.updatedAt === null ? null : new Date(v.updatedAt).toISOString(),
-});
 
 const PATH = '/api/v1/addresses/:addressId/sender-policy';
 const GUIDE = 'Guide: /llms-full.txt, "Sender policy and quarantine".';

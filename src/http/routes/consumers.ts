@@ -3,10 +3,10 @@
 // MCP); these routes only show and forget them.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
-import type { AppDeps } from '../http/route-deps.js';
-import { AddressParams, BEARER, errorResponses } from '../http/schemas.js';
-import { CONSUMER_NAME_PATTERN, Consumers, consumerName, MAX_CONSUMERS_PER_ADDRESS } from './consumers.js';
+import { CONSUMER_NAME_PATTERN, consumerName, MAX_CONSUMERS_PER_ADDRESS } from '../../consumers/consumers.js';
+import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
+import type { AppDeps } from '../route-deps.js';
+import { AddressParams, BEARER, errorResponses } from '../schemas.js';
 
 export const Consumer = Type.Object(
   {
@@ -27,9 +27,8 @@ export const ConsumerList = Type.Object(
 const ConsumerParams = Type.Object({ addressId: AddressParams.properties.addressId, name: Type.String({ description: "The consumer's name." }) });
 
 export const consumerRoutes =
-  ({ service, store }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ service, consumers }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
-    const consumers = new Consumers(store);
     const auth = requireReadToken(service);
 
     app.get(

@@ -1,8 +1,8 @@
-// TypeBox schemas of the sender policy's routes (sender-policy-routes.ts) and MCP tools: the routes
+// TypeBox schemas of the sender policy's routes (sender-policy.ts beside it) and MCP tools: the routes
 // validate with them and /openapi.json is generated from them. Shapes only; what an entry must be
 // (a domain or an address) is checked by sender-policy-rules.ts, whose messages name the entry.
 import { Type } from 'typebox';
-import { EMAIL_REQUIREMENTS, MAX_ALLOW_ENTRIES, MAX_ALLOW_ENTRY_CHARS } from './sender-policy-rules.js';
+import { EMAIL_REQUIREMENTS, MAX_ALLOW_ENTRIES, MAX_ALLOW_ENTRY_CHARS } from '../../sender-policy/sender-policy-rules.js';
 
 const EmailRule = Type.Object(
   {

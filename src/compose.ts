@@ -1,0 +1,99 @@
+// The composition: the one place that opens the store and builds the hub and every service over it,
+// once, and the HTTP app on them. server.ts adds the listeners (HTTP, SMTP, metrics) and starts the
+// sweeper; the tests' inject harness (test/inject.ts) answers through the app without them. Each
+// feature room gets the opened store as its own port (design.md, "Rooms"), so no room beside the
+// domain builds another room's service, and no service is built twice.
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { BlockList } from './abuse/block-list.js';
+import { ClientDeliveryLimit } from './abuse/client-delivery-limit.js';
+import { buildApp } from './app.js';
+import { ApprovalService } from './approvals/approval-service.js';
+import { Capture } from './capture/capture.js';
+import { InflightCaptureBudget } from './capture/inflight-budget.js';
+import { ClaimService } from './claims/claim-service.js';
+import type { Config } from './config.js';
+import { Consumers } from './consumers/consumers.js';
+import { ExpirySweeper } from './domain/expiry-sweeper.js';
+import { ReturnAddressService } from './domain/return-address-service.js';
+import { SigningSecrets } from './domain/signing-secrets.js';
+import type { AppDeps } from './http/route-deps.js';
+import { countingStoreErrors, ServiceMetrics } from './metrics/service-metrics.js';
+import { SenderPolicies } from './sender-policy/sender-policies.js';
+import { type OpenedStore, openStore } from './storage/open-store.js';
+import { InProcessWakeupHub } from './wakeup/wakeup-hub.js';
+
+export interface Composition extends AppDeps {
+  store: OpenedStore;
+  hub: InProcessWakeupHub;
+  /** The Fastify app over the services; it does not listen. */
+  app: FastifyInstance;
+  /** Addresses' expiry, acknowledged events' retention and approvals' expiry, on one timer: not started. */
+  sweeper: ExpirySweeper;
+}
+
+/**
+ * Opens the store `config` names and builds everything over it. The store's changes from other
+ * instances wake this process's waiters before it returns. Metrics are counted when METRICS_PORT is
+ * set. On a failure nothing is left open.
+ */
+export async function compose(config: Config, log: FastifyBaseLogger): Promise<Composition> {
+  const openedStore = await openStore(config, log.child({ component: 'store' }));
+  const hub = new InProcessWakeupHub();
+  const metrics = config.metricsPort === undefined ? undefined : new ServiceMetrics(openedStore, hub);
+  // Every room's store calls are counted when metrics are on: they all go through this one wrapper.
+  const store = metrics ? countingStoreErrors(openedStore, metrics) : openedStore;
+  const service = new ReturnAddressService(store, hub, config);
+  if (metrics) service.observer = metrics;
+  const signingSecrets = new SigningSecrets(store);
+  const senderPolicies = new SenderPolicies(store.senderPolicies);
+  service.screen = senderPolicies;
+  const approvals = new ApprovalService(store, service, {
+    baseUrl: config.baseUrl,
+    minApprovalSeconds: config.minApprovalSeconds,
+    maxEventsPerAddress: config.maxEventsPerAddress,
+    maxBytesPerAddress: config.maxBytesPerAddress,
+    maxPendingApprovals: config.maxPendingApprovals,
+  });
+  const deps: AppDeps = {
+    config,
+    store,
+    service,
+    capture: new Capture(service, signingSecrets, { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes }),
+    captureBudget: new InflightCaptureBudget(config.maxInflightCaptureBytes),
+    signingSecrets,
+    senderPolicies,
+    claims: new ClaimService(store, hub),
+    consumers: new Consumers(store.consumers),
+    approvals,
+    // One of each for HTTP and SMTP: the block list is parsed once, the per-client window is the store's.
+    blockList: config.blockCidrs.length > 0 ? new BlockList(config.blockCidrs) : undefined,
+    deliveryLimit:
+      config.deliveryRateLimitPerIp === undefined
+        ? undefined
+        : new ClientDeliveryLimit(store, {
+            limit: config.deliveryRateLimitPerIp,
+            windowSeconds: config.deliveryRatePerIpWindowSeconds,
+            ipv6PrefixBits: config.ipv6PrefixBits,
+          }),
+    metrics,
+  };
+  const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, log, [{ name: 'approvals', run: () => approvals.sweepDue() }]);
+  let app: FastifyInstance | undefined;
+  try {
+    // An operator's `admin delete` on the SQLite file while this runs: caches drop it, waiters re-read.
+    store.watchExternalChanges?.(() => hub.notifyAll());
+    app = await buildApp(deps, { loggerInstance: log });
+    if (store.capabilities.crossInstanceWakeups && store.subscribe) {
+      await store.subscribe(
+        (addressId) => hub.notify(addressId),
+        () => hub.notifyAll(),
+      );
+    }
+    return { ...deps, store, hub, app, sweeper };
+  } catch (err) {
+    // A failed start must not leave pools or files open.
+    await app?.close().catch(() => {});
+    await store.close().catch(() => {});
+    throw err;
+  }
+}
