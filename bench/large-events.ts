@@ -1,4 +1,4 @@
-// Bench rows for issue 27's large-event attacks: the service's peak RSS and the slowest /healthz
+// Bench rows for the large-event attacks of an adversarial run: the service's peak RSS and the slowest /healthz
 // answer (its event-loop delay as a client sees it) while they run: a 25 MiB capture of control
 // bytes, ten concurrent GETs and an MCP batch of ten list_events over it, and 100 streams that never
 // read three 3.9 MiB events. Before bounded events the first peaked at ~6 GB and stalled the loop

@@ -1,4 +1,4 @@
-// Retention under load (issue 36): deliveries' latency while the sweeper deletes 100,000
+// Retention under load, since deletes must not hold deliveries up: deliveries' latency while the sweeper deletes 100,000
 // acknowledged events past RETAIN_ACKED_SECONDS, against the same deliveries before it starts.
 //
 // The events are written straight into the store before the service starts (100 addresses x 1,000

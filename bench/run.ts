@@ -327,7 +327,7 @@ async function ingestScenario(key: string, label: string, ceiling: Child, servic
   });
   details[key] = { ...r, stored: back.stored, gapless: back.gapless };
   // CPU time per delivery beside the ceiling's per request, paired in the same rounds: steadier than
-  // throughput on a shared machine, and what the ingest targets of issue 35 are stated in.
+  // throughput on a shared machine, and what the ingest targets are stated in.
   const cpuC = median(r.ceiling.map((x) => x.cpuUsPerRequest));
   const cpuS = median(r.service.map((x) => x.cpuUsPerRequest));
   const cpuTarget = CPU_TARGETS[key];
@@ -344,7 +344,7 @@ async function ingestScenario(key: string, label: string, ceiling: Child, servic
   });
 }
 
-/** Service CPU per delivery at most this multiple of the ceiling's per request (issue 35). */
+/** Service CPU per delivery at most this multiple of the ceiling's per request: the ingest target. */
 const CPU_TARGETS: Record<string, number> = { hot: 1.25, spread: 1.4 };
 
 /** A GitHub push delivery of about 2 KB, the body both sides of the capture scenario carry. */
@@ -941,7 +941,7 @@ async function main(): Promise<void> {
     if (ONLY.has('streams')) await withFreshService(async (sv) => streamsScenario(sv));
     if (ONLY.has('large'))
       await withFreshService(async (sv) => {
-        log('large events: memory and event-loop delay under the attacks of issue 27');
+        log('large events: memory and event-loop delay under the attacks of the adversarial run');
         rows.push(...(await largeEventsScenario(sv, log)));
       });
     if (ONLY.has('wake')) {
@@ -959,7 +959,7 @@ async function main(): Promise<void> {
       const smtpPort = await freePort();
       const dir = mkdtempSync(join(os.tmpdir(), 'ra-bench-untrusted-'));
       const sv = await startService(dir, { SMTP_PORT: String(smtpPort), EMAIL_DOMAIN: 'bench.test' });
-      log('untrusted: mail and parser attacks beside a /healthz probe (issue 27)');
+      log('untrusted: mail and parser attacks beside a /healthz probe');
       try {
         rows.push(...(await untrustedParsingRows(sv, smtpPort, log)));
       } finally {

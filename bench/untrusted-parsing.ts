@@ -1,4 +1,4 @@
-// The `untrusted` scenario of `npm run bench` (issue 27): the mail and parser attacks, one after the
+// The `untrusted` scenario of `npm run bench`: the mail and parser attacks, one after the
 // other against one service, with /healthz asked every 20 ms beside them. Reported: the slowest
 // /healthz (the event loop's worst delay as a client sees it; target under 1 s) and the service's
 // peak RSS above its level before the attacks. Attacks: a text mail with a 250 KB run of spaces, a

@@ -1,4 +1,4 @@
-// WAL frames per commit (issue 35): what one group commit of deliveries writes to the SQLite WAL,
+// WAL frames per commit, the largest part of a durable delivery's cost: what one group commit of deliveries writes to the SQLite WAL,
 // for one hot address and spread over 100 addresses. In process, no HTTP: the domain service over a
 // real SqliteStore in a temporary directory, batches of 25 deliveries submitted in one turn (one
 // commit each, as under the bench's 50 connections). Checkpoints are held off after the first, so

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { Agent, request } from 'node:http';
 import fc from 'fast-check';
+import type { FastifyInstance } from 'fastify';
 
 export interface RawRequest {
   method: string;
@@ -12,7 +13,8 @@ export interface RawRequest {
 }
 
 export interface Target {
-  port: number;
+  /** A port to send to over a socket, or an app (test/inject.ts) to answer through `inject`. */
+  port: number | FastifyInstance;
   addressId: string;
   token: string;
   secret: string;
@@ -169,9 +171,23 @@ export function send(port: number, r: RawRequest): Promise<{ status: number; hea
   });
 }
 
+/** The same request through Fastify's inject: the app's answer without a socket (no reset can happen there). */
+export async function sendInjected(
+  app: FastifyInstance,
+  r: RawRequest,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+  const res = await app.inject({
+    method: r.method as 'GET',
+    url: r.path,
+    headers: { host: 'fuzz.test', ...r.headers },
+    ...(r.body === undefined ? {} : { payload: r.body }),
+  });
+  return { status: res.statusCode, headers: res.headers as Record<string, string | string[] | undefined>, text: res.body };
+}
+
 /** The property: a documented status, never 5xx, errors in the documented shape. */
-export async function checkAnswer(port: number, r: RawRequest): Promise<void> {
-  const res = await send(port, r);
+export async function checkAnswer(to: number | FastifyInstance, r: RawRequest): Promise<void> {
+  const res = typeof to === 'number' ? await send(to, r) : await sendInjected(to, r);
   const what = `${r.method} ${r.path.slice(0, 120)} ct=${r.headers['content-type']} -> ${res.status} ${res.text.slice(0, 200)}`;
   assert.ok(DOCUMENTED.has(res.status), `undocumented status: ${what}`);
   if (res.status >= 400 && r.method !== 'HEAD') {

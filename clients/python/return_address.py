@@ -764,6 +764,25 @@ def save_file(path: str, saved: Dict[str, Any]) -> None:
 _save = save_file  # the name earlier versions used
 
 
+HANDLER_GRACE_SECONDS = 5.0
+
+
+def _end_group(proc: "subprocess.Popen[str]") -> None:
+    """SIGTERM to the handler's whole process group, SIGKILL after the grace time, then once more for leftovers."""
+    def signal_group(sig: int) -> None:
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+    signal_group(signal.SIGTERM)
+    try:
+        proc.wait(HANDLER_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        signal_group(signal.SIGKILL)
+        proc.wait()
+    signal_group(signal.SIGKILL)
+
+
 def _out(v: Any) -> None:
     print(json.dumps(v, indent=2, ensure_ascii=False))
 
@@ -869,9 +888,23 @@ def main(argv: Optional[List[str]] = None) -> int:
                 save_file(args.save, dict(saved, cursor=page["next_cursor"]))
             _out(page)
         elif args.command == "consume":
+            # SIGTERM ends consume the way Ctrl-C does, so the handler's group is ended too.
+            def on_term(signum, frame):
+                raise KeyboardInterrupt()
+            signal.signal(signal.SIGTERM, on_term)
+
             def run(event: Dict[str, Any]) -> None:
                 env = dict(os.environ, RA_EVENT_ID=event["id"], RA_EVENT_TYPE=event["type"], RA_SEQUENCE=str(event["sequence"]))
-                code = subprocess.run(args.exec_cmd, shell=True, input=json.dumps(event) + "\n", text=True, env=env).returncode
+                # The command runs in a process group of its own (as the Node CLI's does): stopping
+                # consume ends that whole group, grandchildren included, instead of orphaning them.
+                proc = subprocess.Popen(args.exec_cmd, shell=True, stdin=subprocess.PIPE, text=True, env=env, start_new_session=True)
+                print("consume: sequence %d %s started (process group %d)" % (event["sequence"], event["type"], proc.pid), file=sys.stderr, flush=True)
+                try:
+                    proc.communicate(json.dumps(event) + "\n")
+                except BaseException:
+                    _end_group(proc)
+                    raise
+                code = proc.returncode
                 print("consume: sequence %d %s exit %d" % (event["sequence"], event["type"], code), file=sys.stderr)
                 if code != 0:
                     raise RuntimeError("the command exited with %d" % code)

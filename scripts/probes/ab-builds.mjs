@@ -2,7 +2,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-// Paired A/B of two built checkouts of the service (issue 35): CPU per delivery of build A against
+// Paired A/B of two built checkouts of the service: CPU per delivery of build A against
 // build B, in alternating rounds of 30,000 deliveries (50 connections) so machine noise hits both.
 //   git worktree add --detach ../a <commit> && (cd ../a && npm install && npm run build:all)
 //   node scripts/probes/ab-builds.mjs ../a . hot|spread [rounds] [requestsPerRound]

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Issue 27's storage and read-path findings, measured on a built checkout (npm run build:all):
+// The storage and read-path findings of an adversarial run (huge events, pages, streams), measured on a built checkout (npm run build:all):
 // each large-event attack against a fresh service, with its status, time, the service's peak RSS
 // (VmRSS sampled every 50 ms) and the slowest /healthz answer beside it.
 // Usage: node scripts/probes/bounded-work.mjs [checkout dir, default .]   (DATABASE_URL=postgres://… for PostgreSQL)

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Probe (issue 35): the cost of recounting an address's queue counters after a crash. Run after a build:
+// Probe: the cost of recounting an address's queue counters after a crash. Run after a build:
 //   node scripts/probes/counters-recount.mjs 10000
 // How long the first append to an address takes after a crash left N events above its row's last_sequence.
 import { mkdtempSync } from 'node:fs';

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Issue 21.3's load: 40 concurrent deliveries of 1.2 MB quote-and-backslash bodies to one address;
+// The load that once stalled PostgreSQL's batches: 40 concurrent deliveries of 1.2 MB quote-and-backslash bodies to one address;
 // prints the time until all are answered. Start the service with MAX_PAYLOAD_BYTES=4194304.
 // Usage: node scripts/probes/quote-heavy.mjs http://127.0.0.1:3000
 const base = process.argv[2] ?? 'http://127.0.0.1:3000';

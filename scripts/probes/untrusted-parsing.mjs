@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-// Issue 27's parsing and budget findings, measured against the built service of the current checkout
+// The parsing and budget findings of an adversarial run, measured against the built service of the current checkout
 // (npm run build:all), so the same script gives the old and the new numbers: run it in a checkout of
 // main before the fix, then after. Each attack runs alone on a fresh address, with /healthz probed
 // every 100 ms beside it; printed per attack: the answer (HTTP status or SMTP code), its time, the
 // slowest /healthz, and the server's peak RSS above its level before the attack.
 //   node scripts/probes/untrusted-parsing.mjs                 # every attack
 //   ONLY=mail-spaces,form node scripts/probes/untrusted-parsing.mjs
-//   STRIPE_BODY_MB=25 PAUSED_UPLOADS=150 node scripts/probes/untrusted-parsing.mjs   # the issue's sizes
+//   STRIPE_BODY_MB=25 PAUSED_UPLOADS=150 node scripts/probes/untrusted-parsing.mjs   # the adversarial run's sizes
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect, createServer } from 'node:net';

@@ -41,6 +41,9 @@ class JsonBodyPool {
     if (this.running !== null) return;
     const job = this.queue.shift();
     if (job === undefined) {
+      // An idle worker keeps no process alive (its 'message' listener refs it); a working one does,
+      // so the body it checks is answered.
+      this.worker?.unref();
       if (this.worker !== null && this.idleTimer === null) {
         this.idleTimer = setTimeout(() => this.endWorker(), IDLE_WORKER_MS);
         this.idleTimer.unref();
@@ -50,13 +53,14 @@ class JsonBodyPool {
     if (this.idleTimer !== null) clearTimeout(this.idleTimer);
     this.idleTimer = null;
     this.running = job;
-    this.ensureWorker().postMessage({ id: job.id, text: job.text });
+    const worker = this.ensureWorker();
+    worker.ref();
+    worker.postMessage({ id: job.id, text: job.text });
   }
 
   private ensureWorker(): Worker {
     if (this.worker !== null) return this.worker;
     const worker = new Worker(new URL('./json-body-worker.js', import.meta.url));
-    worker.unref();
     worker.on('message', (m: { id: number; checked: CheckedJson | null }) => {
       const job = this.running;
       if (job === null || job.id !== m.id) return;

@@ -7,6 +7,7 @@ import { parseEventFilter } from '../domain/event-filter.js';
 import type { AddressRecord, EventRecord } from '../domain/model.js';
 import type { WakeupHub } from '../domain/ports.js';
 import { STORABLE_TEXT_RE } from '../domain/storable-text.js';
+import { ClaimRounds } from './claim-rounds.js';
 import { CLAIM_LIMITS, type ClaimBatch, leaseEventId, newLeaseNonce, type Settlement } from './claim-rules.js';
 import type { ClaimStore } from './claim-store.js';
 import { type ClaimCallback, ClaimWait } from './claim-wait.js';
@@ -63,6 +64,9 @@ export function nackInput(raw: Partial<Record<keyof NackInput, unknown>>, param 
 }
 
 export class ClaimService {
+  /** Claims of an address asking the same thing share a statement that finds nothing (claim-rounds.ts). */
+  private readonly rounds = new ClaimRounds();
+
   constructor(
     private readonly store: ClaimStore,
     private readonly hub: WakeupHub,
@@ -78,19 +82,25 @@ export class ClaimService {
   claim(address: AddressRecord, input: ClaimInput, callback: ClaimCallback): ClaimWait {
     const filter = parseEventFilter({ type: input.type, match: input.match });
     const deadline = input.wait > 0 ? this.now() + input.wait * 1000 : undefined;
-    const claimOnce = async (after: number): Promise<ClaimBatch> => {
-      const batch = await this.store.claimEvents(address.id, {
-        max: input.max,
-        leaseMs: input.lease_seconds * 1000,
-        maxDeliveries: input.max_deliveries,
-        filter,
-        nonce: newLeaseNonce(),
-        now: this.now(),
-        after,
-      });
-      if (!batch) throw notFound('Address');
-      return batch;
-    };
+    const filterKey = JSON.stringify(filter);
+    const claimOnce = (after: number): Promise<ClaimBatch> =>
+      this.rounds.run(
+        `${address.id} ${after} ${filterKey}`,
+        async () => {
+          const batch = await this.store.claimEvents(address.id, {
+            max: input.max,
+            leaseMs: input.lease_seconds * 1000,
+            maxDeliveries: input.max_deliveries,
+            filter,
+            nonce: newLeaseNonce(),
+            now: this.now(),
+            after,
+          });
+          if (!batch) throw notFound('Address');
+          return batch;
+        },
+        () => wait.live,
+      );
     const wait = new ClaimWait(this.hub, address.id, claimOnce, deadline, this.now, callback);
     wait.start();
     return wait;

@@ -19,6 +19,7 @@
 // too, wherever they are (storage/claim-sql.ts), so nothing is left behind the cursor.
 
 import { SCAN_BYTES, SCAN_EVENTS } from '../domain/event-filter.js';
+import { nextTurn } from '../domain/event-reads.js';
 import { type AfterPage, type Follow, type FollowEnd, Follower } from '../domain/follower.js';
 import type { WakeupHub } from '../domain/ports.js';
 import type { ClaimBatch } from './claim-rules.js';
@@ -37,6 +38,7 @@ export class ClaimWait implements Follow<ClaimBatch> {
   /** Open events and bytes examined since the claim began (a claim that answers at once stops at the scan's bounds). */
   private examined = 0;
   private examinedBytes = 0;
+  private ended = false;
 
   constructor(
     hub: WakeupHub,
@@ -56,11 +58,21 @@ export class ClaimWait implements Follow<ClaimBatch> {
 
   /** The client went away. Leases a read is making now run out and are claimed again: at least once. */
   cancel(): void {
+    this.ended = true;
     this.follower.cancel();
+  }
+
+  /** False once the claim was answered or its client went away: a statement for it would lease what nobody answers. */
+  get live(): boolean {
+    return !this.ended;
   }
 
   /** @internal Follow */
   async read(): Promise<ClaimBatch> {
+    // A window after the first waits for the next turn of the event loop: a store that answers at
+    // once (SQLite) otherwise ran a claim's walk over a long queue in one turn (8 claims over 40 MB
+    // held deliveries beside them 0.7-1.6 s).
+    if (this.examined > 0) await nextTurn();
     const batch = await this.claimOnce(this.after);
     if (batch.claims.length > 0 || this.latest.claims.length === 0) this.latest = batch;
     return batch;
@@ -97,6 +109,7 @@ export class ClaimWait implements Follow<ClaimBatch> {
 
   /** @internal Follow */
   end(reason: FollowEnd, err?: unknown): void {
+    this.ended = true;
     if (reason === 'failed') this.callback(err, undefined);
     else this.callback(undefined, this.latest);
   }

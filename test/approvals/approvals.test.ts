@@ -425,8 +425,13 @@ describe(`approval expiry (${STORE})`, () => {
       // Both sweepers run every second; also race them by hand.
       await sleep(2200);
       await Promise.all([s1, s2, s1, s2].map((s) => s.running.app.inject({ method: 'GET', url: '/healthz' })));
-      await sleep(1500);
-      const events = (await listEvents(s2.baseUrl, a, { limit: 100 })).json.events as { type: string; data: { approval_id: string } }[];
+      // Every approval has expired once the sweeps got to it: waited for as that condition (a busy
+      // machine delays sweeps), then two more sweep intervals in which a second expiry would show.
+      const expiredBy = performance.now() + 30_000;
+      const expired = async () => (await listEvents(s2.baseUrl, a, { limit: 100 })).json.events as { type: string; data: { approval_id: string } }[];
+      while ((await expired()).length < ids.length && performance.now() < expiredBy) await sleep(200);
+      await sleep(2000);
+      const events = await expired();
       assert.deepEqual(events.map((e) => e.data.approval_id).sort(), [...ids].sort(), 'each approval expired exactly once');
       assert.ok(events.every((e) => e.type === 'approval.expired'));
     } finally {
@@ -565,7 +570,7 @@ describe(`approvals over MCP (${STORE})`, () => {
         return r.structuredContent as Record<string, any>;
       };
       const { approval } = await call('request_approval', {
-        question: 'Merge PR #42?',
+        question: 'Merge the release branch?',
         options: [
           { id: 'merge', label: 'Merge' },
           { id: 'close', label: 'Close' },

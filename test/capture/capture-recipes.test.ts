@@ -1,4 +1,4 @@
-// The capture recipes an agent follows (issue 32): GitHub's form-encoded deliveries match on the
+// The capture recipes an agent follows must work as written: GitHub's form-encoded deliveries match on the
 // payload's own fields, a browser's form POST (OAuth response_mode=form_post) gets the close-tab
 // page and is stored, and a number with more digits than a double holds comes out of the CLI as sent.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Issue 27: the capture URL and every route bound the work a request causes, not only its bytes.
+// A client must not be able to stall the service with one request: the capture URL and every route bound the work a request causes, not only its bytes.
 // Each attack runs beside a liveness probe (/healthz within 1 s); on the old code each one held the
 // event loop for seconds (repeated keys were copied per repeat, Stripe's HMAC was recomputed per v1
 // entry) or, for paused uploads, held gigabytes.

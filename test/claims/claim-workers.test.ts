@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { type Addr, api, createAddress, deliver, listEvents, range, STORE, sleep, startTestService, type TestService } from '../helpers.js';
+import { type Addr, api, createAddress, deliver, listEvents, range, STORE, sleep } from '../helpers.js';
+import { type InjectedService, startInjectedService } from '../inject.js';
 
 interface ClaimJson {
   event: { id: string; sequence: number };
@@ -14,13 +15,13 @@ interface ClaimJson {
 }
 
 describe('claims under concurrency', () => {
-  let svc: TestService;
-  let second: TestService | undefined;
+  let svc: InjectedService;
+  let second: InjectedService | undefined;
   let bases: string[];
   before(async () => {
-    svc = await startTestService();
+    svc = await startInjectedService();
     // Two instances on one database where the store allows it (PostgreSQL); SQLite has one writer.
-    if (STORE === 'postgres') second = await startTestService({}, svc.storage);
+    if (STORE === 'postgres') second = await startInjectedService({}, svc.storage);
     bases = second ? [svc.baseUrl, second.baseUrl] : [svc.baseUrl];
   });
   after(async () => {

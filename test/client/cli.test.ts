@@ -157,7 +157,7 @@ describe('return-address CLI', () => {
   });
 
   it('create --save writes through an unpredictable temporary name created exclusively: a planted pid-named symlink is not followed', async () => {
-    // Issue 27: the temporary file was `${file}.${pid}.tmp`, opened without O_EXCL, so another local
+    // The save file must not leak: the temporary file was `${file}.${pid}.tmp`, opened without O_EXCL, so another local
     // user could plant a symlink there and receive the read token in a file of their choosing.
     const file = join(dir, 'planted.json');
     const victim = join(dir, 'victim.txt');

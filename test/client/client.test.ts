@@ -156,7 +156,7 @@ describe('TypeScript client', () => {
     }
   });
 
-  it('a page that fails with 500 every time is retried a bounded number of times, not until the deadline (issue 27)', async () => {
+  it('a page that fails with 500 every time is retried a bounded number of times, not until the deadline (a broken deployment is not hammered)', async () => {
     const ra = await ReturnAddress.create({ url: svc.baseUrl });
     let pages = 0;
     // The service stands behind a fetch that breaks its page reads (a deployment whose reads fail

@@ -157,7 +157,7 @@ try:
 except ReturnAddressError as err:
     assert err.status == 404
 # The save file goes through an unpredictable name created exclusively: a planted pid-named
-# symlink is not followed (issue 27).
+# symlink is not followed, so another local user cannot receive the read token.
 _ra = sys.modules.get("return_address.return_address") or sys.modules["return_address"]  # the module itself, private helpers included (installed: the package's return_address.py)
 work = tempfile.mkdtemp()
 victim = os.path.join(work, "victim.txt")

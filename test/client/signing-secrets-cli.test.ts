@@ -1,4 +1,4 @@
-// Signing secrets set from the CLI and from Python (issue 32): the recipe "set the secret, then wait
+// Signing secrets set from the CLI and from Python, so an agent needs no curl: the recipe "set the secret, then wait
 // for data.signature.verified=true" without a hand-written curl, checked with a real signed delivery.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';

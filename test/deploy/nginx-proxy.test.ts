@@ -32,7 +32,8 @@ async function exercise(origin: string, svc: SpawnedService, accessLog: string):
   assert.equal(delivered.status, 202, delivered.text);
   const page = JSON.parse((await poll).text);
   assert.equal(page.events[0]?.type, 'first');
-  assert.ok(performance.now() - t0 < 2000, `the long-poll answered ${Math.round(performance.now() - t0)} ms after the delivery`);
+  // Woken by the delivery, not by the 20 s wait's end (half of it is the bound: a busy machine must not fail this).
+  assert.ok(performance.now() - t0 < 10_000, `the long-poll answered ${Math.round(performance.now() - t0)} ms after the delivery`);
 
   // An event stream through the proxy: the event arrives while the response is still open.
   let streamed = '';
@@ -45,9 +46,10 @@ async function exercise(origin: string, svc: SpawnedService, accessLog: string):
   await sleep(300);
   const t1 = performance.now();
   assert.equal((await call(origin, 'POST', inboxUrl, { json: { type: 'second', data: { n: 2 } } })).status, 202);
-  for (let i = 0; i < 80 && !streamed.includes('"type":"second"'); i++) await sleep(25);
+  // Waited for as a condition; the bound is for a proxy that buffers the stream (it would hold the
+  // event until the response ends, which only the DELETE below does), not a speed claim.
+  while (!streamed.includes('"type":"second"') && performance.now() - t1 < 10_000) await sleep(25);
   assert.match(streamed, /id: 2\nevent: event\ndata: \{.*"type":"second"/, 'the streamed event passed the proxy unbuffered');
-  assert.ok(performance.now() - t1 < 2000);
   assert.equal((await call(origin, 'DELETE', `/api/v1/addresses/${id}`, { token })).status, 204); // ends the stream
   await stream;
 

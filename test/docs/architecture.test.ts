@@ -1,7 +1,8 @@
-// The maps of the code stay true to it: the README's architecture tree and design.md's Rooms table
-// name every room under src/, the rooms whose README the tree mentions have one, and every comment
-// that points at design.md names a section it has. Each list is read from the tree itself, so a
-// new room or a renamed section fails here until the maps say so.
+// The maps of the code stay true to it: design.md's tree ("Where things are") and its Rooms table
+// name every room under src/, the rooms whose README the tree mentions have one, a room's README
+// names every file of the room, and every comment that points at design.md names a section it has.
+// Each list is read from the tree itself, so a new room, file or renamed section fails here until
+// the maps say so.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, posix } from 'node:path';
@@ -15,14 +16,21 @@ const entries = readdirSync(join(ROOT, 'src'), { withFileTypes: true });
 const ROOMS = entries.filter((e) => e.isDirectory()).map((e) => e.name);
 const TOP_FILES = entries.filter((e) => e.isFile() && e.name.endsWith('.ts')).map((e) => e.name);
 
-/** The README's tree: the code block under "## Architecture". */
-function readmeTree(): string[] {
-  const readme = read('README.md');
-  const at = readme.indexOf('\n## Architecture\n');
-  assert.ok(at >= 0, 'README.md has an Architecture section');
-  const block = /```\n([\s\S]*?)```/.exec(readme.slice(at));
-  assert.ok(block?.[1], 'the Architecture section opens with a code block');
+/** design.md's tree: the code block under "## Where things are". */
+function designTree(): string[] {
+  const design = read('docs/design.md');
+  const at = design.indexOf('\n## Where things are\n');
+  assert.ok(at >= 0, 'design.md has a "Where things are" section');
+  const block = /```\n([\s\S]*?)```/.exec(design.slice(at));
+  assert.ok(block?.[1], 'the "Where things are" section holds a code block');
   return block[1].split('\n');
+}
+
+/** Every .ts file under `dir` (relative to the repository), as paths relative to `dir`. */
+function tsFilesUnder(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? tsFilesUnder(`${dir}/${e.name}`).map((f) => `${e.name}/${f}`) : e.name.endsWith('.ts') ? [e.name] : [],
+  );
 }
 
 /** design.md's section and subsection titles; a pointer may name one by its whole title or by the part before its colon. */
@@ -51,23 +59,23 @@ function pointerFiles(): string[] {
 }
 
 describe('the maps of the code', () => {
-  it("README's architecture tree names every room and file at the top of src/", () => {
-    const tree = readmeTree();
+  it("design.md's tree names every room and file at the top of src/", () => {
+    const tree = designTree();
     assert.ok(ROOMS.length >= 15, `found only ${ROOMS.length} rooms under src/`);
     for (const room of ROOMS)
       assert.ok(
         tree.some((l) => l.startsWith(`  ${room}/ `)),
-        `src/${room}/ is in the README tree`,
+        `src/${room}/ is in design.md's tree ("Where things are")`,
       );
     for (const file of TOP_FILES)
       assert.ok(
         tree.some((l) => l.startsWith(`  ${file} `)),
-        `src/${file} is in the README tree`,
+        `src/${file} is in design.md's tree ("Where things are")`,
       );
   });
 
   it("a room's README is there exactly when the tree says so, and capture/, email/, storage/ have one", () => {
-    const tree = readmeTree();
+    const tree = designTree();
     for (const room of ROOMS) {
       const line = tree.findIndex((l) => l.startsWith(`  ${room}/ `));
       // The room's entry runs on until the next line that starts an entry of its own.
@@ -93,6 +101,23 @@ describe('the maps of the code', () => {
     assert.ok(files.length >= 40, `found only ${files.length} files under src/storage`);
     for (const file of files) assert.ok(named.has(file), `src/storage/${file} is in src/storage/README.md's table`);
     for (const name of named) assert.ok(files.includes(name), `src/storage/README.md names ${name}, which is not there`);
+  });
+
+  it("a room's README names every .ts file of the room (by its path in the room, or its name)", () => {
+    // Rooms gain files while others write; one failure lists every file missing from every README.
+    const missing: string[] = [];
+    let named = 0;
+    for (const room of ROOMS) {
+      if (!readdirSync(join(ROOT, 'src', room)).includes('README.md')) continue;
+      const readme = read(`src/${room}/README.md`);
+      for (const file of tsFilesUnder(`src/${room}`)) {
+        const base = file.slice(file.lastIndexOf('/') + 1);
+        if (readme.includes(`\`${file}\``) || readme.includes(`\`${base}\``)) named++;
+        else missing.push(`src/${room}/${file}`);
+      }
+    }
+    assert.deepEqual(missing, [], `these files are not named (in backticks) in their room's README.md: add a row to its table:\n  ${missing.join('\n  ')}`);
+    assert.ok(named >= 60, `only ${named} files named by room READMEs: has their form changed?`);
   });
 
   it("design.md's Rooms table has a row for every room", () => {

@@ -1,9 +1,10 @@
-// Per-client limits key IPv6 on a prefix (IPV6_PREFIX_BITS, issue 27): the owner of a /64 is one client.
+// Per-client limits key IPv6 on a prefix (IPV6_PREFIX_BITS), since one host owns a whole prefix: the owner of a /64 is one client.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { clientKey } from '../../src/domain/client-key.js';
 import { SmtpConnectionLimits } from '../../src/email/smtp-connection-limits.js';
-import { api, startTestService, type TestService } from '../helpers.js';
+import { api } from '../helpers.js';
+import { type InjectedService, startInjectedService } from '../inject.js';
 
 describe('clientKey', () => {
   it('IPv4 and IPv4-mapped IPv6 are the address; IPv6 is its prefix, however the address is written', () => {
@@ -34,10 +35,10 @@ describe('clientKey', () => {
 });
 
 describe('create rate limit keyed on the IPv6 prefix', () => {
-  let svc: TestService;
+  let svc: InjectedService;
   before(async () => {
     // One trusted hop, so X-Forwarded-For names the client as a proxy in front would.
-    svc = await startTestService({ CREATE_RATE_LIMIT: '3', TRUST_PROXY: '1' });
+    svc = await startInjectedService({ CREATE_RATE_LIMIT: '3', TRUST_PROXY: '1' });
   });
   after(async () => {
     await svc.stop();

@@ -80,7 +80,7 @@ describe('loadConfig', () => {
     assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.5,::1' }).trustProxy, ['10.0.0.0/8', '192.168.1.5', '::1']);
   });
 
-  it('untrusted-parsing settings (issue 27): defaults, ranges, and an in-flight budget that holds one largest capture', () => {
+  it('untrusted-parsing settings: defaults, ranges, and an in-flight budget that holds one largest capture', () => {
     const c = loadConfig({});
     assert.deepEqual(
       [c.mailParseWorkers, c.mailParseTimeoutMs, c.mailParseMaxHeapMb, c.maxInflightCaptureBytes, c.ipv6PrefixBits, c.socketTimeoutMs],

@@ -1,4 +1,4 @@
-// A mail's Message-ID and an HTTP idempotency key live in separate key spaces (issue 21.6): an
+// A mail's Message-ID and an HTTP idempotency key live in separate key spaces: an
 // unauthenticated mail naming the key a sender will use cannot pre-empt, and so suppress, that
 // sender's delivery. The email event still shows its Message-ID as dedupe_key, and an MTA retry of
 // the same mail still creates nothing.

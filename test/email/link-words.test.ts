@@ -1,4 +1,4 @@
-// The words before a link decide its kind (issue 32): bare URLs in plain text as anchors in HTML,
+// The words before a link decide its kind, which is what an agent opens the mail for: bare URLs in plain text as anchors in HTML,
 // unsubscribe and verify words in German, French, Spanish, Portuguese and Japanese, and a short
 // credential under its own name. Each case is one line of a real mail's shape.
 import assert from 'node:assert/strict';
@@ -50,12 +50,14 @@ describe('link kinds from the words before them', () => {
     assert.deepEqual(kindsOfText('Or sign in: https://notes.example.com/login?token=short'), ['other']);
   });
 
-  it('1 MiB of the new words and URLs (as text and as HTML) is done within 2 s', () => {
+  // In this process's CPU time: a busy machine stretches wall-clock time, not the work a scan does.
+  it('1 MiB of the new words and URLs (as text and as HTML) is done within 2 s of CPU', () => {
     const body = 'Abmelden Cancelar inscrição 配信の停止 Or sign in: https://x.example/m?token=abcdefgh1 '.repeat((1024 * 1024) / 90);
-    const started = performance.now();
+    const started = process.cpuUsage();
     const out = extractContent({ subject: null, text: body, html: body, headers: {} });
-    const elapsed = performance.now() - started;
-    assert.ok(elapsed < 2000, `${elapsed.toFixed(0)} ms`);
+    const used = process.cpuUsage(started);
+    const elapsed = (used.user + used.system) / 1000;
+    assert.ok(elapsed < 2000, `${elapsed.toFixed(0)} ms of CPU`);
     assert.ok(out.links.length <= 100);
   });
 });

@@ -2,9 +2,10 @@
 // answered by an injected resolver (offline), a DKIM key generated here and mailauth's own signer.
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { loadavg } from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import { dkimSign } from 'mailauth';
-import { boundedResolver, type DnsResolver, summarize } from '../../src/email/sender-authentication.js';
+import { boundedResolver, DEFAULT_DNS_LOOKUP_TIMEOUT_MS, type DnsResolver, summarize } from '../../src/email/sender-authentication.js';
 import { type Addr, createAddress, listEvents, startTestService, type TestService } from '../helpers.js';
 import { sendRaw } from './smtp-client.js';
 
@@ -153,16 +154,37 @@ describe('sender authentication when DNS fails', () => {
       }) as DnsResolver,
     ],
   ] as const) {
-    it(`a resolver that ${name}: temperror, and the 250 still comes within the bound`, async () => {
-      const svc = await startTestService({ EMAIL_DOMAIN: DOMAIN }, undefined, { dnsResolver: resolver, dnsLookupTimeoutMs: 200, authenticationBudgetMs: 600 });
+    // The bound is proved against the same service's own answer time, not against the clock: first
+    // mails while DNS answers at once (the first starts the worker threads, the second is the
+    // baseline), then the same mail while DNS fails this way. The configured budget (600 ms, one
+    // lookup 200 ms) must show: the failing mail may not take as long as one lookup of the defaults
+    // (3 s) more than the baseline. A fixed "under 2 s" failed on a busy machine (load average ~8),
+    // where the first mail's worker start alone took most of it.
+    it(`a resolver that ${name}: temperror, and the 250 still comes within the bound`, async (t) => {
+      let failing = false;
+      const switched: DnsResolver = (n, rrtype) => (failing ? resolver(n, rrtype) : zoneResolver(n, rrtype));
+      const svc = await startTestService({ EMAIL_DOMAIN: DOMAIN }, undefined, { dnsResolver: switched, dnsLookupTimeoutMs: 200, authenticationBudgetMs: 600 });
       try {
+        const timed = async (a: Addr) => {
+          const raw = await signed(message(a.email, 'Your code: 123456'));
+          const started = performance.now();
+          const r = await sendRaw(svc.smtpPort, { from: `bounces@${SENDER_DOMAIN}`, rcpts: [a.email], message: raw });
+          assert.equal(r.final?.code, 250, r.final?.text);
+          return performance.now() - started;
+        };
+        // One mail to start the worker threads, then the baseline on a warm service.
+        await timed(await createAddress(svc.baseUrl));
+        const baseline = await timed(await createAddress(svc.baseUrl));
+        // (Their verdicts are not asserted: on a busy machine even they may outlive the 600 ms budget
+        // and come out temperror; they are the baseline, nothing more.)
+        failing = true;
         const a = await createAddress(svc.baseUrl);
-        const raw = await signed(message(a.email, 'Your code: 123456'));
-        const started = Date.now();
-        const r = await sendRaw(svc.smtpPort, { from: `bounces@${SENDER_DOMAIN}`, rcpts: [a.email], message: raw });
-        const elapsed = Date.now() - started;
-        assert.equal(r.final?.code, 250, r.final?.text);
-        assert.ok(elapsed < 2000, `answered in ${elapsed} ms, over the 600 ms budget by far`);
+        const elapsed = await timed(a);
+        t.diagnostic(`answered in ${Math.round(elapsed)} ms, ${Math.round(baseline)} ms with working DNS (load average ${loadavg()[0]?.toFixed(1)})`);
+        assert.ok(
+          elapsed - baseline < DEFAULT_DNS_LOOKUP_TIMEOUT_MS,
+          `answered in ${Math.round(elapsed)} ms, ${Math.round(elapsed - baseline)} ms more than with working DNS: the 600 ms budget did not hold`,
+        );
         const auth = (await onlyEvent(svc, a)).data.authentication;
         assert.equal(auth.summary, 'temperror', JSON.stringify(auth));
         assert.equal(auth.dkim, 'temperror', JSON.stringify(auth));

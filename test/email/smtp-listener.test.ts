@@ -144,7 +144,7 @@ describe('SMTP listener', () => {
     assert.equal(evs.length, 1);
     assert.equal(evs[0].data.subject, 'once', 'the original event is kept');
     assert.ok(r2.final?.text.includes(evs[0].id), `the retry is answered with the original event: ${r2.final?.text}`);
-    // The same Message-ID over HTTP as an Idempotency-Key is another key space (issue 21.6): a new event.
+    // The same Message-ID over HTTP as an Idempotency-Key is another key space (a mail cannot pre-empt an HTTP sender's key): a new event.
     const http = await deliver(svc.baseUrl, a, { data: 'x' }, 'retry-1@example.org');
     assert.equal(http.status, 202);
     assert.equal(http.json.duplicate, false);
@@ -244,7 +244,7 @@ describe('SMTP listener', () => {
       res.json.events.map((e: { data: { subject: string } }) => e.data.subject),
       ['wake up'],
     );
-    assert.ok(elapsed < 5000, `woken after ${elapsed} ms, not at the end of the wait`);
+    assert.ok(elapsed < 10_000, `woken after ${elapsed} ms, not at the end of the 20 s wait`);
   });
 
   it('a client that hangs up in the middle of DATA stores nothing; the listener keeps serving', async () => {
@@ -387,7 +387,7 @@ describe('SMTP listener limits', () => {
     }
   });
 
-  it("a mail's event JSON counts against SMTP_MAX_BUFFERED_BYTES once, however many recipients (issue 21.7)", { timeout: 60_000 }, async () => {
+  it("a mail's event JSON counts against SMTP_MAX_BUFFERED_BYTES once, however many recipients, not once per recipient", { timeout: 60_000 }, async () => {
     const svc = await startTestService({ EMAIL_DOMAIN: DOMAIN, MAX_EMAIL_BYTES: String(2 * 1024 * 1024), SMTP_MAX_BUFFERED_BYTES: String(3 * 1024 * 1024) });
     // 300 KB of control characters: each is six characters once JSON-escaped (\u0001), ~1.8 MB of event JSON.
     const controls = `${'\u0001'.repeat(75)}\n`.repeat(4000);

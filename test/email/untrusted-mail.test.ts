@@ -1,4 +1,4 @@
-// Issue 27: untrusted mail is parsed in worker threads with a heap and a time budget, and its
+// A sender must not be able to stall the service with a mail: untrusted mail is parsed in worker threads with a heap and a time budget, and its
 // structure is counted before any library reads it. Each attack runs over real SMTP against the
 // whole service with a liveness probe beside it: /healthz must answer within 1 s throughout (on the
 // old code each of these held the event loop from 17 s to a minute), and the mail is still stored

@@ -1,4 +1,4 @@
-// The Python module's forward (issue 32: "TypeScript and Python clients expose the same replay"):
+// The Python module's forward, the same replay as the TypeScript client's:
 // its CLI verb against the real service and a real local handler: an exact GitHub replay verified
 // with the original secret, a --resign verified with a local secret, a 500 retried in order, a
 // SIGKILL and restart that loses nothing, and ReturnAddress.forward() called as a function.

@@ -1,4 +1,4 @@
-// `return-address forward` (design.md, "Forwarding to a local handler", issue 32) end to end: the real service, real local
+// `return-address forward` (design.md, "Forwarding to a local handler") end to end: the real service, real local
 // handlers on real sockets, the CLI as a process. A GitHub delivery verified by the handler with the
 // original secret; re-signed deliveries verified with a local secret (GitHub, Stripe and Slack by
 // their documented schemes, Standard Webhooks by the standardwebhooks package); a handler answering

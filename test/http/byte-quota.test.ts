@@ -1,19 +1,20 @@
-// MAX_BYTES_PER_ADDRESS (issue 21.7): an address holds a bounded number of bytes, not only a bounded
+// MAX_BYTES_PER_ADDRESS, so a few huge events cannot fill a disk: an address holds a bounded number of bytes, not only a bounded
 // number of events. Past it the oldest acknowledged events are pruned, as few as make room; when the
 // acknowledged events cannot make room the delivery is 429 queue_full; an event bigger than the whole
 // quota is 413. Checked over HTTP on both stores, with a small quota.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { api, createAddress, deliver, listEvents, range, startTestService, type TestService } from '../helpers.js';
+import { api, createAddress, deliver, listEvents, range } from '../helpers.js';
+import { type InjectedService, startInjectedService } from '../inject.js';
 
 const QUOTA = 10_000;
 /** An event whose data is a string of `n` ASCII characters stores n + 2 bytes (its JSON quotes). */
 const blob = (n: number) => ({ data: 'x'.repeat(n - 2) });
 
 describe('per-address byte quota', () => {
-  let svc: TestService;
+  let svc: InjectedService;
   before(async () => {
-    svc = await startTestService({ MAX_BYTES_PER_ADDRESS: String(QUOTA) });
+    svc = await startInjectedService({ MAX_BYTES_PER_ADDRESS: String(QUOTA) });
   });
   after(() => svc.stop());
 

@@ -1,4 +1,4 @@
-// Bounded events (design.md, "Bounded work", issue 27): an event's stored JSON is at most MAX_EVENT_BYTES; a
+// Bounded events (design.md, "Bounded work"): an event's stored JSON is at most MAX_EVENT_BYTES; a
 // body or attachment that does not fit is stored once, as bytes, beside the event and served by
 // GET …/events/{id}/raw and …/attachments/{n} (exact bytes, content type, Content-Length, ETag);
 // the bytes count toward MAX_BYTES_PER_ADDRESS and go with their event. A liveness probe runs

@@ -1,4 +1,4 @@
-// Honest status (design.md, "Bounded work", issue 27): a store that cannot write answers 503 `unavailable`
+// Honest status (design.md, "Bounded work"): a store that cannot write answers 503 `unavailable`
 // with Retry-After, never 500, and /readyz is not ok while it cannot write. Real failures, no mocks:
 // SQLite on a real full disk (a small tmpfs mounted for the test; needs root, else skipped), and
 // PostgreSQL reached through a TCP proxy the test cuts and restores.

@@ -1,5 +1,5 @@
 // The request log never holds an inbox secret or a read token, however the URL spells them
-// (issue 21.4): percent-encoded path letters, doubled slashes, upper case, a credential in a query
+// (a log reader must never be able to write to or read a queue): percent-encoded path letters, doubled slashes, upper case, a credential in a query
 // string or in a path that is no route. Checked on redactUrl and on a real service's log.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -45,7 +45,7 @@ describe('log redaction', () => {
     assert.equal(redactUrl(`/approve/apr_x/${APPROVE}`), '/approve/apr_x/[REDACTED]');
     // The capture URL's query holds other services' credentials (an OAuth code): dropped whole.
     assert.equal(redactUrl(`/api/v1/hooks/addr_x/${SECRET}/oauth?code=4%2F0Aea&state=s`), '/api/v1/hooks/addr_x/[REDACTED]/oauth?[REDACTED]');
-    // Absolute-form targets (what a forward proxy sends, issue 27): the OAuth code was logged in clear.
+    // Absolute-form targets (what a forward proxy sends): the OAuth code was logged in clear.
     assert.equal(
       redactUrl(`http://ra.example:3000/api/v1/hooks/addr_x/${SECRET}/oauth?code=4%2F0Aea&state=s`),
       'http://ra.example:3000/api/v1/hooks/addr_x/[REDACTED]/oauth?[REDACTED]',

@@ -5,14 +5,15 @@
 // MCP's list_events, which reads through the same service.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createAddress, deliver, listEvents, STORE, startTestService, type TestService } from '../helpers.js';
+import { createAddress, deliver, listEvents, STORE } from '../helpers.js';
+import { type InjectedService, startInjectedService } from '../inject.js';
 
 const BUDGET = 4096;
 
 describe(`pages bounded by bytes (${STORE})`, () => {
-  let svc: TestService;
+  let svc: InjectedService;
   before(async () => {
-    svc = await startTestService({ MAX_PAGE_BYTES: String(BUDGET) });
+    svc = await startInjectedService({ MAX_PAGE_BYTES: String(BUDGET) });
   });
   after(() => svc.stop());
 

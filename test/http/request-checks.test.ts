@@ -1,4 +1,4 @@
-// Issues 15 and 19, on either store: malformed JSON is invalid_json everywhere, cursors up to
+// Every bad request is answered the same way on either store, naming what is wrong: malformed JSON is invalid_json everywhere, cursors up to
 // Number.MAX_SAFE_INTEGER, credentials checked before anything else (inbox secret before body and
 // headers; bearer before an undecodable or over-long id), 400s that name the field and the fix,
 // unknown query parameters refused, three distinct 401s: route contracts, answered through inject
@@ -105,7 +105,7 @@ function rawRequest(port: number, request: string): Promise<{ statusLine: string
 
 const ENV = { MAX_PAYLOAD_BYTES: String(LIMIT), MAX_DISCARD_BYTES: String(16 * 1024 * 1024) };
 
-describe('order of checks, error codes and messages (issues 15 and 19): the routes', () => {
+describe('order of checks, error codes and messages: the routes', () => {
   let svc: InjectedService;
   let base: string;
   before(async () => {
@@ -250,7 +250,7 @@ describe('order of checks, error codes and messages (issues 15 and 19): the rout
   });
 });
 
-describe('order of checks, error codes and messages (issues 15 and 19): over a socket', () => {
+describe('order of checks, error codes and messages: over a socket', () => {
   let svc: TestService;
   let base: string;
   let port: number;

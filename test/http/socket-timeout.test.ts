@@ -1,4 +1,4 @@
-// Issue 27: the idle-socket timeout (SOCKET_TIMEOUT_MS) applies between requests only. A request
+// An answer must not be lost to an idle timer: the idle-socket timeout (SOCKET_TIMEOUT_MS) applies between requests only. A request
 // handled for longer than it (a long-poll, a capture waiting for its commit or for a held event
 // loop) used to have its socket destroyed, so its answer was lost although its event was stored.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Event streams are bounded (design.md, "Bounded work", issue 27): at most MAX_STREAMS_PER_ADDRESS per address
+// Event streams are bounded (design.md, "Bounded work"), so streams cannot hold unbounded memory: at most MAX_STREAMS_PER_ADDRESS per address
 // and MAX_STREAMS_PER_CLIENT per client (429 too_many_streams with Retry-After); each page of frames
 // is rendered once and shared by every stream of the address, so streams that do not read hold
 // references, not copies; and a frame carries the very bytes GET returns for the event.

@@ -1,4 +1,4 @@
-// Issue 21.8: what text and numbers the API accepts, the same on both stores. Lone surrogates cannot
+// What text and numbers the API accepts, the same on both stores, so an event reads back as it was sent. Lone surrogates cannot
 // be kept as sent in a text column (the stores replaced them differently), so they are refused
 // there; inside data and metadata they stay JSON escapes. A number beyond a 64-bit float is refused
 // instead of being stored as null. An Idempotency-Key is read as UTF-8 and limited in characters.

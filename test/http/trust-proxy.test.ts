@@ -1,12 +1,14 @@
-// X-Forwarded-For is believed only as far as TRUST_PROXY says (issue 21.5): with the old "trust
+// X-Forwarded-For is believed only as far as TRUST_PROXY says, so a client cannot dodge the create limit: with the old "trust
 // every hop", a client sending its own header got a fresh IP per request and so a fresh create
-// limit. Here the test is the one trusted proxy (loopback), and the client spoofs the header.
+// limit. Here the test is the one trusted proxy (loopback: Fastify's inject answers as if from
+// 127.0.0.1, the peer a proxy on this host would be), and the client spoofs the header.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { api, startTestService } from '../helpers.js';
+import { api } from '../helpers.js';
+import { startInjectedService } from '../inject.js';
 
 async function createsAllowed(env: Record<string, string>): Promise<number[]> {
-  const svc = await startTestService({ CREATE_RATE_LIMIT: '2', ...env });
+  const svc = await startInjectedService({ CREATE_RATE_LIMIT: '2', ...env });
   try {
     const statuses: number[] = [];
     for (let n = 1; n <= 4; n++) {

@@ -4,7 +4,7 @@
 // the screenshot there (docs/inspector.png is made so).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'puppeteer-core';
@@ -23,6 +23,10 @@ import {
   type TestService,
 } from '../helpers.js';
 
+/** How long a wait for something the page must show may take before the test fails: a bound for a
+ * hung page, not a speed claim, so a busy machine (load average 8 on 2 cores) makes it slower, not red. */
+const SHOWN_WITHIN_MS = 20_000;
+
 const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
@@ -39,7 +43,7 @@ async function openInspector(browser: Browser, baseUrl: string, a: Addr, problem
     if (m.type() === 'error' && !/Failed to load resource|ERR_CONNECTION_REFUSED|network error/i.test(m.text())) problems.push(`console: ${m.text()}`);
   });
   await page.goto(`${baseUrl}/inspect#${a.id}:${a.token}`);
-  await page.waitForSelector('#status[data-state="live"]', { timeout: 10_000 });
+  await page.waitForSelector('#status[data-state="live"]', { timeout: SHOWN_WITHIN_MS });
   return page;
 }
 
@@ -72,7 +76,10 @@ describe('the /inspect page in a browser', { skip: noChromium }, () => {
     assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>|\son[a-z]+=|<style|https?:\/\//i, 'no inline script, handler, style or third-party URL');
   });
 
-  it('shows a delivered event within a second, newest first, without the token in any URL', async () => {
+  // Live means pushed: each event appears over the stream the page already holds open, without the
+  // page asking again. That is what the claim rests on, and it holds on a busy machine, where a
+  // wall-clock bound (once "within a second") measured the machine instead of the page.
+  it('shows each delivered event as the stream pushes it (no new request), newest first, without the token in any URL', async (t) => {
     const a = await createAddress(svc.baseUrl);
     const problems: string[] = [];
     const urls: string[] = [];
@@ -85,11 +92,17 @@ describe('the /inspect page in a browser', { skip: noChromium }, () => {
       'the token is taken out of the address bar',
     );
     for (const i of range(1, 3)) {
+      const asked = urls.length;
       const t0 = performance.now();
       const r = await deliver(svc.baseUrl, a, { type: `build.step${i}`, data: { step: i } });
       assert.equal(r.status, 202);
-      await p.waitForSelector(`#events article[data-sequence="${i}"]`, { timeout: 1000 });
-      assert.ok(performance.now() - t0 < 1000);
+      await p.waitForSelector(`#events article[data-sequence="${i}"]`, { timeout: SHOWN_WITHIN_MS });
+      assert.deepEqual(
+        urls.slice(asked).filter((u) => u.includes('/api/')),
+        [],
+        `event ${i} came over the open stream, not by a new request`,
+      );
+      t.diagnostic(`event ${i} shown ${Math.round(performance.now() - t0)} ms after its delivery was sent (load average ${loadavg()[0]?.toFixed(1)})`);
     }
     assert.deepEqual(await shownSequences(p), [3, 2, 1]);
     assert.equal(await p.$eval('#events article[data-sequence="2"] .type', (e) => e.textContent), 'build.step2');
@@ -98,7 +111,7 @@ describe('the /inspect page in a browser', { skip: noChromium }, () => {
     assert.equal(await p.$eval('#events article[data-sequence="2"] .trust', (e) => e.className), 'trust unverified');
     // Ack from the page.
     await p.click('#events article[data-sequence="1"] button[data-ack]');
-    await p.waitForSelector('#events article.acked[data-sequence="1"]', { timeout: 3000 });
+    await p.waitForSelector('#events article.acked[data-sequence="1"]', { timeout: SHOWN_WITHIN_MS });
     const ev = (await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events`, { token: a.token })).json.events[0];
     assert.ok(ev.acknowledged_at, 'the ack reached the service');
     for (const u of urls) assert.ok(!u.includes('aa_read_'), `no token in ${u}`);
@@ -127,7 +140,7 @@ describe('the /inspect page in a browser', { skip: noChromium }, () => {
       },
     });
     await deliver(svc.baseUrl, a, { type: 'http.request', data: { method: 'POST', path: svg, headers: { 'x-evil': script }, body: img } });
-    await p.waitForSelector('#events article[data-sequence="3"]', { timeout: 3000 });
+    await p.waitForSelector('#events article[data-sequence="3"]', { timeout: SHOWN_WITHIN_MS });
     await sleep(300);
     const injected = await p.$$eval('#events img, #events script, #events svg, #events b, #events iframe', (els) => els.length);
     assert.equal(injected, 0, 'no element made from event content');
@@ -163,9 +176,9 @@ describe('the /inspect page in a browser', { skip: noChromium }, () => {
       type: 'payment.succeeded',
       data: { method: 'POST', path: 'stripe', content_type: 'application/json', headers: { 'stripe-signature': 't=…,v1=…' }, body: null },
     });
-    await p.waitForSelector('#events article[data-sequence="3"]', { timeout: 3000 });
+    await p.waitForSelector('#events article[data-sequence="3"]', { timeout: SHOWN_WITHIN_MS });
     await p.click('#events article[data-sequence="1"] button[data-ack]');
-    await p.waitForSelector('#events article.acked[data-sequence="1"]', { timeout: 3000 });
+    await p.waitForSelector('#events article.acked[data-sequence="1"]', { timeout: SHOWN_WITHIN_MS });
     await sleep(1300); // past the highlight animation
     const file = join(dir, 'inspector.png');
     await p.screenshot({ path: file, fullPage: true });
@@ -178,7 +191,7 @@ describe('the /inspect page in a browser', { skip: noChromium }, () => {
 });
 
 describe('the /inspect page across a service restart', { skip: noChromium }, () => {
-  it('reconnects with Last-Event-ID and shows every event once, without a gap', { timeout: 60_000 }, async () => {
+  it('reconnects with Last-Event-ID and shows every event once, without a gap', { timeout: 120_000 }, async () => {
     const storage = await createTestStorage();
     let svc: SpawnedService | undefined = await spawnService({}, storage);
     const browser = await launchBrowser();
@@ -191,20 +204,20 @@ describe('the /inspect page across a service restart', { skip: noChromium }, () 
         if (r.url().endsWith('/events/stream')) resumedFrom.push(r.headers()['last-event-id'] ?? '');
       });
       for (const i of range(1, 3)) await deliver(svc.baseUrl, a, { data: { i } });
-      await p.waitForSelector('#events article[data-sequence="3"]', { timeout: 3000 });
+      await p.waitForSelector('#events article[data-sequence="3"]', { timeout: SHOWN_WITHIN_MS });
       // The stream is cut: the service stops (SIGTERM ends it) and comes back on the same port.
       const { port, smtpPort } = svc;
       svc.proc.kill('SIGTERM');
       await svc.exited;
-      await p.waitForSelector('#status[data-state="reconnecting"]', { timeout: 5000 });
+      await p.waitForSelector('#status[data-state="reconnecting"]', { timeout: SHOWN_WITHIN_MS });
       await sleep(1500); // a few failed reconnects: the page backs off
       svc = await spawnService({}, storage, { port, smtpPort });
-      // Delivered before the page is back: it must fetch these from the queue, after #3.
+      // Delivered before the page is back: it must fetch these from the queue, after sequence 3.
       for (const i of range(4, 6)) await deliver(svc.baseUrl, a, { data: { i } });
-      await p.waitForSelector('#status[data-state="live"]', { timeout: 15_000 });
-      await p.waitForSelector('#events article[data-sequence="6"]', { timeout: 3000 });
+      await p.waitForSelector('#status[data-state="live"]', { timeout: SHOWN_WITHIN_MS });
+      await p.waitForSelector('#events article[data-sequence="6"]', { timeout: SHOWN_WITHIN_MS });
       await deliver(svc.baseUrl, a, { data: { i: 7 } });
-      await p.waitForSelector('#events article[data-sequence="7"]', { timeout: 1000 });
+      await p.waitForSelector('#events article[data-sequence="7"]', { timeout: SHOWN_WITHIN_MS });
       assert.deepEqual(await shownSequences(p), [7, 6, 5, 4, 3, 2, 1], 'each event once, newest first');
       assert.equal(resumedFrom.at(-1), '3', 'the page resumed after the last event it had');
       assert.deepEqual(problems, []);

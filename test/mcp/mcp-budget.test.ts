@@ -1,4 +1,4 @@
-// MCP results are bounded (issue 27): all the list_events and wait_for_event calls of one request
+// MCP results are bounded, so one request cannot make the service build a huge answer: all the list_events and wait_for_event calls of one request
 // (a batch) share two pages' worth of event bytes, with no "at least one event" exception, and a
 // result's JSON text carries the very bytes GET returns for the event.
 import assert from 'node:assert/strict';

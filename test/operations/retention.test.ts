@@ -2,10 +2,13 @@
 // batches, with event_count and event_bytes still exact; deliveries and acks go on meanwhile.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { type Addr, api, createAddress, deliver, sleep, startTestService, type TestService } from '../helpers.js';
+import { type Addr, api, createAddress, deliver, sleep } from '../helpers.js';
+import { type InjectedService, startInjectedService } from '../inject.js';
 import { countersAgainstRows } from './helpers.js';
 
-async function deliverN(svc: TestService, a: Addr, n: number, tag: string): Promise<string[]> {
+const RETAIN_SECONDS = 5;
+
+async function deliverN(svc: InjectedService, a: Addr, n: number, tag: string): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
     const r = await deliver(svc.baseUrl, a, { data: { tag, i, pad: 'é'.repeat(i) } });
@@ -15,13 +18,15 @@ async function deliverN(svc: TestService, a: Addr, n: number, tag: string): Prom
   return ids;
 }
 
-const ack = (svc: TestService, a: Addr, id: string) => api(svc.baseUrl, 'POST', `/api/v1/addresses/${a.id}/events/${id}/ack`, { token: a.token });
+const ack = (svc: InjectedService, a: Addr, id: string) => api(svc.baseUrl, 'POST', `/api/v1/addresses/${a.id}/events/${id}/ack`, { token: a.token });
 
 describe('retention of acknowledged events', () => {
-  let svc: TestService;
+  let svc: InjectedService;
   before(async () => {
     // The timer sweeps rarely; the test calls the sweep itself to watch its batches.
-    svc = await startTestService({ RETAIN_ACKED_SECONDS: '1', SWEEP_INTERVAL_SECONDS: '3600' });
+    // 5 s: the late acks below must stay younger than the retention until both sweeps ran, which took
+    // up to ~4 s on a busy machine (load average ~20); with 1 s they were swept as well.
+    svc = await startInjectedService({ RETAIN_ACKED_SECONDS: String(RETAIN_SECONDS), SWEEP_INTERVAL_SECONDS: '3600' });
   });
   after(() => svc.stop());
 
@@ -32,16 +37,18 @@ describe('retention of acknowledged events', () => {
     const oldB = await deliverN(svc, b, 7, 'b');
     for (const id of oldA.slice(0, 9)) assert.equal((await ack(svc, a, id)).status, 200);
     for (const id of oldB.slice(0, 4)) assert.equal((await ack(svc, b, id)).status, 200);
-    await sleep(1100);
+    await sleep(RETAIN_SECONDS * 1000 + 100);
     // Acknowledged after the cutoff: kept. Never acknowledged: kept.
     assert.equal((await ack(svc, a, oldA[9]!)).status, 200);
     const newA = await deliverN(svc, a, 2, 'a2');
 
     // Batches of 4 while deliveries and acks run: 13 old acknowledged events = 4 + 4 + 4 + 1.
     const concurrent = Promise.all([deliverN(svc, b, 5, 'b2'), ack(svc, a, newA[0]!)]);
-    const deleted = await svc.running.service.sweepAcknowledged(4);
+    const deleted = await svc.service.sweepAcknowledged(4);
     await concurrent;
     assert.equal(deleted, 13);
+    // A second sweep finds nothing: run at once, while the late acks are still young.
+    assert.equal(await svc.service.sweepAcknowledged(4), 0);
 
     const left = async (x: Addr) =>
       (await api(svc.baseUrl, 'GET', `/api/v1/addresses/${x.id}/events?limit=100`, { token: x.token })).json.events.map((e: { id: string }) => e.id);
@@ -52,30 +59,25 @@ describe('retention of acknowledged events', () => {
       assert.equal(c.event_count, c.rows, `event_count of ${c.id}`);
       assert.equal(c.event_bytes, c.row_bytes, `event_bytes of ${c.id}`);
     }
-    // Sequences go on after the deleted ones; a second sweep finds nothing.
+    // Sequences go on after the deleted ones.
     const next = await deliver(svc.baseUrl, a, { data: 'after' });
     assert.equal(next.json.event.sequence, 15);
-    assert.equal(await svc.running.service.sweepAcknowledged(4), 0);
   });
 
   it('deletes an acknowledged event with bytes stored beside it, its blob and its bytes leaving the quota too', async () => {
-    const blobs = await startTestService({ RETAIN_ACKED_SECONDS: '1', SWEEP_INTERVAL_SECONDS: '3600', MAX_EVENT_BYTES: String(64 * 1024) });
+    const blobs = await startInjectedService({ RETAIN_ACKED_SECONDS: '1', SWEEP_INTERVAL_SECONDS: '3600', MAX_EVENT_BYTES: String(64 * 1024) });
     try {
       const a = await createAddress(blobs.baseUrl);
       // 1 MiB over a 64 KiB MAX_EVENT_BYTES: the body goes beside the event (raw.url) and counts in event_bytes.
-      const big = await fetch(`${a.body.endpoints.hook_url}`, {
-        method: 'POST',
-        headers: { 'content-type': 'text/plain' },
-        body: Buffer.alloc(1024 * 1024, 0x61),
-      });
-      assert.equal(big.status, 202);
-      const id = ((await big.json()) as { event: { id: string } }).event.id;
+      const big = await api(blobs.baseUrl, 'POST', a.body.endpoints.hook_url, { headers: { 'content-type': 'text/plain' }, body: 'a'.repeat(1024 * 1024) });
+      assert.equal(big.status, 202, big.text);
+      const id = (big.json as { event: { id: string } }).event.id;
       const kept = await deliverN(blobs, a, 1, 'kept');
       const before = await countersAgainstRows(blobs.storage);
       assert.ok(before[0]!.event_bytes > 1024 * 1024, `the blob's bytes count: ${before[0]!.event_bytes}`);
       assert.equal((await ack(blobs, a, id)).status, 200);
       await sleep(1100);
-      assert.equal(await blobs.running.service.sweepAcknowledged(10), 1);
+      assert.equal(await blobs.service.sweepAcknowledged(10), 1);
       const raw = await api(blobs.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events/${id}/raw`, { token: a.token });
       assert.equal(raw.status, 404, 'the bytes went with their event');
       for (const c of await countersAgainstRows(blobs.storage)) {
@@ -89,7 +91,7 @@ describe('retention of acknowledged events', () => {
   });
 
   it('races pruning appends on the same events without counting one twice (quotas exact, no error)', async () => {
-    const racing = await startTestService({ RETAIN_ACKED_SECONDS: '1', SWEEP_INTERVAL_SECONDS: '3600', MAX_EVENTS_PER_ADDRESS: '30' });
+    const racing = await startInjectedService({ RETAIN_ACKED_SECONDS: '1', SWEEP_INTERVAL_SECONDS: '3600', MAX_EVENTS_PER_ADDRESS: '30' });
     try {
       const addrs = [await createAddress(racing.baseUrl), await createAddress(racing.baseUrl)];
       for (const a of addrs) {
@@ -100,7 +102,7 @@ describe('retention of acknowledged events', () => {
       // Every delivery now must prune an acknowledged event, while the sweep deletes the same ones.
       const [results, deleted] = await Promise.all([
         Promise.all(Array.from({ length: 60 }, (_, i) => deliver(racing.baseUrl, addrs[i % 2]!, { data: { i } }))),
-        racing.running.service.sweepAcknowledged(3),
+        racing.service.sweepAcknowledged(3),
       ]);
       assert.deepEqual([...new Set(results.map((r) => r.status))], [202]);
       assert.ok(deleted <= 60, `${deleted} deleted by the sweep`);
@@ -124,12 +126,12 @@ describe('retention of acknowledged events', () => {
   });
 
   it('is off by default', async () => {
-    const off = await startTestService({ SWEEP_INTERVAL_SECONDS: '3600' });
+    const off = await startInjectedService({ SWEEP_INTERVAL_SECONDS: '3600' });
     try {
       const a = await createAddress(off.baseUrl);
       const [id] = await deliverN(off, a, 1, 'x');
       await ack(off, a, id!);
-      assert.equal(await off.running.service.sweepAcknowledged(10), 0);
+      assert.equal(await off.service.sweepAcknowledged(10), 0);
       assert.equal((await api(off.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events`, { token: a.token })).json.events.length, 1);
     } finally {
       await off.stop();

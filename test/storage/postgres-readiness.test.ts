@@ -3,14 +3,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { api, onlyPostgres, PG_ADMIN_URL, sleep, startTestService, type TestService } from '../helpers.js';
+import { api, onlyPostgres, PG_ADMIN_URL, sleep } from '../helpers.js';
+import { type InjectedService, startInjectedService } from '../inject.js';
 
 describe('readiness follows the database', { skip: onlyPostgres }, () => {
-  let svc: TestService;
+  let svc: InjectedService;
   let admin: pg.Client;
   let db: string;
   before(async () => {
-    svc = await startTestService();
+    svc = await startInjectedService();
     db = new URL(svc.storage.databaseUrl!).pathname.slice(1);
     admin = new pg.Client({ connectionString: PG_ADMIN_URL });
     await admin.connect();

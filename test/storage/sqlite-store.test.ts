@@ -32,7 +32,7 @@ describe('SQLite store: a batch of appends', { skip: onlySqlite }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'ra-sqlite-store-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('keeps its files private: a new DATA_DIR 0700, the database, WAL and shared memory 0600 (issue 21.8)', async () => {
+  it('keeps its files private: a new DATA_DIR 0700, the database, WAL and shared memory 0600, so another local user cannot read the queues', async () => {
     const dataDir = join(dir, 'private', 'data');
     const store = new SqliteStore(join(dataDir, 'return-address.sqlite'));
     try {

@@ -1,4 +1,4 @@
-// The crash loop of issue 21.1: nine ~9.9 MB mails of control bytes (each ~62 MB once its text is
+// A crash loop an adversarial run found: nine ~9.9 MB mails of control bytes (each ~62 MB once its text is
 // JSON-escaped) made one page of 50 longer than V8's longest string; the join threw a RangeError
 // from a callback and the process died, and again on every restart. Pages are bounded in bytes
 // now: each read returns what fits (at least one event), the service stays up, and a cursor walk

@@ -1,4 +1,4 @@
-// Issue 27's crash, as the stress suite keeps it: a 25 MiB text/plain capture of control bytes was
+// A crash an adversarial run found, as the stress suite keeps it: a 25 MiB text/plain capture of control bytes was
 // stored as a 314 MB event; one GET of it peaked at ~6 GB and blocked the event loop 8-40 s, ten
 // concurrent reads on PostgreSQL all got 500, and an MCP batch of ten list_events over it ended
 // the process. Now the body is stored once beside a small event; every read of it is small.

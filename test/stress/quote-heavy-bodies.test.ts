@@ -1,4 +1,4 @@
-// Issue 21.3: quote- and backslash-heavy bodies of a megabyte, many at once, through the group commit
+// Bodies whose escaping is expensive must not stall a batch: quote- and backslash-heavy bodies of a megabyte, many at once, through the group commit
 // of each store (and through the capture URL, which stores a body twice). On PostgreSQL a batch of
 // them once travelled as TEXT[] array literals, whose escaping took seconds and gigabytes; now such
 // items are committed alone as scalar parameters (append-batcher.ts). Here: all stored, exact, gapless.

@@ -1,4 +1,4 @@
-// Streams that do not read (issue 27): each page of frames is rendered once and shared by every
+// Streams that do not read must not multiply memory: each page of frames is rendered once and shared by every
 // stream of the address, so a blocked stream holds a reference to it, not a copy. Three events of
 // ~3.9 MiB fill the kernel's socket buffers (~8 MiB on loopback) and leave one page per stream in
 // the process: 100 streams held ~390 MiB of copies before; shared, one page.

@@ -1,4 +1,4 @@
-// Issue 27 at the sizes the adversarial run used, against a service in its own process (its RSS read
+// Untrusted input at the sizes an adversarial run used, against a service in its own process (its RSS read
 // from /proc), with a /healthz liveness probe beside each attack:
 // - 150 capture uploads of 24 MiB that pause before their last byte held +3.2 GB for 30 s; now the
 //   bytes being received share MAX_INFLIGHT_CAPTURE_BYTES and the rest are answered 503 at once;

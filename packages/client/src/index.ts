@@ -212,7 +212,7 @@ function transient(err: unknown): boolean {
 /**
  * A 5xx that does not say "try later" (500 internal, not 502/503/504): the same request will most
  * likely fail again, so it is retried only this many times in all, not until the deadline (a page
- * that failed on the server every time was retried forever, issue 27).
+ * that failed on the server every time was once retried forever).
  */
 const INTERNAL_ERROR_ATTEMPTS = 3;
 const tryLater = (err: unknown) =>

@@ -19,7 +19,12 @@ const ADDRESS_CACHE_SIZE = 10_000;
  */
 const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
 const EVENT_OVERHEAD_BYTES = 1024;
-const PAGE_CACHE_PER_ADDRESS = 2;
+/**
+ * Pages kept per address: enough for the windows of one filtered scan (event-reads.ts: 50 windows
+ * at SCAN_EVENTS), so readers that trail one another over a long queue read each window once, not
+ * once each (10 filtered reads at the scan bound: 10 times the store's work with 2 pages).
+ */
+const PAGE_CACHE_PER_ADDRESS = 64;
 /** How often a running service looks for writes made by another process (`admin delete`), besides every cache hit. */
 const EXTERNAL_CHANGE_POLL_MS = 500;
 
@@ -112,10 +117,16 @@ export class SqliteReadCache {
     }
     byKey.set(key, page);
     this.cachedBytes += pageWeight(page);
-    // Over budget: drop whole addresses, least recently filled first (never the one just filled).
+    // Over budget: drop whole addresses, least recently filled first, then this address's own
+    // oldest pages (never the page just filled).
     for (const oldest of this.pages.keys()) {
       if (this.cachedBytes <= PAGE_CACHE_BYTES || oldest === addressId) break;
       this.dropPages(oldest);
+    }
+    for (const [oldKey, old] of byKey) {
+      if (this.cachedBytes <= PAGE_CACHE_BYTES || oldKey === key) break;
+      this.cachedBytes -= pageWeight(old);
+      byKey.delete(oldKey);
     }
   }
 
