@@ -52,6 +52,7 @@ export async function compose(config: Config, log: FastifyBaseLogger): Promise<C
     minApprovalSeconds: config.minApprovalSeconds,
     maxEventsPerAddress: config.maxEventsPerAddress,
     maxBytesPerAddress: config.maxBytesPerAddress,
+    maxPendingApprovals: config.maxPendingApprovals,
   });
   const deps: AppDeps = {
     config,

@@ -72,6 +72,8 @@ export interface Config {
   readonly sseDrainTimeoutMs: number;
   /** The shortest approval a client may ask for (MIN_APPROVAL_SECONDS, default 60; an operator may lower it to 1 for tests). */
   readonly minApprovalSeconds: number;
+  /** Pending approvals one address may hold (MAX_PENDING_APPROVALS, default 100); one more is 429 too_many_approvals. */
+  readonly maxPendingApprovals: number;
   /** Worker threads that parse, authenticate and extract received mail (MAIL_PARSE_WORKERS); none runs on the event loop. */
   readonly mailParseWorkers: number;
   /** Wall-clock budget of one mail's parse, and of its sender authentication beyond the DNS budget (MAIL_PARSE_TIMEOUT_MS). */
@@ -326,5 +328,6 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryRateLimitPerIp: optionalInt(env, 'DELIVERY_RATE_LIMIT_PER_IP', 1, 1_000_000_000),
     deliveryRatePerIpWindowSeconds: int(env, 'DELIVERY_RATE_PER_IP_WINDOW_SECONDS', 60, 1, MAX_RATE_WINDOW_MS / 1000),
     minApprovalSeconds: int(env, 'MIN_APPROVAL_SECONDS', 60, 1, 86_400),
+    maxPendingApprovals: int(env, 'MAX_PENDING_APPROVALS', 100, 1, 100_000),
   });
 }

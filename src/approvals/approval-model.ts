@@ -74,3 +74,33 @@ export type ApprovalStepResult =
 export function stepDedupeKey(kind: ApprovalStepKind, approvalId: string, responses: number): string {
   return `${APPROVAL_KEY_PREFIX}${approvalId}:${kind === 'respond' ? String(responses + 1) : kind === 'cancel' ? 'cancelled' : 'expired'}`;
 }
+
+/** The bounds a new approval is created within; both stores check them under the address's lock. */
+export interface ApprovalLimits {
+  /** Pending approvals one address may hold (MAX_PENDING_APPROVALS). */
+  maxPending: number;
+  /** The address's byte quota (MAX_BYTES_PER_ADDRESS), which its approvals share with its events. */
+  maxBytesPerAddress: number;
+}
+
+export type CreateApprovalResult =
+  | { kind: 'created' }
+  | { kind: 'address_gone' }
+  /** The address holds maxPending pending approvals already: nothing stored. */
+  | { kind: 'too_many' }
+  /** Its events and approvals hold the byte quota, and pruning acknowledged events cannot make room: nothing stored. */
+  | { kind: 'queue_full' };
+
+/**
+ * The bytes an approval holds of its address's byte quota, for as long as it is stored (pending or
+ * closed; it goes with its address): its question, details, options and fields as stored, in UTF-8.
+ * The SQL of the same is in migration 0017 of each store (the count of approvals stored before it).
+ */
+export function approvalBytes(a: Pick<ApprovalRecord, 'question' | 'details' | 'options' | 'fields'>): number {
+  return (
+    Buffer.byteLength(a.question) +
+    (a.details === null ? 0 : Buffer.byteLength(a.details)) +
+    Buffer.byteLength(JSON.stringify(a.options)) +
+    Buffer.byteLength(JSON.stringify(a.fields))
+  );
+}

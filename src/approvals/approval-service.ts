@@ -10,7 +10,14 @@ import type { StoreLimits } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { countApproval } from '../domain/service-observer.js';
 import { APPROVAL_TRUST_JSON, SERVICE_TRUST_JSON } from '../domain/trust.js';
-import type { ApprovalAnswerRecord, ApprovalField, ApprovalOption, ApprovalRecord, ApprovalStepKind } from './approval-model.js';
+import {
+  type ApprovalAnswerRecord,
+  type ApprovalField,
+  type ApprovalOption,
+  type ApprovalRecord,
+  type ApprovalStepKind,
+  approvalBytes,
+} from './approval-model.js';
 import {
   type AnswerInput,
   APPROVAL_ID_RE,
@@ -37,6 +44,8 @@ export interface ApprovalOptions {
   minApprovalSeconds: number;
   maxEventsPerAddress: number;
   maxBytesPerAddress: number;
+  /** Pending approvals one address may hold (MAX_PENDING_APPROVALS). */
+  maxPendingApprovals: number;
 }
 
 export interface CreateApprovalInput {
@@ -108,7 +117,26 @@ export class ApprovalService {
       expiresAt: createdAt + seconds * 1000,
       closedAt: null,
     };
-    if (!(await this.store.createApproval(approval))) throw notFound('Address');
+    const created = await this.store.createApprovalWithin(approval, {
+      maxPending: this.opts.maxPendingApprovals,
+      maxBytesPerAddress: this.opts.maxBytesPerAddress,
+    });
+    switch (created.kind) {
+      case 'address_gone':
+        throw notFound('Address');
+      case 'too_many':
+        throw new ApiError(
+          'too_many_approvals',
+          `This address already holds ${this.opts.maxPendingApprovals} pending approvals (MAX_PENDING_APPROVALS); cancel one (DELETE …/approvals/{approval_id}) or wait until one is answered or expires, then retry.`,
+          { 'retry-after': String(QUEUE_FULL_RETRY_AFTER_SECONDS) },
+        );
+      case 'queue_full':
+        throw new ApiError(
+          'queue_full',
+          `The address's byte quota (MAX_BYTES_PER_ADDRESS, ${this.opts.maxBytesPerAddress} bytes) is full: its events and approvals hold it, and pruning its acknowledged events cannot make room for this approval (${approvalBytes(approval)} bytes). Acknowledge events, or ask a shorter question, then retry.`,
+          { 'retry-after': String(QUEUE_FULL_RETRY_AFTER_SECONDS) },
+        );
+    }
     countApproval(this.queue, 'pending');
     return { approval, url: `${this.opts.baseUrl}/approve/${approval.id}/${secret}` };
   }

@@ -3,11 +3,18 @@
 // Store (SQLite inside the group commit's batch; PostgreSQL `ra_approval_step`, migration 0009), and
 // the composition (src/compose.ts) hands the opened store to the ApprovalService as this port.
 import type { StoreLimits } from '../domain/ports.js';
-import type { ApprovalAnswerRecord, ApprovalRecord, ApprovalStep, ApprovalStepResult } from './approval-model.js';
+import type { ApprovalAnswerRecord, ApprovalLimits, ApprovalRecord, ApprovalStep, ApprovalStepResult, CreateApprovalResult } from './approval-model.js';
 
 export interface ApprovalStore {
-  /** Stores a new approval, durably; false when its address does not exist. */
+  /** Stores a new approval, durably, within no bounds but its bytes counted (createApprovalWithin); false when its address does not exist. */
   createApproval(approval: ApprovalRecord): Promise<boolean>;
+  /**
+   * Stores a new approval, durably, only while its address holds fewer than `maxPending` pending
+   * approvals and its bytes (approval-model.ts, approvalBytes) fit the byte quota beside the events,
+   * after pruning acknowledged events as an append does. The bytes count for as long as the approval
+   * is stored. Parallel creates, from any instance, never pass either bound.
+   */
+  createApprovalWithin(approval: ApprovalRecord, limits: ApprovalLimits): Promise<CreateApprovalResult>;
   /** The approval with its answers (oldest first); null when there is none with this id. */
   getApproval(approvalId: string): Promise<{ approval: ApprovalRecord; answers: ApprovalAnswerRecord[] } | null>;
   /** Pending approvals whose expiresAt is at or before `now`, soonest first. */

@@ -4,9 +4,10 @@
 
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
-import { type AddressSummary, AdminError, type AdminStore, type BulkMatch, openAdminStore } from '../admin/admin-store.js';
 import { type Config, ConfigError, loadConfig } from '../config.js';
 import { clientKey } from '../domain/client-key.js';
+import { type AddressSummary, AdminError, type AdminStore, type BulkMatch } from '../storage/admin-store.js';
+import { openAdminStore } from '../storage/open-admin-store.js';
 
 export const ADMIN_HELP = `Usage: return-address admin <list|show|delete|stats> [options]
 

@@ -1,7 +1,8 @@
 // `return-address backup FILE`: SQLite's online backup of the store while the service runs
 // (design.md, "Running it"); on PostgreSQL it says to use pg_dump.
 import { resolve } from 'node:path';
-import { AdminError, openAdminStore } from '../admin/admin-store.js';
+import { AdminError } from '../storage/admin-store.js';
+import { openAdminStore } from '../storage/open-admin-store.js';
 import { adminConfig, BACKUP_HELP } from './admin.js';
 
 export async function backupCommand(args: string[]): Promise<number> {

@@ -1,8 +1,8 @@
 // `return-address restore FILE` (design.md, "Store epoch"): a backup back in place, with the
 // service stopped, and a new store epoch so that readers notice; on PostgreSQL, `--new-epoch` after
 // pg_restore.
-import { AdminError } from '../admin/admin-store.js';
-import { newPostgresEpoch, restoreSqlite } from '../admin/restore.js';
+import { AdminError } from '../storage/admin-store.js';
+import { newPostgresEpoch, restoreSqlite } from '../storage/restore.js';
 import { adminConfig } from './admin.js';
 
 export const RESTORE_HELP = `Usage: return-address restore FILE        (SQLite)

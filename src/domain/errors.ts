@@ -59,6 +59,11 @@ export const ERROR_CATALOGUE = {
     description:
       'The address already has MAX_STREAMS_PER_ADDRESS open event streams, or this client MAX_STREAMS_PER_CLIENT; close one, then retry after Retry-After seconds.',
   },
+  too_many_approvals: {
+    status: 429,
+    description:
+      'The address already holds MAX_PENDING_APPROVALS (100) pending approvals; cancel one (DELETE …/approvals/{id}) or wait until one is answered or expires, then retry after Retry-After seconds.',
+  },
   blocked: {
     status: 403,
     description:

@@ -88,6 +88,21 @@ describe('the maps of the code', () => {
     for (const room of ['capture', 'email', 'storage']) assert.ok(readdirSync(join(ROOT, 'src', room)).includes('README.md'), `src/${room}/README.md`);
   });
 
+  it("storage/'s README names every file of the room in its table (a migration by its folder)", () => {
+    const readme = read('src/storage/README.md');
+    const named = new Set([...readme.matchAll(/^\| `([^`]+)` \|/gm)].map((m) => m[1] as string));
+    const walk = (dir: string): string[] =>
+      readdirSync(join(ROOT, 'src/storage', dir), { withFileTypes: true }).flatMap((e) => {
+        const path = dir === '' ? e.name : `${dir}/${e.name}`;
+        if (e.isDirectory()) return e.name === 'migrations' ? [`${path}/`] : walk(path);
+        return e.name === 'README.md' ? [] : [path];
+      });
+    const files = walk('');
+    assert.ok(files.length >= 40, `found only ${files.length} files under src/storage`);
+    for (const file of files) assert.ok(named.has(file), `src/storage/${file} is in src/storage/README.md's table`);
+    for (const name of named) assert.ok(files.includes(name), `src/storage/README.md names ${name}, which is not there`);
+  });
+
   it("a room's README names every .ts file of the room (by its path in the room, or its name)", () => {
     // Rooms gain files while others write; one failure lists every file missing from every README.
     const missing: string[] = [];

@@ -59,7 +59,7 @@ export interface ContractStore {
   rowCounters(addressId: string): Promise<Counters>;
   /** Closes the store (which writes every counter held in memory to its row) and opens it again. */
   reopen(): Promise<void>;
-  /** A recount of what the address holds, from the events and the blob rows themselves (not blob_bytes). */
+  /** A recount of what the address holds, from the events and the blob rows themselves (not blob_bytes), and its approvals' text. */
   recount(addressId: string): Promise<Counters>;
   /** Rows of a query, the same SQL on both dialects (`?` placeholders). */
   query<T>(sql: string, params: unknown[]): Promise<T[]>;
@@ -152,7 +152,14 @@ export function describeStoreContract(title: string, cases: readonly Case[]): vo
            FROM events e WHERE e.address_id = ?`,
           [addressId],
         );
-        return { events: Number(row?.events ?? 0), bytes: Number(row?.bytes ?? 0) };
+        // An address's approvals hold bytes of its quota beside its events (design.md, "Approvals"; approvalBytes).
+        const text = (c: string) => (dialect() === 'sqlite' ? `length(CAST(${c} AS BLOB))` : `octet_length(${c})`);
+        const [approvals] = await query<{ bytes: number | string | null }>(
+          `SELECT coalesce(sum(${text('question')} + coalesce(${text('details')}, 0) + ${text('options')} + ${text('fields')}), 0) AS bytes
+           FROM approvals WHERE address_id = ?`,
+          [addressId],
+        );
+        return { events: Number(row?.events ?? 0), bytes: Number(row?.bytes ?? 0) + Number(approvals?.bytes ?? 0) };
       },
       query,
     };

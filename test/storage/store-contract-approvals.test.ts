@@ -1,5 +1,5 @@
 // The approval step (approval-model.ts) as both stores take it: SQLite inside its group commit
-// (sqlite-store.ts's approvalItem), PostgreSQL in ra_approval_step. A step changes the approval and
+// (sqlite-appends.ts's approvalItem), PostgreSQL in ra_approval_step. A step changes the approval and
 // appends its event in one transaction, only if its condition holds then: an answer while pending,
 // before expiry and below max_responses; a cancel while pending before expiry; an expiry once due.
 // Parallel answers never record more than max_responses, nor an answer beside a cancel.

@@ -48,12 +48,17 @@ export const approvalRoutes =
           description:
             'Creates an approval and answers its url, once: send it to the person through your own channel. Each answer appends approval.decided ' +
             "to this address's queue (expiry without one, approval.expired); wait for it with GET …/events and match data.approval_id. " +
+            `An address holds at most MAX_PENDING_APPROVALS = ${config.maxPendingApprovals} pending approvals (one more is 429 too_many_approvals), and its approvals' bytes count toward ` +
+            'MAX_BYTES_PER_ADDRESS beside its events (429 queue_full when pruning acknowledged events cannot make room). ' +
             'The page, the event, the limits and every error: /llms-full.txt, section "Approvals".',
           tags: ['approvals'],
           security: BEARER,
           params: AddressParams,
           body: createApprovalBody(config.minApprovalSeconds),
-          response: { 201: { ...ApprovalResponse, description: 'The approval, with its url (shown only here).' }, ...errorResponses(401, 404, 413, 415) },
+          response: {
+            201: { ...ApprovalResponse, description: 'The approval, with its url (shown only here).' },
+            ...errorResponses(401, 404, 413, 415, 429),
+          },
         },
       },
       async (request, reply) => {

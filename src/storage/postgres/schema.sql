@@ -74,6 +74,47 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION public.ra_approval_room(p_address_id text, p_size bigint, p_max_pending bigint, p_max_bytes bigint) RETURNS text
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_bytes BIGINT;
+  v_pending BIGINT;
+  v_upto BIGINT;
+  v_pruned INTEGER := 0;
+  v_pruned_bytes BIGINT := 0;
+BEGIN
+  SELECT a.event_bytes INTO v_bytes FROM addresses a WHERE a.id = p_address_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN 'address_gone';
+  END IF;
+  SELECT count(*) INTO v_pending FROM approvals p WHERE p.address_id = p_address_id AND p.status = 'pending';
+  IF v_pending >= p_max_pending THEN
+    RETURN 'too_many';
+  END IF;
+  IF v_bytes + p_size > p_max_bytes THEN
+    SELECT s.sequence INTO v_upto FROM (
+      SELECT e.sequence, sum(octet_length(e.data) + coalesce(octet_length(e.metadata), 0) + e.blob_bytes) OVER w AS b
+      FROM events e WHERE e.address_id = p_address_id AND e.acknowledged_at IS NOT NULL
+      WINDOW w AS (ORDER BY e.sequence)) s
+    WHERE s.b >= v_bytes + p_size - p_max_bytes
+    ORDER BY s.sequence LIMIT 1;
+    IF NOT FOUND THEN
+      RETURN 'queue_full';
+    END IF;
+    -- What this statement deletes is what it subtracts (as in ra_append_event, migration 0016).
+    WITH gone AS (
+      DELETE FROM events e WHERE e.address_id = p_address_id AND e.acknowledged_at IS NOT NULL AND e.sequence <= v_upto
+      RETURNING octet_length(e.data) + coalesce(octet_length(e.metadata), 0) + e.blob_bytes AS b
+    )
+    SELECT count(*)::INTEGER, coalesce(sum(g.b), 0)::BIGINT INTO v_pruned, v_pruned_bytes FROM gone g;
+  END IF;
+  UPDATE addresses a SET event_count = a.event_count - v_pruned, event_bytes = a.event_bytes + p_size - v_pruned_bytes
+    WHERE a.id = p_address_id;
+  RETURN 'created';
+END
+$$;
+
 CREATE FUNCTION public.ra_approval_step(p_step text, p_approval_id text, p_address_id text, p_id text, p_type text, p_source text, p_data text, p_trust text, p_created_at bigint, p_max_events integer, p_max_bytes bigint, p_channel text) RETURNS TABLE(outcome text, id text, address_id text, sequence bigint, type text, source text, data text, metadata text, dedupe_key text, trust text, created_at bigint, acknowledged_at bigint)
     LANGUAGE plpgsql
     AS $$
@@ -299,6 +340,8 @@ CREATE INDEX addresses_expires_at ON public.addresses USING btree (expires_at);
 CREATE INDEX approvals_address ON public.approvals USING btree (address_id);
 
 CREATE INDEX approvals_due ON public.approvals USING btree (expires_at) WHERE (status = 'pending'::text);
+
+CREATE INDEX approvals_pending_address ON public.approvals USING btree (address_id) WHERE (status = 'pending'::text);
 
 CREATE INDEX events_acknowledged ON public.events USING btree (address_id, sequence) WHERE (acknowledged_at IS NOT NULL);
 

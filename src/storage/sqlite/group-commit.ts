@@ -102,7 +102,7 @@ export interface Durability<I, O> {
    * Makes everything committed before the call durable (e.g. fdatasync of the WAL), off the event
    * loop. Up to `maxSyncsInFlight` calls may be in flight at once; each must report every write
    * error of the file since the previous call that it overlaps no longer (for fdatasync: a file
-   * descriptor of its own, see sqlite-store.ts).
+   * descriptor of its own, see sqlite-durability.ts).
    */
   sync(done: (error: Error | null) => void): void;
   /** Called once a batch is durable, before its callers are answered (e.g. to make its rows visible). */

@@ -99,6 +99,8 @@ CREATE INDEX approvals_address ON approvals (address_id);
 
 CREATE INDEX approvals_due ON approvals (expires_at) WHERE status = 'pending';
 
+CREATE INDEX approvals_pending_address ON approvals (address_id) WHERE status = 'pending';
+
 CREATE INDEX events_acknowledged ON events (address_id, sequence) WHERE acknowledged_at IS NOT NULL;
 
 CREATE INDEX events_acknowledged_at ON events (acknowledged_at) WHERE acknowledged_at IS NOT NULL;

@@ -37,8 +37,7 @@ export class SqliteQueueCounters {
   private readonly held = new Map<string, QueueCounters>();
   /** Addresses whose held counters are ahead of their row. */
   private readonly dirty = new Set<string>();
-  private readonly row: Database.Statement<[string], { last_sequence: number; event_count: number; event_bytes: number; claims_indexed: number }>;
-  private readonly above: Database.Statement<[string, number], { n: number; bytes: number; last: number | null }>;
+  private readonly reader: SqliteCountersReader;
   private readonly write: Database.Statement<[number, number, number, string]>;
   private readonly flushAll: () => void;
   private timer: NodeJS.Timeout | undefined;
@@ -50,10 +49,7 @@ export class SqliteQueueCounters {
     /** SQL for the stored bytes of an event row (data, metadata and blob_bytes). */
     eventBytesSql: string,
   ) {
-    this.row = db.prepare('SELECT last_sequence, event_count, event_bytes, claims_indexed FROM addresses WHERE id = ?');
-    this.above = db.prepare(
-      `SELECT count(*) AS n, ifnull(sum(${eventBytesSql}), 0) AS bytes, max(sequence) AS last FROM events WHERE address_id = ? AND sequence > ?`,
-    );
+    this.reader = new SqliteCountersReader(db, eventBytesSql);
     this.write = db.prepare('UPDATE addresses SET last_sequence = ?, event_count = ?, event_bytes = ? WHERE id = ?');
     this.flushAll = db.transaction(() => {
       for (const id of this.dirty) {
@@ -104,17 +100,11 @@ export class SqliteQueueCounters {
   load(addressId: string): QueueCounters | null {
     const held = this.held.get(addressId);
     if (held) return { ...held };
-    const r = this.row.get(addressId);
-    if (!r) return null;
-    const tail = this.above.get(addressId, r.last_sequence) as { n: number; bytes: number; last: number | null };
-    const c = {
-      lastSequence: Math.max(r.last_sequence, tail.last ?? 0),
-      eventCount: r.event_count + tail.n,
-      eventBytes: r.event_bytes + tail.bytes,
-      claimsIndexed: r.claims_indexed === 1,
-    };
+    const read = this.reader.read(addressId);
+    if (!read) return null;
+    const { rowBehind, ...c } = read;
     this.held.set(addressId, c);
-    if (tail.n > 0) this.dirty.add(addressId);
+    if (rowBehind) this.dirty.add(addressId);
     return { ...c };
   }
 
@@ -165,5 +155,50 @@ export class SqliteQueueCounters {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     this.flush();
+  }
+}
+
+/**
+ * The true counters, by the invariant above: an address's row plus the events above its
+ * last_sequence. Read without holding them, so the one rule serves the writer (`load`) and a reader
+ * beside it (the operator's admin commands, sqlite-admin.ts), which must never write a row.
+ */
+export class SqliteCountersReader {
+  private readonly row: Database.Statement<[string], { last_sequence: number; event_count: number; event_bytes: number; claims_indexed: number }>;
+  private readonly above: Database.Statement<[string, number], { n: number; bytes: number; last: number | null }>;
+  private readonly rowTotals: Database.Statement<[], { events: number; bytes: number }>;
+  private readonly ahead: Database.Statement<[], { n: number; bytes: number }>;
+
+  constructor(db: Database.Database, eventBytesSql: string) {
+    this.row = db.prepare('SELECT last_sequence, event_count, event_bytes, claims_indexed FROM addresses WHERE id = ?');
+    this.above = db.prepare(
+      `SELECT count(*) AS n, ifnull(sum(${eventBytesSql}), 0) AS bytes, max(sequence) AS last FROM events WHERE address_id = ? AND sequence > ?`,
+    );
+    this.rowTotals = db.prepare('SELECT ifnull(sum(event_count), 0) AS events, ifnull(sum(event_bytes), 0) AS bytes FROM addresses');
+    // Every address's events above its row, through the (address_id, sequence) index.
+    this.ahead = db.prepare(
+      `SELECT count(*) AS n, ifnull(sum(${eventBytesSql}), 0) AS bytes FROM addresses a JOIN events ON events.address_id = a.id AND events.sequence > a.last_sequence`,
+    );
+  }
+
+  /** The address's counters; `rowBehind`: events above its row were counted. Null when the address does not exist. */
+  read(addressId: string): (QueueCounters & { rowBehind: boolean }) | null {
+    const r = this.row.get(addressId);
+    if (!r) return null;
+    const tail = this.above.get(addressId, r.last_sequence) as { n: number; bytes: number; last: number | null };
+    return {
+      lastSequence: Math.max(r.last_sequence, tail.last ?? 0),
+      eventCount: r.event_count + tail.n,
+      eventBytes: r.event_bytes + tail.bytes,
+      claimsIndexed: r.claims_indexed === 1,
+      rowBehind: tail.n > 0,
+    };
+  }
+
+  /** Every address's events and bytes together, by the same rule. */
+  totals(): { events: number; bytes: number } {
+    const rows = this.rowTotals.get() as { events: number; bytes: number };
+    const ahead = this.ahead.get() as { n: number; bytes: number };
+    return { events: rows.events + ahead.n, bytes: rows.bytes + ahead.bytes };
   }
 }

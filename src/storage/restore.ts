@@ -13,8 +13,8 @@ import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import type { Config } from '../config.js';
-import { SQLITE_FILE } from '../storage/open-store.js';
 import { AdminError } from './admin-store.js';
+import { SQLITE_FILE } from './open-store.js';
 
 export const newEpoch = () => randomBytes(16).toString('hex');
 
