@@ -32,6 +32,8 @@ import { inspectRoutes } from './http/routes/inspect.js';
 import { signingSecretRoutes } from './http/routes/signing-secrets.js';
 import { COMPONENT_SCHEMAS, DOCUMENT_TAGS } from './http/schemas.js';
 import { JsonRpcError, MCP_DOCUMENT_ONLY, mcpRoutes } from './mcp/mcp-route.js';
+import { pushRoutes } from './push/push-routes.js';
+import { PUSH_COMPONENT_SCHEMAS } from './push/push-schemas.js';
 import { senderPolicyRoutes } from './sender-policy/sender-policy-routes.js';
 import { SENDER_POLICY_COMPONENT_SCHEMAS } from './sender-policy/sender-policy-schemas.js';
 import { WriteHealth } from './storage/store-unavailable.js';
@@ -131,7 +133,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
       },
     },
     transformObject: finishDocument({
-      components: [...COMPONENT_SCHEMAS, ...CLAIM_COMPONENT_SCHEMAS, ...SENDER_POLICY_COMPONENT_SCHEMAS, JsonRpcError],
+      components: [...COMPONENT_SCHEMAS, ...CLAIM_COMPONENT_SCHEMAS, ...SENDER_POLICY_COMPONENT_SCHEMAS, ...PUSH_COMPONENT_SCHEMAS, JsonRpcError],
       extraOperations: MCP_DOCUMENT_ONLY,
     }),
   });
@@ -151,5 +153,6 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   await app.register(consumerRoutes(deps));
   await app.register(approvalRoutes(deps));
   await app.register(senderPolicyRoutes(deps));
+  await app.register(pushRoutes(deps));
   return app;
 }

@@ -4,8 +4,11 @@ import { isIP } from 'node:net';
 import { parseBlockCidrs } from './abuse/block-list.js';
 import { MAX_WAIT_SECONDS } from './domain/long-poll.js';
 import { MAX_RATE_WINDOW_MS } from './domain/rate-window.js';
+import { loadPushConfig, type PushConfig } from './push/push-config.js';
 
 export interface Config {
+  /** Webhook subscriptions' delivery (src/push/push-config.ts: PUSH_*, MAX_SUBSCRIPTIONS_PER_ADDRESS). */
+  readonly push: PushConfig;
   readonly port: number;
   readonly host: string;
   /** Public base URL, without a trailing slash; every URL the API hands out starts with it. */
@@ -317,5 +320,8 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryRateLimitPerIp: optionalInt(env, 'DELIVERY_RATE_LIMIT_PER_IP', 1, 1_000_000_000),
     deliveryRatePerIpWindowSeconds: int(env, 'DELIVERY_RATE_PER_IP_WINDOW_SECONDS', 60, 1, MAX_RATE_WINDOW_MS / 1000),
     minApprovalSeconds: int(env, 'MIN_APPROVAL_SECONDS', 60, 1, 86_400),
+    push: loadPushConfig(env, (name, message) => {
+      throw new ConfigError(name, message);
+    }),
   });
 }

@@ -16,6 +16,8 @@ import { type SmtpListener, startSmtpListener } from './email/smtp-listener.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { type MetricsListener, startMetricsListener } from './metrics/metrics-listener.js';
 import { countingStoreErrors, ServiceMetrics } from './metrics/service-metrics.js';
+import { composePush } from './push/push.js';
+import type { Resolve } from './push/target-guard.js';
 import { SenderPolicies } from './sender-policy/sender-policies.js';
 import { logStartupSettings } from './startup-settings.js';
 import { SchemaTooNewError } from './storage/migration-files.js';
@@ -43,6 +45,8 @@ export interface StartOptions {
   dnsResolver?: DnsResolver;
   dnsLookupTimeoutMs?: number;
   authenticationBudgetMs?: number;
+  /** DNS for webhook targets' address check (tests make a name resolve to a private address). */
+  pushResolve?: Resolve;
 }
 
 export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
@@ -62,11 +66,16 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   service.screen = senderPolicies;
   // An operator's `admin delete` on the SQLite file while this runs: caches drop it, waiters re-read.
   store.watchExternalChanges?.(() => hub.notifyAll());
+  // Webhook subscriptions (src/push/): routes below, the worker starts once HTTP listens, stops before the hub.
+  const push = composePush({ config, store: openedStore, service, hub, log: log.child({ component: 'push' }), resolve: opts.pushResolve });
   let app: FastifyInstance | undefined;
   let smtp: SmtpListener | undefined;
   let metricsListener: MetricsListener | undefined;
   try {
-    app = await buildApp({ config, store, service, capture, signingSecrets, senderPolicies, metrics }, { loggerInstance: log });
+    app = await buildApp(
+      { config, store, service, capture, signingSecrets, senderPolicies, metrics, subscriptions: push.subscriptions },
+      { loggerInstance: log },
+    );
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe(
         (addressId) => hub.notify(addressId),
@@ -114,12 +123,15 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     const approvals = approvalServiceOf({ store, service, config });
     const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, app.log, [{ name: 'approvals', run: () => approvals.sweepDue() }]);
     sweeper.start();
+    push.worker.start();
 
     const started = { app, smtp };
     let stopping: Promise<void> | undefined;
     const stop = () =>
       (stopping ??= (async () => {
         started.app.log.info('shutting down: ending long-polls, draining requests');
+        // Before the hub: an attempt under way is cut off (its event is sent again later), leases given up.
+        await push.worker.stop();
         // Waiting reads answer with an empty page now, instead of being cut off.
         hub.shutdown();
         await sweeper.stop();
@@ -139,6 +151,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     return { config, httpUrl, app, store, hub, service, metrics: metrics && metricsListener && { series: metrics, url: metricsListener.url }, stop, reloadTls };
   } catch (err) {
     // A failed start (port taken, bad TLS file) must not leave pools, listeners or files open.
+    await push.worker.stop().catch(() => {});
     await smtp?.close().catch(() => {});
     await metricsListener?.close().catch(() => {});
     await app?.close().catch(() => {});

@@ -17,6 +17,7 @@ import type { Store } from '../src/domain/ports.js';
 import { ReturnAddressService } from '../src/domain/return-address-service.js';
 import { SigningSecrets } from '../src/domain/signing-secrets.js';
 import { loggerOptions } from '../src/http/plugins/request-logging.js';
+import { composePush } from '../src/push/push.js';
 import { SenderPolicies } from '../src/sender-policy/sender-policies.js';
 import { openStore } from '../src/storage/open-store.js';
 import { InProcessWakeupHub } from '../src/wakeup/wakeup-hub.js';
@@ -61,7 +62,9 @@ export async function startInjectedService(env: Record<string, string> = {}, sto
     const capture = new Capture(service, signingSecrets, { baseUrl: config.baseUrl, maxEventBytes: config.maxEventBytes });
     const senderPolicies = new SenderPolicies(openedStore.senderPolicies);
     service.screen = senderPolicies;
-    const app = await buildApp({ config, store, service, capture, signingSecrets, senderPolicies }, { loggerInstance: log });
+    // Webhook subscriptions' routes; their worker is not started here (startService starts it).
+    const push = composePush({ config, store: openedStore, service, hub, log });
+    const app = await buildApp({ config, store, service, capture, signingSecrets, senderPolicies, subscriptions: push.subscriptions }, { loggerInstance: log });
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe(
         (addressId) => hub.notify(addressId),

@@ -2,13 +2,14 @@
 import { join, resolve } from 'node:path';
 import type { Config } from '../config.js';
 import type { Log, Store } from '../domain/ports.js';
+import type { SubscriptionStore } from '../push/subscription-store.js';
 import type { SenderPolicyStore } from '../sender-policy/sender-policy-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
 export const SQLITE_FILE = 'return-address.sqlite';
 
 /** A store as the composition opens it: the Store port, and the stores of rooms that own their port beside it. */
-export type OpenedStore = Store & { readonly senderPolicies: SenderPolicyStore };
+export type OpenedStore = Store & { readonly senderPolicies: SenderPolicyStore; readonly subscriptions: SubscriptionStore };
 
 export async function openStore(config: Config, log?: Log): Promise<OpenedStore> {
   if (config.databaseUrl !== undefined) {

@@ -36,6 +36,7 @@ import { type EventFilter, SCAN_BYTES, SCAN_EVENTS } from '../../domain/event-fi
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
 import { type Log, SILENT_LOG, type Store, StoreClosedError, type StoreLimits } from '../../domain/ports.js';
 import { retryAfterSeconds, staleRateWindowsBefore, windowStartOf } from '../../domain/rate-window.js';
+import type { SubscriptionStore } from '../../push/subscription-store.js';
 import type { SenderPolicyStore } from '../../sender-policy/sender-policy-store.js';
 import { APPROVAL_COLUMNS, type ApprovalAnswerRow, type ApprovalRow, approvalValues, toAnswer, toApproval } from '../approval-rows.js';
 import { filterSql, filterSqlParts, needsDataJson, postgresJsonb, type ScanRow, SqlParams, scanPage, scanSql } from '../event-filter-sql.js';
@@ -58,6 +59,7 @@ import { runMigrations } from './migrator.js';
 import { PostgresClaims } from './postgres-claims.js';
 import { PostgresConsumerPositions } from './postgres-consumers.js';
 import { PostgresSenderPolicies } from './postgres-sender-policies.js';
+import { PostgresSubscriptions } from './postgres-subscriptions.js';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -141,6 +143,7 @@ export class PostgresStore implements Store {
   readonly consumers: ConsumerPositions;
   /** Sender policies (src/sender-policy/), beside the Store port rather than in it. */
   readonly senderPolicies: SenderPolicyStore;
+  readonly subscriptions: SubscriptionStore;
   private readonly clientConfig: pg.ClientConfig;
   private readonly pool: pg.Pool;
   /** Reads that can take long or come in crowds: never on `pool`, so they cannot hold a delivery up. */
@@ -180,6 +183,7 @@ export class PostgresStore implements Store {
     this.readPool = new pg.Pool({ ...pooled, max: opts.readPoolSize ?? opts.poolSize, application_name: READS_APPLICATION_NAME });
     this.consumers = new PostgresConsumerPositions(this.pool);
     this.senderPolicies = new PostgresSenderPolicies(this.pool);
+    this.subscriptions = new PostgresSubscriptions(this.pool);
     this.claims = new PostgresClaims(this.readPool, this.pool, CHANGE_CHANNEL);
     this.log = opts.log ?? SILENT_LOG;
     let idleConnectionsLost = 0;

@@ -33,6 +33,7 @@ import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEven
 import { type Log, SILENT_LOG, type Store, StoreClosedError, type StoreLimits } from '../../domain/ports.js';
 import { roomToFree, storedBytes } from '../../domain/queue-quota.js';
 import { countAttempt, staleRateWindowsBefore } from '../../domain/rate-window.js';
+import type { SubscriptionStore } from '../../push/subscription-store.js';
 import type { SenderPolicyStore } from '../../sender-policy/sender-policy-store.js';
 import { APPROVAL_COLUMNS, type ApprovalAnswerRow, type ApprovalRow, approvalValues, toAnswer, toApproval } from '../approval-rows.js';
 import { filterSql, type ScanRow, SqlParams, scanPage, scanSql } from '../event-filter-sql.js';
@@ -60,6 +61,7 @@ import { type QueueCounters, SqliteQueueCounters } from './sqlite-queue-counters
 import { type QueueTotals, SqliteQueueTotals } from './sqlite-queue-totals.js';
 import { SqliteReadCache } from './sqlite-read-cache.js';
 import { SqliteSenderPolicies } from './sqlite-sender-policies.js';
+import { SqliteSubscriptions } from './sqlite-subscriptions.js';
 
 /** Prepared statements of filtered scans kept (each filter shape is one). */
 const SCAN_STATEMENTS = 64;
@@ -128,6 +130,7 @@ export class SqliteStore implements Store {
   readonly consumers: ConsumerPositions;
   /** Sender policies (src/sender-policy/), beside the Store port rather than in it. */
   readonly senderPolicies: SenderPolicyStore;
+  readonly subscriptions: SubscriptionStore;
   readonly path: string;
   private readonly minFreeBytes: number;
   private readonly db: Database.Database;
@@ -189,6 +192,7 @@ export class SqliteStore implements Store {
     });
     this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
     this.senderPolicies = new SqliteSenderPolicies(this.db, () => this.durable());
+    this.subscriptions = new SqliteSubscriptions(this.db, () => this.durable());
     // Room for both limits: the shortest run of oldest acknowledged events that frees enough
     // events and bytes, or QueueFull (the savepoint undoes nothing, since nothing was written).
     this.appendAfterPrune = this.db.transaction((e: NewEvent, c: BatchCounters, size: number, needEvents: number, needBytes: number) => {
