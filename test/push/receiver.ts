@@ -23,7 +23,7 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(answer: (d: Delivery, index: number) => Answer = () => ({ status: 200 }), port = 0): Promise<Receiver> {
+export async function startReceiver(answer: (d: Delivery, index: number) => Answer = () => ({ status: 200 }), port = 0, delayMs = 0): Promise<Receiver> {
   const received: Delivery[] = [];
   let connections = 0;
   const server = http.createServer((req, res) => {
@@ -34,7 +34,9 @@ export async function startReceiver(answer: (d: Delivery, index: number) => Answ
       const d: Delivery = { headers: req.headers, body, event: JSON.parse(body) };
       received.push(d);
       const a = answer(d, received.length - 1);
-      res.writeHead(a.status, { 'content-type': 'text/plain', ...a.headers }).end(a.status < 300 ? 'ok' : 'failed');
+      const reply = () => res.writeHead(a.status, { 'content-type': 'text/plain', ...a.headers }).end(a.status < 300 ? 'ok' : 'failed');
+      if (delayMs > 0) setTimeout(reply, delayMs);
+      else reply();
     });
   });
   server.on('connection', () => connections++);
