@@ -70,7 +70,10 @@ describe('push subscriptions: store contract', () => {
     const leased = await store.subscriptions.leaseSubscriptions('me', 2000, 10_000, 1000);
     assert.ok(mine(leased, a).includes(first.id));
     assert.equal(await store.subscriptions.recordDelivery(a, first.id, 'me', failed), true);
-    assert.equal(await store.subscriptions.saveSubscription(sub(a, first.id, { url: 'https://example.org/new', expiresAt: 99_999_999_999_999 }), 3), 'replaced');
+    assert.equal(
+      await store.subscriptions.saveSubscription(sub(a, first.id, { url: 'https://example.org/new', expiresAt: 99_999_999_999_999 }), 3),
+      'replaced',
+    );
     const got = await store.subscriptions.getSubscription(a, first.id);
     assert.equal(got?.url, 'https://example.org/new');
     assert.equal(got?.expiresAt, 99_999_999_999_999);
@@ -99,7 +102,10 @@ describe('push subscriptions: store contract', () => {
     const a = await address();
     for (let i = 0; i < 20; i++) await store.subscriptions.saveSubscription(sub(a, `p${i}`), 100);
     const now = 20_000_000;
-    const [x, y] = await Promise.all([store.subscriptions.leaseSubscriptions('X', now, 5000, 1000), store.subscriptions.leaseSubscriptions('Y', now, 5000, 1000)]);
+    const [x, y] = await Promise.all([
+      store.subscriptions.leaseSubscriptions('X', now, 5000, 1000),
+      store.subscriptions.leaseSubscriptions('Y', now, 5000, 1000),
+    ]);
     const both = mine(x, a).filter((id) => mine(y, a).includes(id));
     assert.deepEqual(both, []);
     assert.equal(mine(x, a).length + mine(y, a).length, 20, 'every one leased by one of them');
