@@ -16,7 +16,7 @@ import { type SmtpListener, startSmtpListener } from './email/smtp-listener.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { type MetricsListener, startMetricsListener } from './metrics/metrics-listener.js';
 import { countingStoreErrors, ServiceMetrics } from './metrics/service-metrics.js';
-import { composePush } from './push/push.js';
+import { composePush, observePush } from './push/push.js';
 import type { Resolve } from './push/target-guard.js';
 import { SenderPolicies } from './sender-policy/sender-policies.js';
 import { logStartupSettings } from './startup-settings.js';
@@ -68,6 +68,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   store.watchExternalChanges?.(() => hub.notifyAll());
   // Webhook subscriptions (src/push/): routes below, the worker starts once HTTP listens, stops before the hub.
   const push = composePush({ config, store: openedStore, service, hub, log: log.child({ component: 'push' }), resolve: opts.pushResolve });
+  if (metrics) observePush(push, metrics.registry, openedStore.subscriptions);
   let app: FastifyInstance | undefined;
   let smtp: SmtpListener | undefined;
   let metricsListener: MetricsListener | undefined;

@@ -22,7 +22,7 @@ export interface PushConfig {
   /** PUSH_MAX_SUBSCRIPTIONS_PER_INSTANCE: subscriptions one instance delivers at once (the rest wait for another instance or a free slot). */
   readonly maxPerInstance: number;
   /** PUSH_SEAL_KEY: base64 of 32 bytes sealing the subscriptions' secrets; unset, a key file in DATA_DIR (push-seal.key). */
-  readonly sealKey: Buffer | undefined;
+  readonly sealSecret: Buffer | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -52,7 +52,7 @@ function schedule(env: Env, fail: Fail): number[] {
   return parts.map(Number);
 }
 
-function sealKey(env: Env, fail: Fail): Buffer | undefined {
+function sealSecret(env: Env, fail: Fail): Buffer | undefined {
   const v = raw(env, 'PUSH_SEAL_KEY');
   if (v === undefined) return undefined;
   const key = Buffer.from(v, 'base64');
@@ -73,6 +73,6 @@ export function loadPushConfig(env: Env, fail: Fail): PushConfig {
     leaseMs: int(env, 'PUSH_LEASE_MS', 10_000, 500, 600_000, fail),
     sweepMs: int(env, 'PUSH_SWEEP_MS', 2_000, 50, 600_000, fail),
     maxPerInstance: int(env, 'PUSH_MAX_SUBSCRIPTIONS_PER_INSTANCE', 1000, 1, 1_000_000, fail),
-    sealKey: sealKey(env, fail),
+    sealSecret: sealSecret(env, fail),
   });
 }

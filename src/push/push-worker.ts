@@ -36,8 +36,11 @@ export class PushWorker {
   private stopped = false;
   private inFlight = 0;
   private readonly queue: (() => void)[] = [];
+  /** Told of every attempt (push-metrics.ts when METRICS_PORT is set). */
+  observer: PushObserver;
 
   constructor(private readonly d: PushWorkerDeps) {
+    this.observer = d.observer ?? NO_PUSH_OBSERVER;
     d.subscriptions.onChange = (addressId) => this.changed(addressId);
   }
 
@@ -99,7 +102,7 @@ export class PushWorker {
         baseUrl: this.d.baseUrl,
         owner: this.owner,
         slot: () => this.slot(),
-        observer: this.d.observer ?? NO_PUSH_OBSERVER,
+        observer: this.observer,
         log: this.d.log,
         now: this.d.now ?? Date.now,
       });

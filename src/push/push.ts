@@ -2,9 +2,12 @@
 // subscriptions, the sealing key, and the worker. The process composition makes one with
 // composePush, hands `subscriptions` to the routes, starts the worker once HTTP listens and stops
 // it before the wakeup hub shuts down.
+
+import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { Log, Store, WakeupHub } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import { PushMetrics } from './push-metrics.js';
 import type { PushObserver } from './push-runner.js';
 import { PushWorker } from './push-worker.js';
 import { loadSealKey, SecretSeal } from './subscription-secret.js';
@@ -28,8 +31,13 @@ export interface PushDeps {
   resolve?: Resolve;
 }
 
+/** The push series on the service's registry, when METRICS_PORT is set. */
+export function observePush(push: Push, registry: Registry, store: SubscriptionStore): void {
+  push.worker.observer = new PushMetrics(registry, store, () => push.worker.active);
+}
+
 export function composePush(d: PushDeps): Push {
-  const seal = new SecretSeal(loadSealKey(d.config.push.sealKey, d.config.dataDir));
+  const seal = new SecretSeal(loadSealKey(d.config.push.sealSecret, d.config.dataDir));
   const subscriptions = new Subscriptions(d.store, d.store.subscriptions, d.config.push, seal, d.resolve ?? systemResolve);
   const worker = new PushWorker({
     service: d.service,

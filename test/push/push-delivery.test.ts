@@ -17,6 +17,7 @@ describe(`push subscriptions deliver in order (${STORE})`, () => {
   let probe: LivenessProbe;
   before(async () => {
     svc = await startTestService({
+      METRICS_PORT: '0',
       PUSH_ALLOW_PRIVATE: 'true',
       PUSH_RETRY_SCHEDULE_MS: '0,100,100,100,100,100,100,100,100,100,100,100,100,100,100,100,100,100,100,100',
     });
@@ -70,6 +71,11 @@ describe(`push subscriptions deliver in order (${STORE})`, () => {
       const s = (await show(a, sub.id)).json;
       assert.equal(s.state, 'active');
       assert.equal(s.last_status, 200);
+      const metrics = await (await fetch(svc.running.metrics!.url)).text();
+      const delivered = Number(/^return_address_push_attempts_total\{outcome="delivered"\} (\d+)/m.exec(metrics)?.[1]);
+      assert.ok(delivered >= 20, `attempts counted by outcome: ${delivered}`);
+      assert.match(metrics, /^return_address_push_lag_seconds_count \d+/m);
+      assert.match(metrics, /^return_address_push_subscriptions_paused \d+/m);
       // A reader takes over by pull from the same position: nothing after 20 yet.
       const pulled = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/events?consumer=push:${sub.id}`, { token: a.token });
       assert.deepEqual(pulled.json.events, []);
