@@ -34,6 +34,7 @@ import { COMPONENT_SCHEMAS, DOCUMENT_TAGS } from './http/schemas.js';
 import { JsonRpcError, MCP_DOCUMENT_ONLY, mcpRoutes } from './mcp/mcp-route.js';
 import { pushRoutes } from './push/push-routes.js';
 import { PUSH_COMPONENT_SCHEMAS } from './push/push-schemas.js';
+import type { Subscriptions } from './push/subscriptions.js';
 import { senderPolicyRoutes } from './sender-policy/sender-policy-routes.js';
 import { SENDER_POLICY_COMPONENT_SCHEMAS } from './sender-policy/sender-policy-schemas.js';
 import { WriteHealth } from './storage/store-unavailable.js';
@@ -45,7 +46,10 @@ export interface BuildAppOptions {
   loggerInstance?: FastifyBaseLogger;
 }
 
-export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promise<FastifyInstance> {
+/** What the app is built from: the HTTP layer's deps, and the rooms that register their own routes (push/). */
+export type ComposedDeps = AppDeps & { subscriptions: Subscriptions };
+
+export async function buildApp(deps: ComposedDeps, opts: BuildAppOptions = {}): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: loggerOptions(config.logLevel) }),

@@ -4,7 +4,6 @@ import type { Store } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { SigningSecrets } from '../domain/signing-secrets.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
-import type { Subscriptions } from '../push/subscriptions.js';
 import type { SenderPolicies } from '../sender-policy/sender-policies.js';
 
 /** What the HTTP layer is built from. */
@@ -18,8 +17,6 @@ export interface AppDeps {
   signingSecrets: SigningSecrets;
   /** The addresses' sender policies (src/sender-policy/): their routes, and the screen the service asks. */
   senderPolicies: SenderPolicies;
-  /** Webhook subscriptions (src/push/): their routes. */
-  subscriptions: Subscriptions;
   /** Set when METRICS_PORT is: the HTTP layer counts refusals the service never sees (413 on the body limit). */
   metrics?: ServiceMetrics | undefined;
 }

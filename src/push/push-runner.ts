@@ -5,11 +5,12 @@
 // after the schedule's last attempt, or a `webhook-delivery: abort` answer, the subscription is
 // paused with its reason until resumed. With nothing to send, it waits on the wakeup hub: a new
 // event on the address wakes it within milliseconds, and the sweep's interval bounds the wait.
+
+import type { PushConfig } from '../config.js';
 import type { EventFilter } from '../domain/event-filter.js';
 import type { EventRecord } from '../domain/model.js';
 import type { Store, WakeupHub } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
-import type { PushConfig } from './push-config.js';
 import type { SecretSeal } from './subscription-secret.js';
 import type { DeliveryState, SubscriptionRecord, SubscriptionStore } from './subscription-store.js';
 import { pushConsumerName, storedFilter } from './subscriptions.js';

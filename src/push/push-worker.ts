@@ -6,9 +6,9 @@
 // subscription. Attempts in flight are bounded per instance (PUSH_CONCURRENCY), each in time.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { PushConfig } from '../config.js';
 import type { Log, Store, WakeupHub } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
-import type { PushConfig } from './push-config.js';
 import { type PushObserver, PushRunner } from './push-runner.js';
 import type { Subscriptions } from './subscriptions.js';
 

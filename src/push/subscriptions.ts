@@ -3,12 +3,12 @@
 // push:<id> (src/consumers), so GET …/consumers shows how far it got and a reader can take over
 // with consumer=push:<id>. The worker (push-worker.ts) is told of every change so it acts at once.
 import { randomBytes } from 'node:crypto';
+import type { PushConfig } from '../config.js';
 import { Consumers } from '../consumers/consumers.js';
 import { ApiError, notFound } from '../domain/errors.js';
 import { type EventFilter, type FilterInput, parseEventFilter } from '../domain/event-filter.js';
 import type { AddressRecord } from '../domain/model.js';
 import type { Store } from '../domain/ports.js';
-import type { PushConfig } from './push-config.js';
 import { checkSecret, generateSecret, type SecretSeal } from './subscription-secret.js';
 import type { SubscriptionRecord, SubscriptionStore } from './subscription-store.js';
 import { checkTargetAddresses, checkTargetShape, type Resolve, systemResolve, TargetRefused } from './target-guard.js';
