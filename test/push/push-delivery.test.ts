@@ -6,6 +6,7 @@
 // push:<id>. A liveness probe runs beside each.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { ReturnAddress } from '@return-address/client';
 import { type Addr, api, createAddress, deliver, freePort, STORE, startTestService, type TestService } from '../helpers.js';
 import { type LivenessProbe, startLivenessProbe } from '../liveness-probe.js';
 import { type Answer, type Delivery, startReceiver, until, verify } from './receiver.js';
@@ -202,6 +203,29 @@ describe(`push subscriptions deliver in order (${STORE})`, () => {
       assert.match(s.paused_reason, /webhook-delivery: abort/);
       assert.equal(s.attempts, 1, 'no retry after an abort');
       assert.deepEqual(seqs(rx.received), [1, 1, 2]);
+    } finally {
+      await rx.close();
+    }
+  });
+
+  it('the TypeScript client subscribes, lists, shows, resumes and unsubscribes, typed from the route schemas', async () => {
+    const rx = await startReceiver();
+    try {
+      const ra = await ReturnAddress.create({ url: svc.baseUrl });
+      const sub = await ra.subscribe({ url: rx.url, type: 'client.*' });
+      assert.match(sub.secret ?? '', /^whsec_/);
+      assert.equal(sub.consumer, `push:${sub.id}`);
+      assert.deepEqual(
+        (await ra.subscriptions()).map((s) => s.id),
+        [sub.id],
+      );
+      await api(svc.baseUrl, 'POST', ra.inboxUrl!, { json: { type: 'client.hello', data: {} } });
+      await until(() => rx.received.length >= 1, 10_000, 'one delivery');
+      verify(rx.received[0]!, sub.secret!);
+      assert.equal((await ra.subscription(sub.id)).state, 'active');
+      assert.equal((await ra.resumeSubscription(sub.id)).id, sub.id);
+      await ra.unsubscribe(sub.id);
+      assert.deepEqual(await ra.subscriptions(), []);
     } finally {
       await rx.close();
     }

@@ -15,7 +15,7 @@ const repo = resolve(pkg, '..', '..');
 const outDir = join(pkg, 'src', 'generated');
 const schemasFile = join(repo, 'src', 'http', 'schemas.ts');
 // Every file of route schemas the client has types for, as a path from src/ (first name wins).
-const SCHEMA_FILES = ['http/schemas', 'claims/claim-schemas', 'http/routes/approval-schemas', 'sender-policy/sender-policy-schemas'];
+const SCHEMA_FILES = ['http/schemas', 'claims/claim-schemas', 'http/routes/approval-schemas', 'sender-policy/sender-policy-schemas', 'push/push-schemas'];
 const eventMatchFile = join(repo, 'src', 'domain', 'event-match.ts');
 
 const options = {
