@@ -35,6 +35,9 @@ import { SENDER_POLICY_COMPONENT_SCHEMAS } from './http/routes/sender-policy-sch
 import { signingSecretRoutes } from './http/routes/signing-secrets.js';
 import { COMPONENT_SCHEMAS, DOCUMENT_TAGS } from './http/schemas.js';
 import { JsonRpcError, MCP_DOCUMENT_ONLY, mcpRoutes } from './mcp/mcp-route.js';
+import { pushRoutes } from './push/push-routes.js';
+import { PUSH_COMPONENT_SCHEMAS } from './push/push-schemas.js';
+import type { Subscriptions } from './push/subscriptions.js';
 import { rotationRoutes } from './rotation/rotation-routes.js';
 import { WriteHealth } from './storage/store-unavailable.js';
 
@@ -47,7 +50,10 @@ export interface BuildAppOptions {
 
 /** What the app is built from: the HTTP layer's deps and the rooms above it (the credential columns POST …/rotate replaces). */
 
-export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promise<FastifyInstance> {
+/** What the app is built from: the HTTP layer's deps, and the rooms that register their own routes (push/). */
+export type ComposedDeps = AppDeps & { subscriptions: Subscriptions };
+
+export async function buildApp(deps: ComposedDeps, opts: BuildAppOptions = {}): Promise<FastifyInstance> {
   const { config } = deps;
   const app = Fastify({
     ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: loggerOptions(config.logLevel) }),
@@ -137,7 +143,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
       },
     },
     transformObject: finishDocument({
-      components: [...COMPONENT_SCHEMAS, ...CLAIM_COMPONENT_SCHEMAS, ...SENDER_POLICY_COMPONENT_SCHEMAS, JsonRpcError],
+      components: [...COMPONENT_SCHEMAS, ...CLAIM_COMPONENT_SCHEMAS, ...SENDER_POLICY_COMPONENT_SCHEMAS, ...PUSH_COMPONENT_SCHEMAS, JsonRpcError],
       extraOperations: MCP_DOCUMENT_ONLY,
     }),
   });
@@ -157,6 +163,7 @@ export async function buildApp(deps: AppDeps, opts: BuildAppOptions = {}): Promi
   await app.register(consumerRoutes(deps));
   await app.register(approvalRoutes(deps));
   await app.register(senderPolicyRoutes(deps));
+  await app.register(pushRoutes(deps));
   await app.register(rotationRoutes(deps));
   return app;
 }

@@ -6,7 +6,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { BlockList } from './abuse/block-list.js';
 import { ClientDeliveryLimit } from './abuse/client-delivery-limit.js';
-import { buildApp } from './app.js';
+import { buildApp, type ComposedDeps } from './app.js';
 import { ApprovalService } from './approvals/approval-service.js';
 import { Capture } from './capture/capture.js';
 import { InflightCaptureBudget } from './capture/inflight-budget.js';
@@ -18,17 +18,26 @@ import { ReturnAddressService } from './domain/return-address-service.js';
 import { SigningSecrets } from './domain/signing-secrets.js';
 import type { AppDeps } from './http/route-deps.js';
 import { countingStoreErrors, ServiceMetrics } from './metrics/service-metrics.js';
+import { composePush, observePush, type Push } from './push/push.js';
+import type { Resolve } from './push/target-guard.js';
 import { SenderPolicies } from './sender-policy/sender-policies.js';
 import { type OpenedStore, openStore } from './storage/open-store.js';
 import { InProcessWakeupHub } from './wakeup/wakeup-hub.js';
 
-export interface Composition extends AppDeps {
+export interface Composition extends ComposedDeps {
   store: OpenedStore;
   hub: InProcessWakeupHub;
   /** The Fastify app over the services; it does not listen. */
   app: FastifyInstance;
   /** Addresses' expiry, acknowledged events' retention and approvals' expiry, on one timer: not started. */
   sweeper: ExpirySweeper;
+  /** Webhook subscriptions (src/push/): their routes are in the app; the worker is not started. */
+  push: Push;
+}
+
+export interface ComposeOptions {
+  /** DNS for webhook targets' address check (tests make a name resolve to a private address). */
+  pushResolve?: Resolve | undefined;
 }
 
 /**
@@ -36,7 +45,7 @@ export interface Composition extends AppDeps {
  * instances wake this process's waiters before it returns. Metrics are counted when METRICS_PORT is
  * set. On a failure nothing is left open.
  */
-export async function compose(config: Config, log: FastifyBaseLogger): Promise<Composition> {
+export async function compose(config: Config, log: FastifyBaseLogger, opts: ComposeOptions = {}): Promise<Composition> {
   const openedStore = await openStore(config, log.child({ component: 'store' }));
   const hub = new InProcessWakeupHub();
   const metrics = config.metricsPort === undefined ? undefined : new ServiceMetrics(openedStore, hub);
@@ -79,19 +88,22 @@ export async function compose(config: Config, log: FastifyBaseLogger): Promise<C
     credentials: store.credentials,
     metrics,
   };
+  // Webhook subscriptions (src/push/): the worker starts once HTTP listens (server.ts), stops before the hub.
+  const push = composePush({ config, store, consumers: deps.consumers, service, hub, log: log.child({ component: 'push' }), resolve: opts.pushResolve });
+  if (metrics) observePush(push, metrics.registry, store.subscriptions);
   const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, log, [{ name: 'approvals', run: () => approvals.sweepDue() }]);
   let app: FastifyInstance | undefined;
   try {
     // An operator's `admin delete` on the SQLite file while this runs: caches drop it, waiters re-read.
     store.watchExternalChanges?.(() => hub.notifyAll());
-    app = await buildApp(deps, { loggerInstance: log });
+    app = await buildApp({ ...deps, subscriptions: push.subscriptions }, { loggerInstance: log });
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe(
         (addressId) => hub.notify(addressId),
         () => hub.notifyAll(),
       );
     }
-    return { ...deps, store, hub, app, sweeper };
+    return { ...deps, subscriptions: push.subscriptions, store, hub, app, sweeper, push };
   } catch (err) {
     // A failed start must not leave pools or files open.
     await app?.close().catch(() => {});

@@ -6,6 +6,8 @@ import { MAX_WAIT_SECONDS } from './domain/long-poll.js';
 import { MAX_RATE_WINDOW_MS } from './domain/rate-window.js';
 
 export interface Config {
+  /** Webhook subscriptions' delivery (src/push/: PUSH_*, MAX_SUBSCRIPTIONS_PER_ADDRESS). */
+  readonly push: PushConfig;
   readonly port: number;
   readonly host: string;
   /** Public base URL, without a trailing slash; every URL the API hands out starts with it. */
@@ -196,6 +198,53 @@ function trustProxy(env: Env): false | number | string[] {
   return list;
 }
 
+/** Svix's schedule: 8 attempts over about 27.5 h (immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h). */
+export const SVIX_SCHEDULE_MS = [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+
+/** The push worker's settings (design.md, "Push subscriptions"). */
+export interface PushConfig {
+  /** PUSH_ALLOW_PRIVATE: targets may be http:// and resolve to loopback, private, link-local addresses (tests, a private network). */
+  readonly allowPrivate: boolean;
+  /** PUSH_RETRY_SCHEDULE_MS: the delay before each attempt at one event; its length is the number of attempts. */
+  readonly retryScheduleMs: readonly number[];
+  /** PUSH_TIMEOUT_MS (15 s), PUSH_CONCURRENCY (attempts in flight per instance), MAX_SUBSCRIPTIONS_PER_ADDRESS. */
+  readonly timeoutMs: number;
+  readonly concurrency: number;
+  readonly maxPerAddress: number;
+  /** PUSH_LEASE_MS: a dead instance's subscriptions are taken over after it; PUSH_SWEEP_MS: leases renewed, free ones taken. */
+  readonly leaseMs: number;
+  readonly sweepMs: number;
+  /** PUSH_MAX_SUBSCRIPTIONS_PER_INSTANCE: subscriptions one instance delivers at once. */
+  readonly maxPerInstance: number;
+  /** PUSH_SEAL_KEY: base64 of 32 bytes sealing the subscriptions' secrets; unset, a key file in DATA_DIR (push-seal.key). */
+  readonly sealSecret: Buffer | undefined;
+}
+
+function pushConfig(env: Env): PushConfig {
+  const schedule =
+    raw(env, 'PUSH_RETRY_SCHEDULE_MS')
+      ?.split(',')
+      .map((p) => p.trim()) ?? SVIX_SCHEDULE_MS.map(String);
+  if (schedule.length > 20 || schedule.some((p) => !/^\d{1,10}$/.test(p))) {
+    throw new ConfigError('PUSH_RETRY_SCHEDULE_MS', 'must be 1-20 comma-separated delays in milliseconds, e.g. 0,5000,300000');
+  }
+  const key = raw(env, 'PUSH_SEAL_KEY');
+  const sealSecret = key === undefined ? undefined : Buffer.from(key, 'base64');
+  if (sealSecret !== undefined && sealSecret.length !== 32)
+    throw new ConfigError('PUSH_SEAL_KEY', 'must be base64 of 32 random bytes (openssl rand -base64 32)');
+  return Object.freeze({
+    allowPrivate: bool(env, 'PUSH_ALLOW_PRIVATE', false),
+    retryScheduleMs: Object.freeze(schedule.map(Number)),
+    timeoutMs: int(env, 'PUSH_TIMEOUT_MS', 15_000, 100, 300_000),
+    concurrency: int(env, 'PUSH_CONCURRENCY', 16, 1, 10_000),
+    maxPerAddress: int(env, 'MAX_SUBSCRIPTIONS_PER_ADDRESS', 10, 1, 1000),
+    leaseMs: int(env, 'PUSH_LEASE_MS', 10_000, 500, 600_000),
+    sweepMs: int(env, 'PUSH_SWEEP_MS', 2_000, 50, 600_000),
+    maxPerInstance: int(env, 'PUSH_MAX_SUBSCRIPTIONS_PER_INSTANCE', 1000, 1, 1_000_000),
+    sealSecret,
+  });
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 /** MCP wait_for_event's longest wait (design.md, "MCP"): agent clients cut a tool call at about 60 s. */
 export const MAX_MCP_WAIT_SECONDS = 55;
@@ -329,5 +378,6 @@ export function loadConfig(env: Env = process.env): Config {
     deliveryRatePerIpWindowSeconds: int(env, 'DELIVERY_RATE_PER_IP_WINDOW_SECONDS', 60, 1, MAX_RATE_WINDOW_MS / 1000),
     minApprovalSeconds: int(env, 'MIN_APPROVAL_SECONDS', 60, 1, 86_400),
     maxPendingApprovals: int(env, 'MAX_PENDING_APPROVALS', 100, 1, 100_000),
+    push: pushConfig(env),
   });
 }

@@ -9,6 +9,7 @@ import { type SmtpListener, startSmtpListener } from './email/smtp-listener.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { type MetricsListener, startMetricsListener } from './metrics/metrics-listener.js';
 import type { ServiceMetrics } from './metrics/service-metrics.js';
+import type { Resolve } from './push/target-guard.js';
 import { logStartupSettings } from './startup-settings.js';
 import { SchemaTooNewError } from './storage/migration-files.js';
 import type { OpenedStore } from './storage/open-store.js';
@@ -35,6 +36,8 @@ export interface StartOptions {
   dnsResolver?: DnsResolver;
   dnsLookupTimeoutMs?: number;
   authenticationBudgetMs?: number;
+  /** DNS for webhook targets' address check (tests make a name resolve to a private address). */
+  pushResolve?: Resolve;
 }
 
 export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
@@ -42,7 +45,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   // (a lost connection, a reconnect) reach the same log as the requests.
   const log: FastifyBaseLogger = opts.logger ?? pino(loggerOptions(config.logLevel));
   logStartupSettings(config, log);
-  const { app, store, hub, service, metrics, sweeper, blockList, deliveryLimit } = await compose(config, log);
+  const { app, store, hub, service, metrics, sweeper, blockList, deliveryLimit, push } = await compose(config, log, { pushResolve: opts.pushResolve });
   let smtp: SmtpListener | undefined;
   let metricsListener: MetricsListener | undefined;
   try {
@@ -78,12 +81,15 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
       app.log.info({ url: metricsListener.url }, 'metrics listening');
     }
     sweeper.start();
+    push.worker.start();
 
     const started = { app, smtp };
     let stopping: Promise<void> | undefined;
     const stop = () =>
       (stopping ??= (async () => {
         started.app.log.info('shutting down: ending long-polls, draining requests');
+        // Before the hub: an attempt under way is cut off (its event is sent again later), leases given up.
+        await push.worker.stop();
         // Waiting reads answer with an empty page now, instead of being cut off.
         hub.shutdown();
         await sweeper.stop();
@@ -103,6 +109,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
     return { config, httpUrl, app, store, hub, service, metrics: metrics && metricsListener && { series: metrics, url: metricsListener.url }, stop, reloadTls };
   } catch (err) {
     // A failed start (port taken, bad TLS file) must not leave pools, listeners or files open.
+    await push.worker.stop().catch(() => {});
     await smtp?.close().catch(() => {});
     await metricsListener?.close().catch(() => {});
     await app.close().catch(() => {});

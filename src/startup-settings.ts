@@ -22,15 +22,19 @@ export function redactDatabaseUrl(url: string): string {
   }
 }
 
-export function settingsForLog(config: Config): Record<string, unknown> {
+/** A group of settings (config.push): logged field by field under the same rule, so a secret inside one is redacted too. */
+const isGroup = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !Buffer.isBuffer(v);
+
+export function settingsForLog(config: Config | Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(config)) {
     if (value === undefined) continue;
     if (key === 'databaseUrl') out[key] = redactDatabaseUrl(String(value));
     else if (SECRET_NAME.test(key)) out[key] = Array.isArray(value) ? `[REDACTED: ${value.length} set]` : '[REDACTED]';
+    else if (isGroup(value)) out[key] = settingsForLog(value);
     else out[key] = value;
   }
-  out.store = config.databaseUrl === undefined ? 'sqlite' : 'postgres';
+  if ('port' in config) out.store = config.databaseUrl === undefined ? 'sqlite' : 'postgres';
   return out;
 }
 

@@ -492,6 +492,25 @@ class ReturnAddress:
                 body[k] = v
         return _request("POST", self._base() + "/approvals", self.token, body)["approval"]
 
+    def subscribe(self, url: str, secret: Optional[str] = None, type: Any = None, match: Any = None,
+                  ttl_seconds: Optional[int] = None, after: Optional[int] = None) -> Dict[str, Any]:
+        """Webhook subscription (POST .../subscriptions): each matching event POSTed to url, in order,
+        signed with Standard Webhooks. Without secret, the generated one is in the result only: keep it."""
+        body: Dict[str, Any] = {"url": url}
+        for k, v in (("secret", secret), ("type", type), ("match", match), ("ttl_seconds", ttl_seconds), ("after", after)):
+            if v is not None:
+                body[k] = v
+        return _request("POST", self._base() + "/subscriptions", self.token, body)
+
+    def subscriptions(self) -> List[Dict[str, Any]]:
+        return _request("GET", self._base() + "/subscriptions", self.token)["subscriptions"]
+
+    def resume_subscription(self, subscription_id: str) -> Dict[str, Any]:
+        return _request("POST", "%s/subscriptions/%s/resume" % (self._base(), urllib.parse.quote(subscription_id)), self.token)
+
+    def unsubscribe(self, subscription_id: str) -> None:
+        _request("DELETE", "%s/subscriptions/%s" % (self._base(), urllib.parse.quote(subscription_id)), self.token)
+
     def get_approval(self, approval_id: str) -> Dict[str, Any]:
         return _request("GET", "%s/approvals/%s" % (self._base(), urllib.parse.quote(approval_id)), self.token)["approval"]
 

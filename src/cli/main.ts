@@ -22,6 +22,7 @@ import { rotateVerb } from './rotate.js';
 import { loadSaved as readSavedFile, type Saved, SavedFileError, savedUrl, writeSaved } from './saved-file.js';
 import { senderPolicyVerb } from './sender-policy.js';
 import { signingSecretsVerb } from './signing-secrets.js';
+import { subscribeVerb } from './subscribe.js';
 import type { CliVerb, VerbKit } from './verb.js';
 
 /** Verbs in files of their own: one registration line each. */
@@ -29,6 +30,7 @@ const VERBS: Record<string, CliVerb> = {
   'signing-secrets': signingSecretsVerb,
   policy: senderPolicyVerb,
   rotate: rotateVerb,
+  subscribe: subscribeVerb,
   forward: forwardVerb,
   channel: channelVerb,
 };

@@ -44,6 +44,10 @@ export const ERROR_CATALOGUE = {
     status: 409,
     description: 'A read named a new consumer, but the address already holds MAX_CONSUMERS_PER_ADDRESS (100) consumers; delete one or reuse a name.',
   },
+  too_many_subscriptions: {
+    status: 409,
+    description: 'A new webhook subscription, but the address already holds MAX_SUBSCRIPTIONS_PER_ADDRESS (default 10); delete one first.',
+  },
   queue_full: {
     status: 429,
     description:

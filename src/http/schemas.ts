@@ -338,6 +338,11 @@ export const DOCUMENT_TAGS = [
     description:
       'Several workers sharing one address: lease events, then ack, extend or nack through the lease (a fencing token); redelivery after a lease runs out, dead events after max_deliveries.',
   },
+  {
+    name: 'push',
+    description:
+      'Webhook subscriptions: each matching event POSTed to your URL, in order, signed with Standard Webhooks, retried on a schedule, paused and resumable.',
+  },
   { name: 'inbox', description: 'Write-only delivery of an event by whoever must call back, with the secret in the URL.' },
   {
     name: 'capture',

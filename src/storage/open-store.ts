@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import type { ConsumerPositions } from '../consumers/consumer-positions.js';
 import type { Log, Store } from '../domain/ports.js';
 import type { EpochStore } from '../epoch/epoch-store.js';
+import type { SubscriptionStore } from '../push/subscription-store.js';
 import type { CredentialStore } from '../rotation/rotation-store.js';
 import type { SenderPolicyStore } from '../sender-policy/sender-policy-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
@@ -19,6 +20,8 @@ export type OpenedStore = Store &
     /** Named consumers' positions (src/consumers/). */
     readonly consumers: ConsumerPositions;
     readonly senderPolicies: SenderPolicyStore;
+    /** Webhook subscriptions (src/push/). */
+    readonly subscriptions: SubscriptionStore;
     /** Credential rotation (src/rotation/). */
     readonly credentials: CredentialStore;
     /** The store's epoch and last sequences (src/epoch/). */

@@ -38,6 +38,12 @@ describe('the settings line', () => {
     assert.equal(settings.store, 'postgres');
     assert.equal(settings.port, 3000);
     assert.doesNotMatch(JSON.stringify(settings), /pw@|"t1"|"s"/);
+    // The push key sits in a group of settings (config.push): redacted all the same.
+    const key = Buffer.alloc(32, 9).toString('base64');
+    const push = settingsForLog(loadConfig({ PUSH_SEAL_KEY: key, PUSH_ALLOW_PRIVATE: 'true' })).push as Record<string, unknown>;
+    assert.equal(push.sealSecret, '[REDACTED]');
+    assert.equal(push.allowPrivate, true, 'the rest of the group is logged');
+    assert.doesNotMatch(JSON.stringify(push), new RegExp(key.slice(0, 12)));
   });
 
   it(`a real start (${STORE}) logs it once, warns about an unset BASE_URL beyond loopback, and logs probes at debug only`, { timeout: 60_000 }, async () => {

@@ -21,6 +21,7 @@ const SCHEMA_FILES = [
   'http/routes/approval-schemas',
   'http/routes/sender-policy-schemas',
   'rotation/rotation-schemas',
+  'push/push-schemas',
 ];
 const eventMatchFile = join(repo, 'src', 'domain', 'event-match.ts');
 

@@ -24,6 +24,8 @@ export type SenderPolicy = S.SenderPolicyBody;
 export type SenderPolicyResponse = S.SenderPolicyResponse;
 /** What POST …/rotate answers: the new credentials, shown once. */
 export type RotateCredentialsResponse = S.RotateResponse;
+export type SubscriptionRequest = S.SubscriptionBody;
+export type Subscription = S.Subscription;
 
 /** A claim's lease on one event (POST …/claims). */
 export type Claim = S.Claim;
@@ -572,6 +574,34 @@ export class ReturnAddress {
   /** Removes the sender policy (DELETE …/sender-policy; idempotent). */
   async deleteSenderPolicy(): Promise<void> {
     await request<null>(this.fetch, 'DELETE', `${this.base}/sender-policy`, { token: this.token });
+  }
+
+  /**
+   * Pushes events to a URL (POST …/subscriptions): each matching event POSTed alone, in order, signed
+   * with Standard Webhooks. Without `secret`, the generated one is in this result only: keep it.
+   */
+  subscribe(body: SubscriptionRequest): Promise<Subscription> {
+    return request<Subscription>(this.fetch, 'POST', `${this.base}/subscriptions`, { token: this.token, json: body });
+  }
+
+  /** The address's webhook subscriptions with their positions and delivery state (GET …/subscriptions). */
+  async subscriptions(): Promise<Subscription[]> {
+    return (await request<{ subscriptions: Subscription[] }>(this.fetch, 'GET', `${this.base}/subscriptions`, { token: this.token })).subscriptions;
+  }
+
+  /** One subscription (GET …/subscriptions/{id}). */
+  subscription(id: string): Promise<Subscription> {
+    return request<Subscription>(this.fetch, 'GET', `${this.base}/subscriptions/${encodeURIComponent(id)}`, { token: this.token });
+  }
+
+  /** Resumes a paused subscription (POST …/subscriptions/{id}/resume): the failed event is sent again, then the rest. */
+  resumeSubscription(id: string): Promise<Subscription> {
+    return request<Subscription>(this.fetch, 'POST', `${this.base}/subscriptions/${encodeURIComponent(id)}/resume`, { token: this.token });
+  }
+
+  /** Deletes a subscription (DELETE …/subscriptions/{id}); its consumer push:<id> stays for a reader to go on by pull. */
+  async unsubscribe(id: string): Promise<void> {
+    await request<null>(this.fetch, 'DELETE', `${this.base}/subscriptions/${encodeURIComponent(id)}`, { token: this.token });
   }
 
   /** Releases a quarantined event (POST …/events/{id}/release): readable by default reads again. */

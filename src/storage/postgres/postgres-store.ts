@@ -34,6 +34,7 @@ import type { EventFilter } from '../../domain/event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
 import { type Log, SILENT_LOG, type Store, StoreClosedError, type StoreLimits } from '../../domain/ports.js';
 import type { EpochStore } from '../../epoch/epoch-store.js';
+import type { SubscriptionStore } from '../../push/subscription-store.js';
 import type { CredentialStore } from '../../rotation/rotation-store.js';
 import type { SenderPolicyStore } from '../../sender-policy/sender-policy-store.js';
 import { EVENT_COLUMNS, EVENT_ID_TIME_SQL, type EventRow, releaseSql, toEvent } from '../rows.js';
@@ -48,6 +49,7 @@ import { PostgresEpoch } from './postgres-epoch.js';
 import { PostgresReads } from './postgres-reads.js';
 import { PostgresRotation } from './postgres-rotation.js';
 import { PostgresSenderPolicies } from './postgres-sender-policies.js';
+import { PostgresSubscriptions } from './postgres-subscriptions.js';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -80,6 +82,8 @@ export class PostgresStore implements Store {
   readonly consumers: ConsumerPositions;
   /** Sender policies (src/sender-policy/), beside the Store port rather than in it. */
   readonly senderPolicies: SenderPolicyStore;
+  /** Webhook subscriptions (src/push/, postgres-subscriptions.ts). */
+  readonly subscriptions: SubscriptionStore;
   /** The store epoch and last sequences (epoch/, postgres-epoch.ts). */
   readonly epochs: EpochStore;
   /** Credential rotation (rotation/, postgres-rotation.ts). */
@@ -115,6 +119,7 @@ export class PostgresStore implements Store {
     this.readPool = new pg.Pool({ ...pooled, max: opts.readPoolSize ?? opts.poolSize, application_name: READS_APPLICATION_NAME });
     this.consumers = new PostgresConsumerPositions(this.pool);
     this.senderPolicies = new PostgresSenderPolicies(this.pool);
+    this.subscriptions = new PostgresSubscriptions(this.pool);
     this.credentials = new PostgresRotation(this.pool);
     this.epochs = new PostgresEpoch(this.readPool);
     this.claims = new PostgresClaims(this.readPool, this.pool, CHANGE_CHANNEL);

@@ -302,6 +302,26 @@ CREATE TABLE public.store_epoch (
     CONSTRAINT store_epoch_id_check CHECK ((id = 1))
 );
 
+CREATE TABLE public.subscriptions (
+    address_id text NOT NULL,
+    id text NOT NULL,
+    url text NOT NULL,
+    secret bytea NOT NULL,
+    filter text NOT NULL,
+    created_at bigint NOT NULL,
+    expires_at bigint,
+    paused_at bigint,
+    paused_reason text,
+    attempts bigint DEFAULT 0 NOT NULL,
+    next_attempt_at bigint,
+    last_attempt_at bigint,
+    last_status bigint,
+    last_error text,
+    last_success_at bigint,
+    lease_owner text,
+    lease_until bigint
+);
+
 ALTER TABLE ONLY public.addresses
     ADD CONSTRAINT addresses_pkey PRIMARY KEY (id);
 
@@ -334,6 +354,9 @@ ALTER TABLE ONLY public.sender_policies
 
 ALTER TABLE ONLY public.store_epoch
     ADD CONSTRAINT store_epoch_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.subscriptions
+    ADD CONSTRAINT subscriptions_pkey PRIMARY KEY (address_id, id);
 
 CREATE INDEX addresses_expires_at ON public.addresses USING btree (expires_at);
 
@@ -376,3 +399,6 @@ ALTER TABLE ONLY public.events
 
 ALTER TABLE ONLY public.sender_policies
     ADD CONSTRAINT sender_policies_address_id_fkey FOREIGN KEY (address_id) REFERENCES public.addresses(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.subscriptions
+    ADD CONSTRAINT subscriptions_address_id_fkey FOREIGN KEY (address_id) REFERENCES public.addresses(id) ON DELETE CASCADE;

@@ -93,6 +93,27 @@ CREATE TABLE store_epoch (
   epoch TEXT NOT NULL
 ) STRICT;
 
+CREATE TABLE subscriptions (
+  address_id      TEXT    NOT NULL REFERENCES addresses (id) ON DELETE CASCADE,
+  id              TEXT    NOT NULL,
+  url             TEXT    NOT NULL,
+  secret          BLOB    NOT NULL,
+  filter          TEXT    NOT NULL,   -- JSON {"type": [...], "match": [...]}: the filter of reads
+  created_at      INTEGER NOT NULL,
+  expires_at      INTEGER,            -- epoch ms; null: until deleted
+  paused_at       INTEGER,
+  paused_reason   TEXT,
+  attempts        INTEGER NOT NULL DEFAULT 0,   -- failed attempts on the event after the position
+  next_attempt_at INTEGER,
+  last_attempt_at INTEGER,
+  last_status     INTEGER,
+  last_error      TEXT,
+  last_success_at INTEGER,
+  lease_owner     TEXT,
+  lease_until     INTEGER,
+  PRIMARY KEY (address_id, id)
+) STRICT;
+
 CREATE INDEX addresses_expires_at ON addresses (expires_at);
 
 CREATE INDEX approvals_address ON approvals (address_id);

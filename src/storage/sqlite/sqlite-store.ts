@@ -36,6 +36,7 @@ import type { EventFilter } from '../../domain/event-filter.js';
 import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEvent, RateDecision, ScanPageRecord } from '../../domain/model.js';
 import { type Log, SILENT_LOG, type Store, StoreClosedError, type StoreLimits } from '../../domain/ports.js';
 import type { EpochStore } from '../../epoch/epoch-store.js';
+import type { SubscriptionStore } from '../../push/subscription-store.js';
 import type { CredentialStore } from '../../rotation/rotation-store.js';
 import type { SenderPolicyStore } from '../../sender-policy/sender-policy-store.js';
 import { toEvent } from '../rows.js';
@@ -58,6 +59,7 @@ import { SqliteRetention } from './sqlite-retention.js';
 import { SqliteRotation } from './sqlite-rotation.js';
 import { SqliteSenderPolicies } from './sqlite-sender-policies.js';
 import { prepareStatements, type SqliteParts, type SqliteStatements, STORED_BYTES_SQL } from './sqlite-statements.js';
+import { SqliteSubscriptions } from './sqlite-subscriptions.js';
 
 export { ACKED_SIZES_SQL } from './sqlite-statements.js';
 
@@ -81,6 +83,8 @@ export class SqliteStore implements Store {
   readonly consumers: ConsumerPositions;
   /** Sender policies (src/sender-policy/), beside the Store port rather than in it. */
   readonly senderPolicies: SenderPolicyStore;
+  /** Webhook subscriptions (src/push/, sqlite-subscriptions.ts). */
+  readonly subscriptions: SubscriptionStore;
   /** The store epoch and last sequences (epoch/, sqlite-epoch.ts). */
   readonly epochs: EpochStore;
   /** Credential rotation (rotation/, sqlite-rotation.ts). */
@@ -138,6 +142,7 @@ export class SqliteStore implements Store {
     });
     this.consumers = new SqliteConsumerPositions(this.db, () => this.durable());
     this.senderPolicies = new SqliteSenderPolicies(this.db, () => this.durable());
+    this.subscriptions = new SqliteSubscriptions(this.db, () => this.durable());
     this.epochs = new SqliteEpoch(this.db);
     this.credentials = new SqliteRotation(
       this.db,

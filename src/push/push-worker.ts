@@ -1,0 +1,145 @@
+// The push worker (design.md, "Push subscriptions"): delivers the subscriptions this instance holds
+// the lease of, one PushRunner each. A sweep every PUSH_SWEEP_MS renews those leases, takes free or
+// expired ones (another instance died: taken over once its lease ran out, PUSH_LEASE_MS), drops
+// runners whose subscription was deleted, paused or lost, and deletes expired subscriptions.
+// New events wake runners through the wakeup hub, so the sweep is a safety net, not a poll per
+// subscription. Attempts in flight are bounded per instance (PUSH_CONCURRENCY), each in time.
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { PushConfig } from '../config.js';
+import type { Log, WakeupHub } from '../domain/ports.js';
+import type { ReturnAddressService } from '../domain/return-address-service.js';
+import { type PushObserver, PushRunner } from './push-runner.js';
+import type { PushStore } from './subscription-store.js';
+import type { Subscriptions } from './subscriptions.js';
+
+export const NO_PUSH_OBSERVER: PushObserver = { attempt() {}, delivered() {} };
+
+export interface PushWorkerDeps {
+  service: ReturnAddressService;
+  store: PushStore;
+  subscriptions: Subscriptions;
+  hub: WakeupHub;
+  config: PushConfig;
+  baseUrl: string;
+  log: Log;
+  observer?: PushObserver;
+  now?: () => number;
+}
+
+export class PushWorker {
+  /** This instance's name in leases: unique per process start. */
+  readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private readonly runners = new Map<string, PushRunner>();
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private inFlight = 0;
+  private readonly queue: (() => void)[] = [];
+  /** Told of every attempt (push-metrics.ts when METRICS_PORT is set). */
+  observer: PushObserver;
+
+  constructor(private readonly d: PushWorkerDeps) {
+    this.observer = d.observer ?? NO_PUSH_OBSERVER;
+    d.subscriptions.onChange = (addressId) => this.changed(addressId);
+  }
+
+  start(): void {
+    this.sweepSoon();
+    this.timer = setInterval(() => this.sweepSoon(), this.d.config.sweepMs);
+    this.timer.unref();
+  }
+
+  /** Subscriptions this instance delivers now. */
+  get active(): number {
+    return this.runners.size;
+  }
+
+  /** A subscription of the address was created, refreshed, resumed or deleted: its runner looks again, the sweep takes up new ones. */
+  changed(addressId: string): void {
+    for (const [key, runner] of this.runners) if (key.startsWith(`${addressId}/`)) runner.update();
+    this.sweepSoon();
+  }
+
+  /** A sweep now, or right after the one under way (a create, resume or delete happened). */
+  sweepSoon(): void {
+    if (this.stopped) return;
+    if (this.sweeping) {
+      this.again = true;
+      return;
+    }
+    this.sweeping = this.sweep()
+      .catch((err: unknown) => this.d.log.warn({ err }, 'push sweep failed; the next one retries'))
+      .finally(() => {
+        this.sweeping = undefined;
+        if (this.again) {
+          this.again = false;
+          this.sweepSoon();
+        }
+      });
+  }
+
+  private async sweep(): Promise<void> {
+    const now = (this.d.now ?? Date.now)();
+    const store = this.d.subscriptions.subscriptions;
+    await store.deleteExpiredSubscriptions(now);
+    const held = await store.leaseSubscriptions(this.owner, now, this.d.config.leaseMs, this.d.config.maxPerInstance);
+    if (this.stopped) return;
+    const keep = new Set<string>();
+    for (const record of held) {
+      const key = `${record.addressId}/${record.id}`;
+      keep.add(key);
+      const running = this.runners.get(key);
+      if (running) continue;
+      const runner = new PushRunner(record, {
+        service: this.d.service,
+        store: this.d.store,
+        subscriptions: store,
+        hub: this.d.hub,
+        config: this.d.config,
+        seal: this.d.subscriptions.seal,
+        resolve: this.d.subscriptions.resolve,
+        baseUrl: this.d.baseUrl,
+        owner: this.owner,
+        slot: () => this.slot(),
+        observer: this.observer,
+        log: this.d.log,
+        now: this.d.now ?? Date.now,
+      });
+      this.runners.set(key, runner);
+      void runner.done.then(() => {
+        if (this.runners.get(key) === runner) this.runners.delete(key);
+      });
+    }
+    // Deleted, paused by a resume elsewhere, expired, or leased by another instance: stop here.
+    for (const [key, runner] of this.runners) if (!keep.has(key)) runner.stop();
+  }
+
+  private slot(): Promise<() => void> {
+    const free = () => {
+      this.inFlight--;
+      this.queue.shift()?.();
+    };
+    if (this.inFlight < this.d.config.concurrency) {
+      this.inFlight++;
+      return Promise.resolve(free);
+    }
+    return new Promise((resolve) =>
+      this.queue.push(() => {
+        this.inFlight++;
+        resolve(free);
+      }),
+    );
+  }
+
+  /** Stops every runner (an attempt under way ends with the process: its event is sent again later) and gives up the leases. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.sweeping;
+    for (const runner of this.runners.values()) runner.stop();
+    await Promise.all([...this.runners.values()].map((r) => r.done));
+    await this.d.subscriptions.subscriptions.releaseLeases(this.owner).catch(() => {});
+  }
+}

@@ -1,0 +1,139 @@
+// Push subscriptions' rows, as both stores must answer them (npm test runs this on both): the cap per
+// address holds, the same id again replaces url, secret, filter and expiry and keeps the delivery
+// state; a lease is held by one owner until it runs out, then another takes it; the delivery state is
+// written only by the lease's holder; paused and expired subscriptions are not leased; resume
+// clears a pause; expired ones are deleted; rows go with their address.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
+import type { DeliveryState, SubscriptionRecord } from '../../src/push/subscription-store.js';
+import { type OpenedStore, openStore } from '../../src/storage/open-store.js';
+import { createTestStorage, type TestStorage } from '../helpers.js';
+import { newAddress, RATE } from './store-records.js';
+
+const sub = (addressId: string, id: string, over: Partial<SubscriptionRecord> = {}): SubscriptionRecord => ({
+  addressId,
+  id,
+  url: `https://example.com/${id}`,
+  secret: Buffer.from('sealed'),
+  filter: '{"type":[],"match":[]}',
+  createdAt: 1000,
+  expiresAt: null,
+  pausedAt: null,
+  pausedReason: null,
+  attempts: 0,
+  nextAttemptAt: null,
+  lastAttemptAt: null,
+  lastStatus: null,
+  lastError: null,
+  lastSuccessAt: null,
+  ...over,
+});
+
+const failed: DeliveryState = {
+  attempts: 2,
+  nextAttemptAt: 5000,
+  pausedAt: null,
+  pausedReason: null,
+  lastAttemptAt: 4000,
+  lastStatus: 500,
+  lastError: 'answered 500',
+  lastSuccessAt: null,
+};
+
+describe('push subscriptions: store contract', () => {
+  let storage: TestStorage;
+  let store: OpenedStore;
+  before(async () => {
+    storage = await createTestStorage();
+    store = await openStore(loadConfig(storage.env));
+  });
+  after(async () => {
+    await store.close();
+    await storage.drop();
+  });
+
+  async function address(): Promise<string> {
+    const a = newAddress();
+    await store.createAddress(a, { ...RATE, now: Date.now() });
+    return a.id;
+  }
+  const mine = (rows: SubscriptionRecord[], addressId: string) => rows.filter((r) => r.addressId === addressId).map((r) => r.id);
+
+  it('the cap holds under parallel saves; the same id replaces and keeps the delivery state; a missing address is address_gone', async () => {
+    const a = await address();
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => store.subscriptions.saveSubscription(sub(a, `s${i}`), 3)));
+    assert.equal(results.filter((r) => r === 'created').length, 3);
+    assert.equal(results.filter((r) => r === 'too_many').length, 5);
+    const [first] = await store.subscriptions.listSubscriptions(a);
+    assert.ok(first);
+    const leased = await store.subscriptions.leaseSubscriptions('me', 2000, 10_000, 1000);
+    assert.ok(mine(leased, a).includes(first.id));
+    assert.equal(await store.subscriptions.recordDelivery(a, first.id, 'me', failed), true);
+    assert.equal(
+      await store.subscriptions.saveSubscription(sub(a, first.id, { url: 'https://example.org/new', expiresAt: 99_999_999_999_999 }), 3),
+      'replaced',
+    );
+    const got = await store.subscriptions.getSubscription(a, first.id);
+    assert.equal(got?.url, 'https://example.org/new');
+    assert.equal(got?.expiresAt, 99_999_999_999_999);
+    assert.equal(got?.attempts, 2, 'delivery state kept on a refresh');
+    assert.equal(got?.lastError, 'answered 500');
+    assert.equal(await store.subscriptions.saveSubscription(sub('adr_missing', 'x'), 3), 'address_gone');
+  });
+
+  it('one owner holds a lease until it runs out; only the holder writes the delivery state; release frees it at once', async () => {
+    const a = await address();
+    await store.subscriptions.saveSubscription(sub(a, 'l1'), 10);
+    const t = 10_000_000;
+    assert.deepEqual(mine(await store.subscriptions.leaseSubscriptions('A', t, 1000, 1000), a), ['l1']);
+    assert.deepEqual(mine(await store.subscriptions.leaseSubscriptions('B', t + 500, 1000, 1000), a), [], 'B cannot take a live lease');
+    assert.equal(await store.subscriptions.recordDelivery(a, 'l1', 'B', failed), false, 'B may not write');
+    assert.deepEqual(mine(await store.subscriptions.leaseSubscriptions('A', t + 900, 1000, 1000), a), ['l1'], 'A renews');
+    assert.deepEqual(mine(await store.subscriptions.leaseSubscriptions('B', t + 1500, 1000, 1000), a), [], 'renewed: still A');
+    assert.deepEqual(mine(await store.subscriptions.leaseSubscriptions('B', t + 2000, 1000, 1000), a), ['l1'], 'run out: B takes over');
+    assert.equal(await store.subscriptions.recordDelivery(a, 'l1', 'A', failed), false, 'A lost it: its writes are refused');
+    assert.equal(await store.subscriptions.recordDelivery(a, 'l1', 'B', failed), true);
+    await store.subscriptions.releaseLeases('B');
+    assert.deepEqual(mine(await store.subscriptions.leaseSubscriptions('C', t + 2001, 1000, 1000), a), ['l1'], 'released: C takes it at once');
+  });
+
+  it('parallel leasing by two owners never gives one subscription to both', async () => {
+    const a = await address();
+    for (let i = 0; i < 20; i++) await store.subscriptions.saveSubscription(sub(a, `p${i}`), 100);
+    const now = 20_000_000;
+    const [x, y] = await Promise.all([
+      store.subscriptions.leaseSubscriptions('X', now, 5000, 1000),
+      store.subscriptions.leaseSubscriptions('Y', now, 5000, 1000),
+    ]);
+    const both = mine(x, a).filter((id) => mine(y, a).includes(id));
+    assert.deepEqual(both, []);
+    assert.equal(mine(x, a).length + mine(y, a).length, 20, 'every one leased by one of them');
+  });
+
+  it('paused and expired ones are not leased; resume clears the pause; expired ones are deleted; rows go with the address', async () => {
+    const a = await address();
+    const now = 30_000_000;
+    await store.subscriptions.saveSubscription(sub(a, 'live'), 10);
+    await store.subscriptions.saveSubscription(sub(a, 'old', { expiresAt: now - 1 }), 10);
+    await store.subscriptions.saveSubscription(sub(a, 'held'), 10);
+    await store.subscriptions.leaseSubscriptions('P', now, 1, 1000);
+    assert.equal(await store.subscriptions.recordDelivery(a, 'held', 'P', { ...failed, pausedAt: now, pausedReason: 'abort' }), true);
+    const paused = await store.subscriptions.countPausedSubscriptions();
+    assert.ok(paused >= 1);
+    const leased = mine(await store.subscriptions.leaseSubscriptions('Q', now + 10, 1000, 1000), a).sort();
+    assert.deepEqual(leased, ['live']);
+    assert.equal(await store.subscriptions.resumeSubscription(a, 'held'), true);
+    const resumed = await store.subscriptions.getSubscription(a, 'held');
+    assert.equal(resumed?.pausedAt, null);
+    assert.equal(resumed?.attempts, 0);
+    assert.equal(resumed?.nextAttemptAt, null);
+    assert.equal(await store.subscriptions.countPausedSubscriptions(), paused - 1);
+    assert.ok((await store.subscriptions.deleteExpiredSubscriptions(now)) >= 1);
+    assert.equal(await store.subscriptions.getSubscription(a, 'old'), null);
+    assert.equal(await store.subscriptions.removeSubscription(a, 'live'), true);
+    assert.equal(await store.subscriptions.removeSubscription(a, 'live'), false);
+    assert.equal(await store.deleteAddress(a), true);
+    assert.deepEqual(await store.subscriptions.listSubscriptions(a), [], 'gone with the address');
+  });
+});
