@@ -30,15 +30,15 @@ import { healthRoutes, isHealthProbe } from './http/routes/health.js';
 import { hookRoutes } from './http/routes/hooks.js';
 import { inboxRoutes } from './http/routes/inbox.js';
 import { inspectRoutes } from './http/routes/inspect.js';
+import { pushRoutes } from './http/routes/push.js';
+import { PUSH_COMPONENT_SCHEMAS } from './http/routes/push-schemas.js';
+import { rotationRoutes } from './http/routes/rotation.js';
 import { senderPolicyRoutes } from './http/routes/sender-policy.js';
 import { SENDER_POLICY_COMPONENT_SCHEMAS } from './http/routes/sender-policy-schemas.js';
 import { signingSecretRoutes } from './http/routes/signing-secrets.js';
 import { COMPONENT_SCHEMAS, DOCUMENT_TAGS } from './http/schemas.js';
 import { JsonRpcError, MCP_DOCUMENT_ONLY, mcpRoutes } from './mcp/mcp-route.js';
-import { pushRoutes } from './push/push-routes.js';
-import { PUSH_COMPONENT_SCHEMAS } from './push/push-schemas.js';
 import type { Subscriptions } from './push/subscriptions.js';
-import { rotationRoutes } from './rotation/rotation-routes.js';
 import { WriteHealth } from './storage/store-unavailable.js';
 
 const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;

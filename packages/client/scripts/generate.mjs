@@ -20,8 +20,8 @@ const SCHEMA_FILES = [
   'http/routes/claim-schemas',
   'http/routes/approval-schemas',
   'http/routes/sender-policy-schemas',
-  'rotation/rotation-schemas',
-  'push/push-schemas',
+  'http/routes/rotation-schemas',
+  'http/routes/push-schemas',
 ];
 const eventMatchFile = join(repo, 'src', 'domain', 'event-match.ts');
 

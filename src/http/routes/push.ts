@@ -2,11 +2,11 @@
 // (design.md, "Push subscriptions"). Bearer routes; the credential is checked first
 // (requireReadToken), then the body.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { ReturnAddressService } from '../domain/return-address-service.js';
-import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
-import { AddressParams, BEARER, errorResponses } from '../http/schemas.js';
+import type { ReturnAddressService } from '../../domain/return-address-service.js';
+import { pushConsumerName, type Subscriptions, type SubscriptionView } from '../../push/subscriptions.js';
+import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
+import { AddressParams, BEARER, errorResponses } from '../schemas.js';
 import { Subscription, SubscriptionBody, SubscriptionList, SubscriptionParams } from './push-schemas.js';
-import { pushConsumerName, type Subscriptions, type SubscriptionView } from './subscriptions.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 

@@ -1,9 +1,9 @@
-// TypeBox schemas of POST …/rotate (rotation-routes.ts): the route validates with them and
+// TypeBox schemas of POST …/rotate (rotation.ts): the route validates with them and
 // /openapi.json is generated from them. The answer has the create answer's shape, holding only what
 // changed: the new credentials are shown this once.
 import { Type } from 'typebox';
-import { INBOX_SECRET_RE, READ_TOKEN_RE } from '../domain/credentials.js';
-import { Address } from '../http/schemas.js';
+import { INBOX_SECRET_RE, READ_TOKEN_RE } from '../../domain/credentials.js';
+import { Address } from '../schemas.js';
 
 export const RotateBody = Type.Object(
   {

@@ -2,15 +2,15 @@
 // leaked inbox secret, read token or both. Checks in the order of every bearer route: the
 // credential first (requireReadToken), then the body.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { bearerToken } from '../domain/bearer-token.js';
-import { ApiError } from '../domain/errors.js';
-import { addressView } from '../domain/representation.js';
-import type { ReturnAddressService } from '../domain/return-address-service.js';
-import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
-import { AddressParams, BEARER, errorResponses } from '../http/schemas.js';
-import { CredentialRotation } from './credential-rotation.js';
+import { bearerToken } from '../../domain/bearer-token.js';
+import { ApiError } from '../../domain/errors.js';
+import { addressView } from '../../domain/representation.js';
+import type { ReturnAddressService } from '../../domain/return-address-service.js';
+import { CredentialRotation } from '../../rotation/credential-rotation.js';
+import type { CredentialStore } from '../../rotation/rotation-store.js';
+import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
+import { AddressParams, BEARER, errorResponses } from '../schemas.js';
 import { RotateBody, RotateResponse } from './rotation-schemas.js';
-import type { CredentialStore } from './rotation-store.js';
 
 const GUIDE = 'Guide: /llms-full.txt, "Rotating credentials".';
 

@@ -1,9 +1,9 @@
-// TypeBox schemas of the subscription routes (push-routes.ts): the routes validate with them and
+// TypeBox schemas of the subscription routes (push.ts): the routes validate with them and
 // /openapi.json is generated from them. Shapes only: the URL's rule, the secret's form and the
 // filter are checked by subscriptions.ts, whose messages name the field.
 import { Type } from 'typebox';
-import { AddressParams } from '../http/schemas.js';
-import { MAX_TTL_SECONDS, MAX_URL_CHARS, MIN_TTL_SECONDS } from './subscriptions.js';
+import { MAX_TTL_SECONDS, MAX_URL_CHARS, MIN_TTL_SECONDS } from '../../push/subscriptions.js';
+import { AddressParams } from '../schemas.js';
 
 const TypeFilter = Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 20 })], {
   description: 'Event types this subscription gets: exact (stripe.invoice.paid) or a prefix ending in .* (github.*); any of them. All when left out.',
