@@ -75,7 +75,19 @@ describe('PostgreSQL store', { skip: onlyPostgres }, () => {
       const tables = await c.query<{ t: string }>(`SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`);
       assert.deepEqual(
         tables.rows.map((r) => r.t),
-        ['addresses', 'approval_answers', 'approvals', 'consumers', 'event_blobs', 'events', 'rate_windows', 'schema_migrations', 'sender_policies'],
+        [
+          'addresses',
+          'approval_answers',
+          'approvals',
+          'consumers',
+          'event_blobs',
+          'events',
+          'rate_windows',
+          'schema_migrations',
+          'sender_policies',
+          'store_epoch',
+          'subscriptions',
+        ],
       );
     });
     await s1.migrate(); // a later start is a no-op
