@@ -5,10 +5,10 @@
 import type { BlobName, StoredBlob } from '../blobs/event-blob.js';
 import { EVENT_ID_RE } from './credentials.js';
 import { ApiError, notFound } from './errors.js';
-import type { EventFilter } from './event-filter.js';
+import { type EventFilter, isEmptyFilter } from './event-filter.js';
 import { EventReads } from './event-reads.js';
 import { EventStream, type StreamSink } from './event-stream.js';
-import { LongPoll, type PollCallback } from './long-poll.js';
+import { LongPoll, type PollCallback, type ScreenAfter } from './long-poll.js';
 import type { AddressRecord, EventRecord, ListQuery, Page } from './model.js';
 import type { Store, WakeupHub } from './ports.js';
 
@@ -67,6 +67,7 @@ export class QueueReaders {
       deadline,
       this.now,
       callback,
+      this.screenFor(address.id, q.filter),
     );
     poll.start();
     return poll;
@@ -86,6 +87,7 @@ export class QueueReaders {
       after,
       heartbeatMs,
       sink,
+      this.screenFor(address.id, filter),
     );
   }
 
@@ -148,6 +150,12 @@ export class QueueReaders {
     // Readers whose cursor is before it, and claimers, may now have an event to take.
     this.hub.notify(address.id);
     return event;
+  }
+
+  /** How a filtered reader screens the changes of its address (EventReads.screen); none without a filter. */
+  private screenFor(addressId: string, filter: EventFilter | undefined): ScreenAfter | undefined {
+    if (filter === undefined || isEmptyFilter(filter)) return undefined;
+    return (after, target) => this.reads.screen(addressId, after, filter, target);
   }
 
   /** A page for a reader (event-reads.ts: shared with the readers asking the same in this turn, filters run in memory). */
