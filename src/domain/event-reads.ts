@@ -38,6 +38,8 @@ export interface Screened {
 
 /** The waiters at one cursor of one address that asked for a screen in the same turn. */
 interface ScreenBatch {
+  addressId: string;
+  after: number;
   filters: EventFilter[];
   targets: Screened[];
 }
@@ -64,6 +66,8 @@ export class EventReads {
   private readonly pending = new Map<string, Promise<EventPageRecord | null>>();
   /** Screens not yet started, by address and cursor. */
   private readonly screens = new Map<string, ScreenBatch>();
+  /** The batch joined last, while it has not started. */
+  private lastScreen: ScreenBatch | undefined;
 
   constructor(private readonly store: Store) {}
 
@@ -122,19 +126,23 @@ export class EventReads {
    * Joined only before the read starts, like every shared read: each joiner was woken before it.
    */
   screen(addressId: string, after: number, filter: EventFilter, target: Screened): void {
-    const key = `${addressId} ${after}`;
-    let batch = this.screens.get(key);
+    // The waiters of one address are woken one after another: most join the batch the last one joined.
+    let batch = this.lastScreen !== undefined && this.lastScreen.addressId === addressId && this.lastScreen.after === after ? this.lastScreen : undefined;
+    const key = batch === undefined ? `${addressId} ${after}` : '';
+    batch ??= this.screens.get(key);
     if (batch === undefined) {
-      const b: ScreenBatch = { filters: [], targets: [] };
+      const b: ScreenBatch = { addressId, after, filters: [], targets: [] };
       this.screens.set(key, (batch = b));
       queueMicrotask(() => {
         this.screens.delete(key);
+        if (this.lastScreen === b) this.lastScreen = undefined;
         this.joined(addressId, after, WINDOW_EVENTS, WINDOW_BYTES).then(
           (window) => settleScreen(b, window, after),
           () => settleScreen(b, null, after),
         );
       });
     }
+    this.lastScreen = batch;
     batch.filters.push(filter);
     batch.targets.push(target);
   }
@@ -157,16 +165,23 @@ function settleScreen(batch: ScreenBatch, window: EventPageRecord | null, after:
   const { filters, targets } = batch;
   // Gone, failed, or more than a window: each waiter reads, and its read answers.
   const end = window === null || window.hasMore ? undefined : (window.events.at(-1)?.sequence ?? after);
+  // Waiters holding the same filter share one object (QueueReaders interns them), and are mostly
+  // woken side by side: one evaluation answers a run of them.
+  let last: EventFilter | undefined;
+  let lastCursor: number | undefined;
   for (let i = 0; i < targets.length; i++) {
     let cursor = end;
-    if (cursor !== undefined) {
-      const filter = filters[i]!;
+    const filter = filters[i]!;
+    if (cursor !== undefined && filter === last) cursor = lastCursor;
+    else if (cursor !== undefined) {
       for (const e of window!.events) {
         if (eventPasses(e, filter)) {
           cursor = undefined;
           break;
         }
       }
+      last = filter;
+      lastCursor = cursor;
     }
     try {
       targets[i]!.screened(cursor);
