@@ -11,8 +11,8 @@
 // address going away (the read fails with not_found) or a store failure, both passed to end().
 import type { Screened } from './event-reads.js';
 import { type AfterPage, type Follow, type FollowEnd, Follower } from './follower.js';
-import type { EventRecord, Page } from './model.js';
 import type { ScreenAfter } from './long-poll.js';
+import type { EventRecord, Page } from './model.js';
 import type { WakeupHub } from './ports.js';
 
 export interface StreamSink {

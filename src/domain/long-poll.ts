@@ -50,7 +50,7 @@ export class LongPoll implements Follow<Page>, Screened {
     private readonly now: () => number,
     private readonly callback: PollCallback,
     /** Given for a filtered poll: its changes are screened, not read (follower.ts). */
-    private readonly screenAfter?: ScreenAfter,
+    screenAfter?: ScreenAfter,
   ) {
     this.latest = { events: [], nextCursor: after, hasMore: false };
     this.screen = screenAfter === undefined ? undefined : () => screenAfter(this.latest.nextCursor, this);

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { parseEventFilter } from '../../src/domain/event-filter.js';
 import type { Page } from '../../src/domain/model.js';
-import type { Store, WakeListener, Waiter } from '../../src/domain/ports.js';
+import type { Store, Waiter, WakeListener } from '../../src/domain/ports.js';
 import { ReturnAddressService } from '../../src/domain/return-address-service.js';
 import { openStore } from '../../src/storage/open-store.js';
 import { InProcessWakeupHub } from '../../src/wakeup/wakeup-hub.js';
@@ -73,7 +73,8 @@ describe(`filtered waiters screen the changes of their address (${STORE})`, () =
     const c = counted();
     const reader = new ReturnAddressService(c.store, hub, config);
     const polls: Promise<Page>[] = [];
-    for (let i = 0; i < 100; i++) polls.push(reader.listEvents(address, { after: 0, limit: 10, wait: 25, filter: parseEventFilter({ type: 'wanted', match: 'data.ok=true' }) }));
+    for (let i = 0; i < 100; i++)
+      polls.push(reader.listEvents(address, { after: 0, limit: 10, wait: 25, filter: parseEventFilter({ type: 'wanted', match: 'data.ok=true' }) }));
     await waiting(100);
     const registered = hub.registrations;
     const readsBefore = c.reads();
