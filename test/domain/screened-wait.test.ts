@@ -134,6 +134,45 @@ describe(`filtered waiters screen the changes of their address (${STORE})`, () =
     assert.equal(hub.size(), 0, 'no waiter is left behind');
   });
 
+  it('a filtered stream sleeps through non-matching changes registered once, and sends each match in order', async () => {
+    const { address } = await writer.createAddress({}, 'screen-test');
+    const sent: string[] = [];
+    let ended = false;
+    let heartbeats = 0;
+    const stream = writer.streamEvents(
+      address,
+      0,
+      60_000,
+      {
+        send: (events) => {
+          for (const e of events) sent.push(e.id);
+          return true;
+        },
+        heartbeat: () => heartbeats++,
+        end: () => {
+          ended = true;
+        },
+      },
+      wanted,
+    );
+    stream.start();
+    await waiting(1);
+    const registered = hub.registrations;
+    for (let i = 0; i < 10; i++) await writer.deliver(address, { type: 'other', data: { ok: true } }, undefined, 'https');
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(hub.registrations, registered, 'the stream did not register again for changes that held nothing for it');
+    assert.equal(stream.position, 10, 'its cursor moved past what the screens examined');
+    const hits: string[] = [];
+    for (let i = 0; i < 3; i++) hits.push((await writer.deliver(address, { type: 'wanted', data: { ok: true } }, undefined, 'https')).event.id);
+    for (let i = 0; i < 500 && sent.length < 3; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(sent, hits, 'every match, in order, none twice');
+    assert.equal(stream.position, 13);
+    assert.equal(heartbeats, 0);
+    stream.cancel();
+    assert.equal(ended, false, 'a cancelled stream does not call its sink');
+    assert.equal(hub.size(), 0, 'no waiter is left behind');
+  });
+
   it('deleting the address ends a screened wait with not_found', async () => {
     const { address } = await writer.createAddress({}, 'screen-test');
     const polling = writer.listEvents(address, { after: 0, limit: 10, wait: 25, filter: wanted });
