@@ -27,6 +27,27 @@ export const WINDOW_BYTES = 2 * 1024 * 1024;
 /** What a page's byte budgets count of an event: its stored data and metadata, in UTF-8 (stored-bytes-sql.ts' jsonBytesSql). */
 export const eventJsonBytes = (e: EventRecord): number => Buffer.byteLength(e.data) + (e.metadata === null ? 0 : Buffer.byteLength(e.metadata));
 
+/**
+ * A waiter's part in a screen (EventReads.screen): `cursor` is where the events read end when none
+ * passes its filter (it moves there in memory and waits on), undefined when it should read (a
+ * match, more than a window of new events, the address gone or the read failed).
+ */
+export interface Screened {
+  screened(cursor: number | undefined): void;
+}
+
+/** The waiters at one cursor of one address that asked for a screen in the same turn. */
+interface ScreenBatch {
+  addressId: string;
+  after: number;
+  filters: EventFilter[];
+  targets: Screened[];
+}
+
+// A complete window is within the scan's bound, so a screen that finds no match in it has examined
+// what a scan would have, and may move the cursor past it without a page saying so.
+if (WINDOW_EVENTS > SCAN_EVENTS || WINDOW_BYTES > SCAN_BYTES) throw new Error('a window must fit in the scan bound');
+
 let turn: Promise<void> | undefined;
 
 /** A promise of the next turn of the event loop, one for every caller in this turn. */
@@ -43,6 +64,10 @@ export function nextTurn(): Promise<void> {
 export class EventReads {
   /** Reads not yet started, by what they read: joined by readers asking the same in the same turn. */
   private readonly pending = new Map<string, Promise<EventPageRecord | null>>();
+  /** Screens not yet started, by address and cursor. */
+  private readonly screens = new Map<string, ScreenBatch>();
+  /** The batch joined last, while it has not started. */
+  private lastScreen: ScreenBatch | undefined;
 
   constructor(private readonly store: Store) {}
 
@@ -93,6 +118,35 @@ export class EventReads {
     }
   }
 
+  /**
+   * Whether the events after `after` hold anything for `filter`, answered to `target` (Screened):
+   * one window read for every waiter of the address at that cursor that asks in the same turn,
+   * then each filter in memory. A woken filtered waiter asks this instead of reading, so a change
+   * costs the waiters it is not for one evaluation each: no page, no new registration, no timer.
+   * Joined only before the read starts, like every shared read: each joiner was woken before it.
+   */
+  screen(addressId: string, after: number, filter: EventFilter, target: Screened): void {
+    // The waiters of one address are woken one after another: most join the batch the last one joined.
+    let batch = this.lastScreen !== undefined && this.lastScreen.addressId === addressId && this.lastScreen.after === after ? this.lastScreen : undefined;
+    const key = batch === undefined ? `${addressId} ${after}` : '';
+    batch ??= this.screens.get(key);
+    if (batch === undefined) {
+      const b: ScreenBatch = { addressId, after, filters: [], targets: [] };
+      this.screens.set(key, (batch = b));
+      queueMicrotask(() => {
+        this.screens.delete(key);
+        if (this.lastScreen === b) this.lastScreen = undefined;
+        this.joined(addressId, after, WINDOW_EVENTS, WINDOW_BYTES).then(
+          (window) => settleScreen(b, window, after),
+          () => settleScreen(b, null, after),
+        );
+      });
+    }
+    this.lastScreen = batch;
+    batch.filters.push(filter);
+    batch.targets.push(target);
+  }
+
   private joined(addressId: string, after: number, limit: number, budget: number): Promise<EventPageRecord | null> {
     const key = `${addressId} ${after} ${limit} ${budget}`;
     let read = this.pending.get(key);
@@ -104,5 +158,35 @@ export class EventReads {
       this.pending.set(key, read);
     }
     return read;
+  }
+}
+
+function settleScreen(batch: ScreenBatch, window: EventPageRecord | null, after: number): void {
+  const { filters, targets } = batch;
+  // Gone, failed, or more than a window: each waiter reads, and its read answers.
+  const end = window === null || window.hasMore ? undefined : (window.events.at(-1)?.sequence ?? after);
+  // Waiters holding the same filter share one object (QueueReaders interns them), and are mostly
+  // woken side by side: one evaluation answers a run of them.
+  let last: EventFilter | undefined;
+  let lastCursor: number | undefined;
+  for (let i = 0; i < targets.length; i++) {
+    let cursor = end;
+    const filter = filters[i]!;
+    if (cursor !== undefined && filter === last) cursor = lastCursor;
+    else if (cursor !== undefined) {
+      for (const e of window!.events) {
+        if (eventPasses(e, filter)) {
+          cursor = undefined;
+          break;
+        }
+      }
+      last = filter;
+      lastCursor = cursor;
+    }
+    try {
+      targets[i]!.screened(cursor);
+    } catch (err) {
+      process.emitWarning(`a screened waiter threw: ${String(err)}`, 'FollowerCallbackError');
+    }
   }
 }

@@ -9,7 +9,9 @@
 // it drains, so a client that does not read holds at most one page in memory). The waiter's timeout
 // is the heartbeat: each one sends a comment and re-reads. 'shutdown' ends the stream; so does the
 // address going away (the read fails with not_found) or a store failure, both passed to end().
+import type { Screened } from './event-reads.js';
 import { type AfterPage, type Follow, type FollowEnd, Follower } from './follower.js';
+import type { ScreenAfter } from './long-poll.js';
 import type { EventRecord, Page } from './model.js';
 import type { WakeupHub } from './ports.js';
 
@@ -22,8 +24,10 @@ export interface StreamSink {
   end(err: unknown): void;
 }
 
-export class EventStream implements Follow<Page> {
+export class EventStream implements Follow<Page>, Screened {
   readonly waiterKind = 'stream' as const;
+  /** @internal Follow: only a filtered stream screens its changes. */
+  readonly screen: (() => void) | undefined;
   private readonly follower: Follower<Page>;
   private readonly resume = () => this.follower.resume();
 
@@ -34,8 +38,17 @@ export class EventStream implements Follow<Page> {
     private cursor: number,
     private readonly heartbeatMs: number,
     private readonly sink: StreamSink,
+    /** Given for a filtered stream: its changes are screened, not read (follower.ts). */
+    screenAfter?: ScreenAfter,
   ) {
+    this.screen = screenAfter === undefined ? undefined : () => screenAfter(this.cursor, this);
     this.follower = new Follower(hub, addressId, this);
+  }
+
+  /** @internal Screened: nothing after the cursor passed the filter up to `cursor`, or (undefined) read. */
+  screened(cursor: number | undefined): void {
+    if (cursor !== undefined && cursor > this.cursor) this.cursor = cursor;
+    this.follower.screened(cursor === undefined);
   }
 
   /** The sequence of the last event examined (with a filter, not always one handed to the sink), or the starting cursor. */

@@ -42,6 +42,14 @@ export interface Follow<P> {
   timedOut(): boolean;
   /** Called exactly once, last; `err` is the read's rejection when `failed`. Must not throw. */
   end(reason: FollowEnd, err?: unknown): void;
+  /**
+   * A filtered follow's cheap answer to a change, shared by every waiter of the address
+   * (EventReads.screen): looks at the events after its cursor and calls the follower's
+   * `screened(true)` when they may hold something for it (then it reads), or moves its cursor past
+   * them in memory and calls `screened(false)` (then it waits on). Undefined when every change may
+   * be for it (no filter): then each change ends the registration and it reads.
+   */
+  readonly screen?: (() => void) | undefined;
 }
 
 export class Follower<P> implements WakeListener {
@@ -56,6 +64,9 @@ export class Follower<P> implements WakeListener {
   private wokenDuringRead: WakeReason | undefined;
   private holding = false;
   private finished = false;
+  /** A screen (Follow.screen) is in flight; a change meanwhile is remembered and screened after it. */
+  private screening = false;
+  private changedDuringScreen = false;
 
   constructor(
     private readonly hub: WakeupHub,
@@ -85,9 +96,10 @@ export class Follower<P> implements WakeListener {
     this.finish('cancelled');
   }
 
-  /** From the hub, once per registration. */
+  /** From the hub: once per registration, or for a kept one (a screened follow), on every change until it ends. */
   wake(reason: WakeReason): void {
-    this.waiter = undefined;
+    // A screened follow's registration is kept through 'changed' (WakeupHub.register's `keep`).
+    if (reason !== 'changed' || this.follow.screen === undefined) this.waiter = undefined;
     if (this.reading) {
       // 'shutdown' outranks a remembered 'changed' or 'timeout'.
       if (this.wokenDuringRead !== 'shutdown') this.wokenDuringRead = reason;
@@ -101,12 +113,42 @@ export class Follower<P> implements WakeListener {
     if (reason === 'shutdown') return this.finish('shutdown');
     if (reason === 'timeout' && !this.follow.timedOut()) return this.finish('timeout');
     // timedOut() may have led to cancel() (a heartbeat written to a closed client).
-    if (!this.finished) this.registerThenRead();
+    if (this.finished) return;
+    // A change to a screened follow that is still registered: its registration and timer stay;
+    // only a change that may hold something for it leads to a read.
+    if (reason === 'changed' && this.follow.screen !== undefined && this.waiter !== undefined) return this.screenChange();
+    this.registerThenRead();
+  }
+
+  private screenChange(): void {
+    if (this.screening) {
+      this.changedDuringScreen = true;
+      return;
+    }
+    this.screening = true;
+    this.follow.screen!();
+  }
+
+  /**
+   * The answer to Follow.screen: `readAgain` when the new events may hold something for this
+   * follow. Otherwise it waits on, registered as it was, and screens once more if its address
+   * changed while the screen was in flight (that change may be after what the screen read).
+   */
+  screened(readAgain: boolean): void {
+    this.screening = false;
+    const changed = this.changedDuringScreen;
+    this.changedDuringScreen = false;
+    // Since the screen began, the follow ended, or read (a heartbeat, whose read came after the
+    // change and so covers it), or stopped reading (hold) and will register afresh: nothing to do.
+    if (this.finished || this.reading || this.holding || this.waiter === undefined) return;
+    // Still registered (kept) since before the change: a change during this read is remembered by wake().
+    if (readAgain) return this.readPage(true);
+    if (changed) this.screenChange();
   }
 
   private registerThenRead(): void {
     this.waiter?.cancel();
-    this.waiter = this.hub.register(this.addressId, this.follow.waitMs(), this);
+    this.waiter = this.hub.register(this.addressId, this.follow.waitMs(), this, this.follow.screen !== undefined);
     // While shutting down, the hub woke (and so finished) this follower inside register().
     if (!this.finished) this.readPage(true);
   }

@@ -8,9 +8,13 @@
 //
 // A poll that is waiting holds this object, its follower, a hub registration and a timer, and no
 // promise, no suspended async frame and no AbortController.
+import type { Screened } from './event-reads.js';
 import { type AfterPage, type Follow, type FollowEnd, Follower } from './follower.js';
 import type { Page } from './model.js';
 import type { WakeupHub } from './ports.js';
+
+/** Asks whether the events after a cursor hold anything for this reader's filter (EventReads.screen). */
+export type ScreenAfter = (after: number, target: Screened) => void;
 
 /**
  * The longest long-poll a client may ask for (the `wait` of GET …/events and of a claim), in seconds.
@@ -25,8 +29,10 @@ export const MAX_WAIT_SECONDS = 25;
  */
 export type PollCallback = (err: unknown, page: Page | undefined) => void;
 
-export class LongPoll implements Follow<Page> {
+export class LongPoll implements Follow<Page>, Screened {
   readonly waiterKind = 'long_poll' as const;
+  /** @internal Follow: only a filtered poll screens its changes. */
+  readonly screen: (() => void) | undefined;
   private readonly follower: Follower<Page>;
   /**
    * The latest page read: what a timeout, a shutdown or cancel() answers. Its nextCursor is where
@@ -43,9 +49,18 @@ export class LongPoll implements Follow<Page> {
     private readonly deadline: number | undefined,
     private readonly now: () => number,
     private readonly callback: PollCallback,
+    /** Given for a filtered poll: its changes are screened, not read (follower.ts). */
+    screenAfter?: ScreenAfter,
   ) {
     this.latest = { events: [], nextCursor: after, hasMore: false };
+    this.screen = screenAfter === undefined ? undefined : () => screenAfter(this.latest.nextCursor, this);
     this.follower = new Follower(hub, addressId, this);
+  }
+
+  /** @internal Screened: nothing after the cursor passed the filter up to `cursor`, or (undefined) read. */
+  screened(cursor: number | undefined): void {
+    if (cursor !== undefined && cursor > this.latest.nextCursor) this.latest = { events: [], nextCursor: cursor, hasMore: false };
+    this.follower.screened(cursor === undefined);
   }
 
   start(): void {

@@ -14,7 +14,11 @@ import type { AddressRecord, AppendResult, EventPageRecord, EventRecord, NewEven
 export type WakeReason = 'changed' | 'timeout' | 'shutdown';
 
 export interface WakeListener {
-  /** Called once, synchronously from notify(), the timer, or shutdown(); the waiter is deregistered by then. */
+  /**
+   * Called synchronously from notify(), the timer, or shutdown(). A one-shot waiter is called once and
+   * is deregistered by then; a kept waiter (`register(…, true)`) is called with 'changed' as often as
+   * its address changes and stays registered, its timer untouched, until 'timeout', 'shutdown' or cancel().
+   */
   wake(reason: WakeReason): void;
 }
 
@@ -25,8 +29,12 @@ export interface Waiter {
 
 /** Wake-ups for held reads: a hint that an address changed; the store stays the truth. */
 export interface WakeupHub {
-  /** A one-shot waiter woken with the first of 'changed', 'timeout' (after `timeoutMs`) or 'shutdown'. */
-  register(addressId: string, timeoutMs: number, listener: WakeListener): Waiter;
+  /**
+   * A one-shot waiter woken with the first of 'changed', 'timeout' (after `timeoutMs`) or 'shutdown'.
+   * `keep`: 'changed' does not end it (a filtered waiter that checks the new events in memory and
+   * waits on when none is for it: no new registration and no new timer per change).
+   */
+  register(addressId: string, timeoutMs: number, listener: WakeListener, keep?: boolean): Waiter;
   /** Something changed on this address (new event, deletion): every waiter re-reads. */
   notify(addressId: string): void;
 }

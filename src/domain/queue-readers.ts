@@ -5,10 +5,10 @@
 import type { BlobName, StoredBlob } from '../blobs/event-blob.js';
 import { EVENT_ID_RE } from './credentials.js';
 import { ApiError, notFound } from './errors.js';
-import type { EventFilter } from './event-filter.js';
+import { type EventFilter, isEmptyFilter } from './event-filter.js';
 import { EventReads } from './event-reads.js';
 import { EventStream, type StreamSink } from './event-stream.js';
-import { LongPoll, type PollCallback } from './long-poll.js';
+import { LongPoll, type PollCallback, type ScreenAfter } from './long-poll.js';
 import type { AddressRecord, EventRecord, ListQuery, Page } from './model.js';
 import type { Store, WakeupHub } from './ports.js';
 
@@ -22,9 +22,14 @@ export interface ReadOptions {
 /** Stored JSON bytes a stream reads at once (raised to MAX_EVENT_BYTES when that is larger): what a blocked stream may hold. */
 export const STREAM_PAGE_BYTES = 1024 * 1024;
 
+/** Distinct filter texts remembered for screens; a filter not remembered still screens, unshared. */
+const SHARED_FILTERS = 1024;
+
 export class QueueReaders {
   /** Every reader's reads, shared by the readers asking the same in one turn (event-reads.ts). */
   private readonly reads: EventReads;
+  /** Filters by their text, for screens (screenFor): at most SHARED_FILTERS, then forgotten all at once. */
+  private readonly filters = new Map<string, EventFilter>();
 
   constructor(
     private readonly store: Store,
@@ -67,6 +72,7 @@ export class QueueReaders {
       deadline,
       this.now,
       callback,
+      this.screenFor(address.id, q.filter),
     );
     poll.start();
     return poll;
@@ -86,6 +92,7 @@ export class QueueReaders {
       after,
       heartbeatMs,
       sink,
+      this.screenFor(address.id, filter),
     );
   }
 
@@ -148,6 +155,20 @@ export class QueueReaders {
     // Readers whose cursor is before it, and claimers, may now have an event to take.
     this.hub.notify(address.id);
     return event;
+  }
+
+  /** How a filtered reader screens the changes of its address (EventReads.screen); none without a filter. */
+  private screenFor(addressId: string, filter: EventFilter | undefined): ScreenAfter | undefined {
+    if (filter === undefined || isEmptyFilter(filter)) return undefined;
+    // One object per filter text: the screen evaluates a run of waiters holding it once.
+    const text = JSON.stringify(filter);
+    let shared = this.filters.get(text);
+    if (shared === undefined) {
+      if (this.filters.size >= SHARED_FILTERS) this.filters.clear();
+      this.filters.set(text, (shared = filter));
+    }
+    const f = shared;
+    return (after, target) => this.reads.screen(addressId, after, f, target);
   }
 
   /** A page for a reader (event-reads.ts: shared with the readers asking the same in this turn, filters run in memory). */

@@ -7,6 +7,8 @@
 // Each registration is one-shot: its listener is called exactly once, with the first of 'changed'
 // (an event or a deletion on its address, from this instance or, through the store's
 // notifications, another), 'timeout' or 'shutdown', unless it is cancelled first (then never).
+// A kept registration (a filtered follower that checks new events in memory, follower.ts) is
+// called with 'changed' without being settled: it stays, with its timer, until it ends otherwise.
 // Settling or cancelling removes it from the map, so idle addresses cost nothing and `size()` is
 // the exact number of open long-polls.
 //
@@ -24,7 +26,16 @@ class Registration implements Waiter {
     readonly hub: InProcessWakeupHub,
     readonly addressId: string,
     readonly listener: WakeListener,
+    /** 'changed' calls the listener and leaves it registered (WakeupHub.register's `keep`). */
+    readonly keep: boolean,
   ) {}
+
+  /** Something changed on its address. */
+  changed(): void {
+    if (this.done) return;
+    if (this.keep) this.listener.wake('changed');
+    else this.settle('changed');
+  }
 
   settle(reason: WakeReason): void {
     if (this.done) return;
@@ -59,12 +70,12 @@ export class InProcessWakeupHub implements WakeupHub {
    * Registers a waiter whose listener is woken after at most `timeoutMs`. While the hub is shutting
    * down, the listener is woken with 'shutdown' before this returns.
    */
-  register(addressId: string, timeoutMs: number, listener: WakeListener): Waiter {
+  register(addressId: string, timeoutMs: number, listener: WakeListener, keep = false): Waiter {
     if (this.closing) {
       listener.wake('shutdown');
       return SETTLED;
     }
-    const r = new Registration(this, addressId, listener);
+    const r = new Registration(this, addressId, listener, keep);
     let set = this.byAddress.get(addressId);
     if (!set) this.byAddress.set(addressId, (set = new Set()));
     set.add(r);
@@ -77,12 +88,12 @@ export class InProcessWakeupHub implements WakeupHub {
   notify(addressId: string): void {
     const set = this.byAddress.get(addressId);
     if (!set) return;
-    for (const r of [...set]) r.settle('changed');
+    for (const r of [...set]) r.changed();
   }
 
   /** Wakes every waiter, e.g. after a lost notification connection is back (changes may be missed). */
   notifyAll(): void {
-    for (const set of [...this.byAddress.values()]) for (const r of [...set]) r.settle('changed');
+    for (const set of [...this.byAddress.values()]) for (const r of [...set]) r.changed();
   }
 
   /** Ends every wait with 'shutdown' and makes later registrations settle at once. */

@@ -144,6 +144,30 @@ describe('two instances on one PostgreSQL database', { skip: onlyPostgres }, () 
     assert.ok(Math.max(...latencies) < 2000, msg);
   });
 
+  it('a filtered long-poll on B sleeps through non-matching deliveries through A and wakes promptly for a match', async () => {
+    const addr = await createAddress(a.baseUrl);
+    let answered = false;
+    const waiting = listEvents(b.baseUrl, addr, { wait: 20, type: 'wanted' }).then((r) => {
+      answered = true;
+      return { r, at: performance.now() };
+    });
+    await waitersOn(b, 1);
+    // B hears each through LISTEN and screens it: nothing for this filter, so the poll waits on.
+    for (const i of range(1, 5)) assert.equal((await deliver(a.baseUrl, addr, { type: 'other', data: i })).status, 202);
+    await sleep(300);
+    assert.equal(answered, false, 'no non-matching delivery ended the wait');
+    await waitersOn(b, 1);
+    const delivered = await deliver(a.baseUrl, addr, { type: 'wanted' });
+    const committedAt = performance.now();
+    const { r, at } = await waiting;
+    assert.equal(r.status, 200);
+    assert.deepEqual(seqs(r), [6]);
+    assert.equal(r.json.events[0].id, delivered.json.event.id);
+    assert.equal(r.json.next_cursor, 6);
+    assert.ok(at - committedAt < 2000, `woken by the match through A (${(at - committedAt).toFixed(0)} ms), not by the timeout`);
+    await waitersOn(b, 0);
+  });
+
   it('deleting the address through A ends a long-poll on B with 404', async () => {
     const addr = await createAddress(a.baseUrl);
     const waiting = listEvents(b.baseUrl, addr, { wait: 20 });
