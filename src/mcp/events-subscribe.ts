@@ -103,11 +103,18 @@ export async function subscribeEvents(subscriptions: Subscriptions, address: Add
     match = Array.isArray(match) ? [...(match as string[]), `trust.ingress=${ingress}`] : { ...(match ?? {}), 'trust.ingress': ingress };
   }
   const id = subscriptionId(address.id, sub.name, params.arguments, delivery.url);
+  // A refresh that names no secret keeps the one in use (a client refreshing on a timer must not
+  // have its receiver's secret replaced); only a new subscription gets one generated and shown.
+  let secret = delivery.secret;
+  if (secret === undefined) {
+    const existing = await subscriptions.subscriptions.getSubscription(address.id, id);
+    if (existing) secret = subscriptions.seal.open(address.id, id, existing.secret) ?? undefined;
+  }
   try {
     const view = await subscriptions.create(address, {
       id,
       url: delivery.url,
-      ...(delivery.secret === undefined ? {} : { secret: delivery.secret }),
+      ...(secret === undefined ? {} : { secret }),
       ...(args.type === undefined ? {} : { type: args.type as string | string[] }),
       ...(match === undefined ? {} : { match }),
       ttl_seconds: Math.ceil(ttlMs / 1000),
