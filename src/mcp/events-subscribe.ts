@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { ApiError } from '../domain/errors.js';
 import type { AddressRecord } from '../domain/model.js';
-import { type Subscriptions, type SubscriptionView, MAX_TTL_SECONDS, MIN_TTL_SECONDS } from '../push/subscriptions.js';
+import { MAX_TTL_SECONDS, MIN_TTL_SECONDS, type Subscriptions, type SubscriptionView } from '../push/subscriptions.js';
 import { MCP_SUBSCRIPTION_HEADER, MCP_SUBSCRIPTION_PREFIX } from '../push/webhook-body.js';
 import { EVENT_TYPES, EventsError, INVALID_PARAMS, NOT_FOUND, RESOURCE_EXHAUSTED, readSubscription } from './events-extension.js';
 
@@ -52,7 +52,8 @@ function readDelivery(params: Record<string, unknown>): Delivery {
   const o = d as Record<string, unknown>;
   if (o.mode !== undefined && o.mode !== 'webhook') throw invalid('params.delivery.mode must be "webhook" (poll and push are events/poll and events/stream).');
   if (typeof o.url !== 'string') throw invalid('params.delivery.url must be the https URL to POST occurrences to.');
-  if (o.secret !== undefined && typeof o.secret !== 'string') throw invalid('params.delivery.secret must be a whsec_ string, or left out to have one generated.');
+  if (o.secret !== undefined && typeof o.secret !== 'string')
+    throw invalid('params.delivery.secret must be a whsec_ string, or left out to have one generated.');
   return { url: o.url, secret: o.secret };
 }
 
@@ -128,7 +129,11 @@ export async function subscribeEvents(subscriptions: Subscriptions, address: Add
 }
 
 /** events/unsubscribe: by id, or by the request that made it (name, arguments, delivery.url). */
-export async function unsubscribeEvents(subscriptions: Subscriptions, address: AddressRecord, params: Record<string, unknown>): Promise<Record<string, unknown>> {
+export async function unsubscribeEvents(
+  subscriptions: Subscriptions,
+  address: AddressRecord,
+  params: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
   let id: string;
   if (params.id !== undefined) {
     if (typeof params.id !== 'string' || !params.id.startsWith(MCP_SUBSCRIPTION_PREFIX)) {

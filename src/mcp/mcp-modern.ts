@@ -9,8 +9,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AddressRecord } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
-import type { Subscriptions } from '../push/subscriptions.js';
 import { UNTRUSTED_CONTENT } from '../domain/trust.js';
+import type { Subscriptions } from '../push/subscriptions.js';
 import { EVENTS_EXTENSION, EventsError, listEventTypes, pollEvents } from './events-extension.js';
 import type { EventStreams } from './events-stream.js';
 import { subscribeEvents, unsubscribeEvents } from './events-subscribe.js';

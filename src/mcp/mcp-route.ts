@@ -19,8 +19,8 @@ import { sendApiError, toApiError } from '../http/plugins/api-error-handler.js';
 import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
 import type { AppDeps } from '../http/route-deps.js';
 import { AddressParams, BEARER, ErrorBody, errorResponses } from '../http/schemas.js';
-import { EventStreams } from './events-stream.js';
 import type { Subscriptions } from '../push/subscriptions.js';
+import { EventStreams } from './events-stream.js';
 
 // The SDK (with zod, express and hono under it) adds ~30 MB to the process: it is loaded on the
 // first MCP call, not at boot, so a service nobody attaches over MCP does not carry it.
