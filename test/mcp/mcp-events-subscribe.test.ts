@@ -155,4 +155,39 @@ describe(`MCP events/subscribe: webhook delivery (${STORE})`, () => {
     assert.equal(foreign.status, 401, foreign.text);
     assert.equal((await api(svc.baseUrl, 'GET', '/healthz')).status, 200);
   });
+  it('many subscribes at once: the same request is one subscription, distinct ones stop at the cap with -32025; a large event is a raw.url reference', async () => {
+    const a = await createAddress(svc.baseUrl);
+    const rx = await receiver();
+    const same = { name: NAME, arguments: { type: 'x.*' }, delivery: { url: rx.url, secret: SECRET }, ttlMs: 120_000 };
+    const answers = await Promise.all(Array.from({ length: 20 }, () => call(a.mcpUrl, a.token, 'events/subscribe', same)));
+    const ids = new Set(answers.map((r) => (assert.equal(r.status, 200, r.text), r.json.result.id)));
+    assert.equal(ids.size, 1, 'one deterministic id for one request');
+    const listed = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/subscriptions`, { token: a.token });
+    assert.equal(listed.json.subscriptions.length, 1, 'twenty identical subscribes made one subscription');
+    // Distinct URLs in parallel: the cap (MAX_SUBSCRIPTIONS_PER_ADDRESS, 10 by default) holds.
+    const many = await Promise.all(
+      Array.from({ length: 15 }, (_, i) => call(a.mcpUrl, a.token, 'events/subscribe', { ...same, delivery: { url: `${rx.url}/${i}`, secret: SECRET } })),
+    );
+    const made = many.filter((r) => r.json?.result?.id).length;
+    const refused = many.filter((r) => r.json?.error?.code === -32025).length;
+    assert.equal(made + refused, 15, many.map((r) => r.text).join('\n'));
+    assert.equal(made, 9, 'nine more fit beside the first under a cap of ten');
+    assert.equal((await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/subscriptions`, { token: a.token })).json.subscriptions.length, 10);
+
+    // An event whose occurrence would exceed 256 KiB arrives as a reference to itself.
+    const b = await createAddress(svc.baseUrl);
+    const rx2 = await receiver();
+    await result(b.mcpUrl, b.token, 'events/subscribe', { name: NAME, arguments: {}, delivery: { url: rx2.url, secret: SECRET } });
+    const big = await deliver(svc.baseUrl, b, { data: { blob: 'x'.repeat(300 * 1024) } });
+    assert.equal(big.status, 202, big.text);
+    await until(() => rx2.received.length >= 1, 20_000, 'the large occurrence');
+    const d = rx2.received[0]!;
+    assert.ok(Buffer.byteLength(d.body) <= 256 * 1024, `body ${Buffer.byteLength(d.body)} bytes`);
+    verify(d, SECRET);
+    const o = occurrence(d);
+    assert.equal(o.data.data.omitted, true);
+    assert.match(o.data.data.raw.url, /\/events\?after=\d+&limit=1&state=all$/);
+    const whole = await api('', 'GET', o.data.data.raw.url, { token: b.token });
+    assert.equal(whole.json.events[0].data.blob.length, 300 * 1024, 'the reference answers the whole event');
+  });
 });
