@@ -3,7 +3,8 @@
 // http://127.0.0.1 may be a target), on each store: occurrences arrive one per POST, in order,
 // signed with Standard Webhooks, each with X-MCP-Subscription-Id; subscribing again with the same
 // request is the refresh (same deterministic id, later expiry, position and secret kept); events/
-// unsubscribe stops delivery. Bad requests are JSON-RPC errors naming the param. A liveness probe
+// unsubscribe stops delivery. Bad requests are JSON-RPC errors naming the param; without
+// PUSH_ALLOW_PRIVATE an inside URL is refused and never contacted. A liveness probe
 // runs beside it.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -192,3 +193,42 @@ describe(`MCP events/subscribe: webhook delivery (${STORE})`, () => {
     assert.equal(whole.json.events[0].data.blob.length, 300 * 1024, 'the reference answers the whole event');
   });
 });
+
+describe(`MCP events/subscribe on a public instance refuses inside targets (${STORE})`, () => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({});
+  });
+  after(async () => svc.stop());
+
+  it('loopback, private, link-local and [::1] URLs are -32602 naming params.delivery.url, and never contacted', async () => {
+    const a = await createAddress(svc.baseUrl);
+    const rx = await startReceiver();
+    try {
+      const urls = [
+        rx.url,
+        `https://127.0.0.1:${rx.port}/hooks`,
+        'https://10.0.0.1/hooks',
+        'https://169.254.169.254/latest',
+        `https://[::1]:${rx.port}/hooks`,
+        `https://localhost:${rx.port}/hooks`,
+      ];
+      for (const url of urls) {
+        const r = await call(a.mcpUrl, a.token, 'events/subscribe', { name: NAME, arguments: {}, delivery: { url, secret: SECRET } });
+        assert.equal(r.json?.error?.code, -32602, `${url}: ${r.text}`);
+        assert.match(r.json.error.message, /params\.delivery\.url/);
+      }
+      await send(svc, a);
+      const listed = await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/subscriptions`, { token: a.token });
+      assert.deepEqual(listed.json.subscriptions, []);
+      assert.equal(rx.connections(), 0, 'the receiver was never contacted');
+      assert.equal((await api(svc.baseUrl, 'GET', '/healthz')).status, 200);
+    } finally {
+      await rx.close();
+    }
+  });
+});
+
+async function send(svc: TestService, a: Addr): Promise<void> {
+  assert.equal((await deliver(svc.baseUrl, a, { data: { i: 0 } })).status, 202);
+}
