@@ -119,8 +119,9 @@ export async function subscribeEvents(subscriptions: Subscriptions, address: Add
       ...(args.type === undefined ? {} : { type: args.type as string | string[] }),
       ...(match === undefined ? {} : { match }),
       ttl_seconds: Math.ceil(ttlMs / 1000),
-      // A cursor moves the position (a new subscription starts after it); none keeps it (0 for a new one).
-      ...(params.cursor === undefined ? {} : { after: sub.cursor }),
+      // A cursor string moves the position (a new subscription starts after it); null or none keeps
+      // it (0 for a new one), so repeating the very request that made it, cursor null, is a refresh.
+      ...(typeof params.cursor === 'string' ? { after: sub.cursor } : {}),
     });
     return resultOf(view, ttlMs);
   } catch (err) {

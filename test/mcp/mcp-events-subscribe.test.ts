@@ -57,8 +57,8 @@ describe(`MCP events/subscribe: webhook delivery (${STORE})`, () => {
     for (let i = 1; i <= 3; i++) await send(a, i);
     await until(() => rx.received.length >= 3, 20_000, '3 occurrences');
 
-    // The refresh: the same request again (later TTL, no secret) answers the same id, keeps the position and the secret.
-    const again = await result(a.mcpUrl, a.token, 'events/subscribe', { ...request, cursor: undefined, ttlMs: 3_600_000 });
+    // The refresh: the same request again (cursor null, no secret; a later TTL) answers the same id, keeps the position and the secret.
+    const again = await result(a.mcpUrl, a.token, 'events/subscribe', { ...request, ttlMs: 3_600_000 });
     assert.equal(again.id, sub.id, 'the id is deterministic');
     assert.equal(again.secret, undefined, 'a refresh neither replaces nor shows the secret');
     assert.ok(Date.parse(again.expiresAt) > Date.parse(sub.expiresAt), 'the refresh moved the expiry');
