@@ -7,7 +7,7 @@
 // .capture, .email, .approval, .service: the catch-all narrowed to that trust.ingress), so a host
 // can subscribe to mail alone without knowing our filters. A null cursor is the start of what the
 // queue keeps, not the extension's "now" (design.md says why); maxAgeMs bounds the replay.
-// Webhook delivery (events/subscribe) is not offered: each event type lists only poll and push.
+// Every event type offers poll, push and webhook (events/subscribe: events-subscribe.ts).
 
 import { ApiError } from '../domain/errors.js';
 import { EVENT_STATE_NAMES, type EventFilter, isEmptyFilter, MAX_MATCH_CONDITIONS, MAX_TYPE_PATTERNS, parseEventFilter } from '../domain/event-filter.js';
@@ -110,7 +110,7 @@ export function listEventTypes(): Record<string, unknown> {
     events: [...EVENT_TYPES].map(([name, ingress]) => ({
       name,
       description: describeType(ingress),
-      delivery: ['poll', 'push'],
+      delivery: ['poll', 'push', 'webhook'],
       inputSchema: ARGUMENTS_SCHEMA,
       payloadSchema: PAYLOAD_SCHEMA,
     })),

@@ -10,8 +10,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AddressRecord } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { UNTRUSTED_CONTENT } from '../domain/trust.js';
+import type { Subscriptions } from '../push/subscriptions.js';
 import { EVENTS_EXTENSION, EventsError, listEventTypes, pollEvents } from './events-extension.js';
 import type { EventStreams } from './events-stream.js';
+import { subscribeEvents, unsubscribeEvents } from './events-subscribe.js';
 import type { McpToolServer } from './in-process.js';
 import { INSTRUCTIONS, SERVER_INFO } from './mcp-tools.js';
 
@@ -64,6 +66,8 @@ export interface ModernDeps {
   address: AddressRecord;
   baseUrl: string;
   streams: EventStreams;
+  /** Webhook subscriptions (src/push/): events/subscribe and events/unsubscribe make and remove them. */
+  subscriptions: Subscriptions;
   /** The 2025-era versions the legacy path accepts, listed in server/discover and version errors. */
   legacyVersions: readonly string[];
   /** The tool server of this request (mcp-tools.ts) and a way to hand it one message. */
@@ -167,6 +171,14 @@ export async function answerModern(request: FastifyRequest, reply: FastifyReply,
         const result = await pollEvents(deps.service, deps.address, deps.baseUrl, params, deps.signal);
         return sendJson(reply, 200, `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result}}`);
       }
+      case 'events/subscribe': {
+        const result = await subscribeEvents(deps.subscriptions, deps.address, params);
+        return sendJson(reply, 200, JSON.stringify({ jsonrpc: '2.0', id, result }));
+      }
+      case 'events/unsubscribe': {
+        const result = await unsubscribeEvents(deps.subscriptions, deps.address, params);
+        return sendJson(reply, 200, JSON.stringify({ jsonrpc: '2.0', id, result }));
+      }
       case 'events/stream':
         reply.hijack();
         await deps.streams.start(deps.address, id, params, reply.raw, request.log).catch((err: unknown) => {
@@ -186,7 +198,7 @@ export async function answerModern(request: FastifyRequest, reply: FastifyReply,
           errorJson(
             id,
             METHOD_NOT_FOUND,
-            `Method not found: ${m.method.slice(0, 100)} (revision ${MODERN_VERSION} here offers server/discover, tools/list, tools/call, events/list, events/poll and events/stream).`,
+            `Method not found: ${m.method.slice(0, 100)} (revision ${MODERN_VERSION} here offers server/discover, tools/list, tools/call, events/list, events/poll, events/stream, events/subscribe and events/unsubscribe).`,
           ),
         );
     }
@@ -210,7 +222,9 @@ function discoverResult(legacy: readonly string[]): Record<string, unknown> {
     capabilities: { tools: { listChanged: false }, extensions: { [EVENTS_EXTENSION]: {} } },
     instructions:
       `${INSTRUCTIONS} Instead of polling with tools, events/poll (cursor, hasMore, nextPollMs) or events/stream (pushed, with heartbeats carrying ` +
-      `the cursor) deliver the event type return_address.event (or return_address.email, .capture, .inbox, .approval, .service for one way in); ` +
+      `the cursor) deliver the event type return_address.event (or return_address.email, .capture, .inbox, .approval, .service for one way in), ` +
+      `and events/subscribe POSTs each occurrence to your https URL (Standard Webhooks signature, X-MCP-Subscription-Id; subscribe again ` +
+      `before expiresAt to refresh); ` +
       `cursor null is the start of what the queue keeps (maxAgeMs bounds it). ${UNTRUSTED_CONTENT}`,
     ttlMs: CACHE_TTL_MS,
     cacheScope: 'public',

@@ -19,6 +19,7 @@ import { sendApiError, toApiError } from '../http/plugins/api-error-handler.js';
 import { authenticatedAddress, requireReadToken } from '../http/plugins/authentication.js';
 import type { AppDeps } from '../http/route-deps.js';
 import { AddressParams, BEARER, ErrorBody, errorResponses } from '../http/schemas.js';
+import type { Subscriptions } from '../push/subscriptions.js';
 import { EventStreams } from './events-stream.js';
 
 // The SDK (with zod, express and hono under it) adds ~30 MB to the process: it is loaded on the
@@ -154,7 +155,7 @@ function acceptsStreamableHttp(accept: string | undefined): boolean {
 }
 
 export const mcpRoutes =
-  (deps: AppDeps): FastifyPluginAsyncTypebox =>
+  (deps: AppDeps & { subscriptions: Subscriptions }): FastifyPluginAsyncTypebox =>
   async (app) => {
     const { config, service, approvals, consumers, claims } = deps;
     const streams = new EventStreams(service, config.baseUrl, config.maxStreamsPerAddress);
@@ -173,7 +174,7 @@ export const mcpRoutes =
           description:
             'The Model Context Protocol over Streamable HTTP, stateless (any instance answers any call), with the same bearer read ' +
             'token, scoped to this one address; results are the same JSON as the HTTP API. Revisions 2026-07-28 (per-request _meta, ' +
-            'server/discover, the Events extension: events/list, events/poll, events/stream) and 2025-11-25 (initialize), told apart per request. ' +
+            'server/discover, the Events extension: events/list, events/poll, events/stream, events/subscribe, events/unsubscribe) and 2025-11-25 (initialize), told apart per request. ' +
             'Tools: get_address, list_events, ack_event, wait_for_event, request_approval, get_approval; their arguments, progress notifications ' +
             'and errors: /llms-full.txt, sections "MCP" and "Reaching a running agent".',
           tags: ['mcp'],
@@ -228,6 +229,7 @@ export const mcpRoutes =
             address,
             baseUrl: config.baseUrl,
             streams,
+            subscriptions: deps.subscriptions,
             legacyVersions: SUPPORTED_PROTOCOL_VERSIONS,
             signal: left.signal,
             tools: () =>

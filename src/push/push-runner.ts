@@ -15,7 +15,7 @@ import type { SecretSeal } from './subscription-secret.js';
 import type { DeliveryState, PushStore, SubscriptionRecord, SubscriptionStore } from './subscription-store.js';
 import { pushConsumerName, storedFilter } from './subscriptions.js';
 import type { Resolve } from './target-guard.js';
-import { eventEnvelope } from './webhook-body.js';
+import { webhookRequest } from './webhook-body.js';
 import { type AttemptOutcome, postWebhook } from './webhook-post.js';
 
 /** Events read per page: each is POSTed alone, so a page is only how far one read looks ahead. */
@@ -186,7 +186,7 @@ export class PushRunner {
         url: r.url,
         secret,
         messageId: e.id,
-        body: eventEnvelope(e, this.d.baseUrl),
+        ...webhookRequest(r.id, e, this.d.baseUrl),
         timeoutMs: this.d.config.timeoutMs,
         allowPrivate: this.d.config.allowPrivate,
         resolve: this.d.resolve,

@@ -53,7 +53,7 @@ describe('MCP 2026-07-28 and the Events extension', () => {
       [NAME, 'return_address.inbox', 'return_address.capture', 'return_address.email', 'return_address.approval', 'return_address.service'],
     );
     for (const t of r.events) {
-      assert.deepEqual(t.delivery, ['poll', 'push']);
+      assert.deepEqual(t.delivery, ['poll', 'push', 'webhook']);
       assert.deepEqual(Object.keys(t.inputSchema.properties).sort(), ['match', 'state', 'type']);
       assert.equal(t.inputSchema.additionalProperties, false);
       for (const field of ['id', 'sequence', 'type', 'data', 'created_at', 'trust']) assert.ok(t.payloadSchema.properties[field], field);
@@ -348,7 +348,7 @@ describe('MCP 2026-07-28 and the Events extension', () => {
     assert.equal(broken.json.error.code, 'invalid_json');
     // Methods this revision does not offer here.
     // ping and logging/setLevel are removed by the revision; the rest are not offered here.
-    for (const m of ['initialize', 'ping', 'logging/setLevel', 'resources/list', 'subscriptions/listen', 'events/subscribe']) {
+    for (const m of ['initialize', 'ping', 'logging/setLevel', 'resources/list', 'subscriptions/listen']) {
       const r = await post(body(m), modernHeaders(m));
       assertRpcError(r, 404, -32601);
     }
