@@ -2,7 +2,10 @@
 // production dependency's (npm would install it on a Node that mailauth or undici refuse), and
 // `return-address/forward` is exported with type declarations that the publishing build emits.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
@@ -37,8 +40,17 @@ describe('package manifest', () => {
     const forward = pkg.exports['./forward'];
     assert.equal(typeof forward, 'object');
     assert.equal(forward.types, forward.default.replace(/\.js$/, '.d.ts'));
-    const build = readFileSync('tsconfig.build.json', 'utf8');
-    assert.match(build, /"declaration":\s*true/, 'npm run build (prepare, publish) emits .d.ts files');
+    assert.match(pkg.scripts.build, /tsc -p tsconfig\.forward-types\.json/, 'npm run build (prepare, publish) emits the declarations');
+    // They really come out: the declarations build run into a folder of its own.
+    const out = mkdtempSync(join(tmpdir(), 'ra-forward-types-'));
+    try {
+      const r = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.forward-types.json', '--outDir', out], { encoding: 'utf8' });
+      assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
+      const dts = readFileSync(join(out, forward.types.replace(/^\.\/dist\//, '')), 'utf8');
+      assert.match(dts, /export declare function forward\b/);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
     assert.ok(pkg.files.includes('dist/src'), 'and the package ships them');
   });
 });

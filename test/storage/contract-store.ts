@@ -17,6 +17,25 @@ import { jsonBytesSql } from '../../src/storage/stored-bytes-sql.js';
 import { createTestStorage, type TestStorage } from '../helpers.js';
 import { newAddress, RATE } from './store-records.js';
 
+/**
+ * Opens a fresh store for the calling file (a SQLite file, or a PostgreSQL database of its own) in
+ * before(), hands it to `onOpen`, and closes and drops it in after(): the files that test one port
+ * beside the Store share this instead of repeating it.
+ */
+export function useFreshStore(onOpen: (store: OpenedStore, storage: TestStorage) => void): void {
+  let storage: TestStorage | undefined;
+  let store: OpenedStore | undefined;
+  before(async () => {
+    storage = await createTestStorage();
+    store = await openStore(loadConfig(storage.env));
+    onOpen(store, storage);
+  });
+  after(async () => {
+    await store?.close();
+    await storage?.drop();
+  });
+}
+
 /** Limits that never prune nor refuse. */
 export const ROOMY: StoreLimits = { maxEventsPerAddress: 100_000, maxBytesPerAddress: 1 << 30 };
 

@@ -4,14 +4,13 @@
 // a release sets released_at once and makes it an ordinary event, and a policy is one row per
 // address that goes with the address.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { loadConfig } from '../../src/config.js';
+import { describe, it } from 'node:test';
 import { newEventId } from '../../src/domain/credentials.js';
 import { parseEventFilter } from '../../src/domain/event-filter.js';
 import type { NewEvent } from '../../src/domain/model.js';
 import { INBOX_TRUST_JSON } from '../../src/domain/trust.js';
-import { type OpenedStore, openStore } from '../../src/storage/open-store.js';
-import { createTestStorage, type TestStorage } from '../helpers.js';
+import type { OpenedStore } from '../../src/storage/open-store.js';
+import { useFreshStore } from './contract-store.js';
 import { newAddress, PAGE_BYTES, RATE } from './store-records.js';
 
 const LIMITS = { maxEventsPerAddress: 1000, maxBytesPerAddress: 1 << 30 };
@@ -32,15 +31,9 @@ function newEvent(addressId: string, quarantinedAt?: number): NewEvent {
 }
 
 describe('quarantine and sender policy: store contract', () => {
-  let storage: TestStorage;
   let store: OpenedStore;
-  before(async () => {
-    storage = await createTestStorage();
-    store = await openStore(loadConfig(storage.env));
-  });
-  after(async () => {
-    await store.close();
-    await storage.drop();
+  useFreshStore((opened) => {
+    store = opened;
   });
 
   async function address(): Promise<string> {

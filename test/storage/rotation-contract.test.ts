@@ -3,23 +3,16 @@
 // compare-and-set, so of two rotations from the same row one wins), an unknown address is `gone`,
 // and the replaced row is what every later read returns (SQLite's cached row included).
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { loadConfig } from '../../src/config.js';
+import { describe, it } from 'node:test';
 import { hashSecret, newInboxSecret, newReadToken } from '../../src/domain/credentials.js';
-import { type OpenedStore, openStore } from '../../src/storage/open-store.js';
-import { createTestStorage, type TestStorage } from '../helpers.js';
+import type { OpenedStore } from '../../src/storage/open-store.js';
+import { useFreshStore } from './contract-store.js';
 import { newAddress, RATE } from './store-records.js';
 
 describe('credential rotation: store contract', () => {
-  let storage: TestStorage;
   let store: OpenedStore;
-  before(async () => {
-    storage = await createTestStorage();
-    store = await openStore(loadConfig(storage.env));
-  });
-  after(async () => {
-    await store.close();
-    await storage.drop();
+  useFreshStore((opened) => {
+    store = opened;
   });
 
   const fresh = () => ({ readTokenHash: hashSecret(newReadToken()), inboxSecretHash: hashSecret(newInboxSecret()), signingKeys: Buffer.alloc(97, 7) });

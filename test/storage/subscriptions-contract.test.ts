@@ -4,11 +4,10 @@
 // written only by the lease's holder; paused and expired subscriptions are not leased; resume
 // clears a pause; expired ones are deleted; rows go with their address.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { loadConfig } from '../../src/config.js';
+import { describe, it } from 'node:test';
 import type { DeliveryState, SubscriptionRecord } from '../../src/push/subscription-store.js';
-import { type OpenedStore, openStore } from '../../src/storage/open-store.js';
-import { createTestStorage, type TestStorage } from '../helpers.js';
+import type { OpenedStore } from '../../src/storage/open-store.js';
+import { useFreshStore } from './contract-store.js';
 import { newAddress, RATE } from './store-records.js';
 
 const sub = (addressId: string, id: string, over: Partial<SubscriptionRecord> = {}): SubscriptionRecord => ({
@@ -42,15 +41,9 @@ const failed: DeliveryState = {
 };
 
 describe('push subscriptions: store contract', () => {
-  let storage: TestStorage;
   let store: OpenedStore;
-  before(async () => {
-    storage = await createTestStorage();
-    store = await openStore(loadConfig(storage.env));
-  });
-  after(async () => {
-    await store.close();
-    await storage.drop();
+  useFreshStore((opened) => {
+    store = opened;
   });
 
   async function address(): Promise<string> {
