@@ -7,7 +7,7 @@
 // bench/README.md. It reports; it gates nothing (exit code 0 unless the bench itself broke).
 //
 // Knobs (environment): BENCH_SECONDS (per round, default 4), BENCH_ROUNDS (default 3),
-// BENCH_ONLY (comma list of: hot, spread, frames, capture, reads, wake, idle, streams, large, pg, untrusted, retention, filter, waiters), BENCH_IDLE_POLLS (default 10000),
+// BENCH_ONLY (comma list of: hot, spread, frames, capture, reads, wake, idle, streams, large, pg, untrusted, retention, filter, waiters, push), BENCH_IDLE_POLLS (default 10000),
 // BENCH_RETENTION_STORE (sqlite or postgres: run the retention scenario on that store only),
 // BENCH_STREAMS (event streams held on one address in the streams scenario, default 1000),
 // BENCH_SERVICE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service),
@@ -30,6 +30,7 @@ import { filteredWaiterRows } from './filtered-waiters.js';
 import { percentile, pool, request } from './http-client.js';
 import { largeEventsScenario } from './large-events.js';
 import { type Child, cpuMs, freePort, openFileLimits, rssBytes, sleep, startChild } from './processes.js';
+import { pushRows } from './push-delivery.js';
 import { type Report, type Row, renderChart, renderTable, updateReadme } from './report.js';
 import { postgresTarget, retentionScenario, sqliteTarget } from './retention.js';
 import { untrustedParsingRows } from './untrusted-parsing.js';
@@ -41,7 +42,23 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 50;
 const IDLE_POLLS = Number(process.env.BENCH_IDLE_POLLS ?? 10_000);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 1000);
-const ALL_SCENARIOS = ['hot', 'spread', 'frames', 'capture', 'reads', 'wake', 'idle', 'streams', 'large', 'pg', 'untrusted', 'retention', 'filter', 'waiters'];
+const ALL_SCENARIOS = [
+  'hot',
+  'spread',
+  'frames',
+  'capture',
+  'reads',
+  'wake',
+  'idle',
+  'streams',
+  'large',
+  'pg',
+  'untrusted',
+  'retention',
+  'filter',
+  'waiters',
+  'push',
+];
 const ONLY = new Set((process.env.BENCH_ONLY ?? ALL_SCENARIOS.join(',')).split(',').map((s) => s.trim()));
 const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /**
@@ -970,6 +987,7 @@ async function main(): Promise<void> {
     if (ONLY.has('retention')) await retentionScenarios();
     if (ONLY.has('filter')) rows.push(...(await filteredReadRows({ startService, pgAdminUrl: PG_ADMIN_URL, log })));
     if (ONLY.has('waiters')) rows.push(...(await filteredWaiterRows({ startService, pgAdminUrl: PG_ADMIN_URL, log })));
+    if (ONLY.has('push')) rows.push(...(await pushRows({ startService, pgAdminUrl: PG_ADMIN_URL, log })));
   } catch (err) {
     console.error(`bench failed: ${(err as Error).stack}\n--- service output ---\n${service.output()}`);
     process.exitCode = 1;
