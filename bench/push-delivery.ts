@@ -33,7 +33,7 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 
 async function measure(service: Child): Promise<Measured> {
   const created = await fetch(`${service.url}/api/v1/addresses`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
-  const address = (await created.json()) as { id: string; endpoints: { inbox_url: string }; credentials: { read_token: string } };
+  const address = (await created.json()) as { address: { id: string }; endpoints: { inbox_url: string }; credentials: { read_token: string } };
   const accepted = new Map<number, number>();
   const arrived = new Map<number, number>();
   let lastSequence = 0;
@@ -63,7 +63,7 @@ async function measure(service: Child): Promise<Measured> {
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   const target = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
   try {
-    const sub = await fetch(`${service.url}/api/v1/addresses/${address.id}/subscriptions`, {
+    const sub = await fetch(`${service.url}/api/v1/addresses/${address.address.id}/subscriptions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${address.credentials.read_token}` },
       body: JSON.stringify({ url: target }),
