@@ -2,42 +2,9 @@
 // beside a live service on the same store; a dry run counts, --yes deletes in batches, and the
 // running service refuses the deleted addresses at once while deliveries to others go on.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { api, startTestService, type TestService } from '../helpers.js';
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  json: any;
-}
-
-function cli(args: string[], env: Record<string, string>): Promise<Run> {
-  const proc = spawn(process.execPath, ['bin/return-address.js', ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (d: Buffer) => {
-    stdout += d.toString();
-  });
-  proc.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  return new Promise<Run>((resolve) =>
-    proc.on('close', (code) => {
-      let json: unknown;
-      try {
-        json = stdout ? JSON.parse(stdout) : undefined;
-      } catch {
-        json = undefined;
-      }
-      resolve({ code, stdout, stderr, json });
-    }),
-  );
-}
+import { cli } from './admin-cli.js';
 
 describe('return-address admin delete --ip / --created-before', () => {
   let svc: TestService;

@@ -2,46 +2,13 @@
 // service on the same store; a deletion takes effect on the running service at once (its caches,
 // its inbox, a long-poll held on the address).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { type Addr, api, createAddress, deliver, STORE, startTestService, type TestService } from '../helpers.js';
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  json: any;
-}
-
-function cli(args: string[], env: Record<string, string>): Promise<Run> {
-  const proc = spawn(process.execPath, ['bin/return-address.js', ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (d: Buffer) => {
-    stdout += d.toString();
-  });
-  proc.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-  });
-  return new Promise<Run>((resolve) =>
-    proc.on('close', (code) => {
-      let json: unknown;
-      try {
-        json = stdout ? JSON.parse(stdout) : undefined;
-      } catch {
-        json = undefined;
-      }
-      resolve({ code, stdout, stderr, json });
-    }),
-  );
-}
+import { cli } from './admin-cli.js';
 
 describe('return-address admin and backup', () => {
   let svc: TestService;

@@ -9,7 +9,9 @@ import pg from 'pg';
 import { api, createTestStorage, onlyPostgres, type SpawnedService, spawnService, type TestStorage } from '../helpers.js';
 import { startReceiver, until } from './receiver.js';
 
-describe('push subscriptions across two instances (postgres)', { skip: onlyPostgres }, () => {
+describe('push subscriptions across two instances (postgres)', {
+  skip: onlyPostgres && 'needs STORE=postgres: two instances share one database only on PostgreSQL',
+}, () => {
   let storage: TestStorage | undefined;
   const procs: SpawnedService[] = [];
   after(async () => {

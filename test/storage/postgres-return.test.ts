@@ -60,7 +60,7 @@ async function pgProxy(): Promise<{ port: number; cut(): void; restore(): void; 
   };
 }
 
-describe('readiness and warnings through a PostgreSQL outage', { skip: onlyPostgres }, () => {
+describe('readiness and warnings through a PostgreSQL outage', { skip: onlyPostgres && 'needs STORE=postgres: the outage is of a PostgreSQL server' }, () => {
   let storage: TestStorage;
   let proxy: Awaited<ReturnType<typeof pgProxy>>;
   let svc: TestService;
