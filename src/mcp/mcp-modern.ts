@@ -13,6 +13,7 @@ import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import type { Subscriptions } from '../push/subscriptions.js';
 import { EVENTS_EXTENSION, EventsError, listEventTypes, pollEvents } from './events-extension.js';
 import type { EventStreams } from './events-stream.js';
+import type { CallbackVerifier } from './callback-verification.js';
 import { subscribeEvents, unsubscribeEvents } from './events-subscribe.js';
 import type { McpToolServer } from './in-process.js';
 import { INSTRUCTIONS, SERVER_INFO } from './mcp-tools.js';
@@ -68,6 +69,8 @@ export interface ModernDeps {
   streams: EventStreams;
   /** Webhook subscriptions (src/push/): events/subscribe and events/unsubscribe make and remove them. */
   subscriptions: Subscriptions;
+  /** The webhook endpoint verification (callback-verification.ts), one per route: its cache of verified URLs. */
+  verifier: CallbackVerifier;
   /** The 2025-era versions the legacy path accepts, listed in server/discover and version errors. */
   legacyVersions: readonly string[];
   /** The tool server of this request (mcp-tools.ts) and a way to hand it one message. */
@@ -172,11 +175,11 @@ export async function answerModern(request: FastifyRequest, reply: FastifyReply,
         return sendJson(reply, 200, `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result}}`);
       }
       case 'events/subscribe': {
-        const result = await subscribeEvents(deps.subscriptions, deps.address, params);
+        const result = await subscribeEvents(deps, deps.address, params);
         return sendJson(reply, 200, JSON.stringify({ jsonrpc: '2.0', id, result }));
       }
       case 'events/unsubscribe': {
-        const result = await unsubscribeEvents(deps.subscriptions, deps.address, params);
+        const result = await unsubscribeEvents(deps, deps.address, params);
         return sendJson(reply, 200, JSON.stringify({ jsonrpc: '2.0', id, result }));
       }
       case 'events/stream':
@@ -224,7 +227,7 @@ function discoverResult(legacy: readonly string[]): Record<string, unknown> {
       `${INSTRUCTIONS} Instead of polling with tools, events/poll (cursor, hasMore, nextPollMs) or events/stream (pushed, with heartbeats carrying ` +
       `the cursor) deliver the event type return_address.event (or return_address.email, .capture, .inbox, .approval, .service for one way in), ` +
       `and events/subscribe POSTs each occurrence to your https URL (Standard Webhooks signature, X-MCP-Subscription-Id; subscribe again ` +
-      `before expiresAt to refresh); ` +
+      `before refreshBefore to refresh; the URL must first echo a signed verification challenge); ` +
       `cursor null is the start of what the queue keeps (maxAgeMs bounds it). ${UNTRUSTED_CONTENT}`,
     ttlMs: CACHE_TTL_MS,
     cacheScope: 'public',

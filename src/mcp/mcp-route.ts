@@ -20,6 +20,7 @@ import { authenticatedAddress, requireReadToken } from '../http/plugins/authenti
 import type { AppDeps } from '../http/route-deps.js';
 import { AddressParams, BEARER, ErrorBody, errorResponses } from '../http/schemas.js';
 import type { Subscriptions } from '../push/subscriptions.js';
+import { CallbackVerifier } from './callback-verification.js';
 import { EventStreams } from './events-stream.js';
 
 // The SDK (with zod, express and hono under it) adds ~30 MB to the process: it is loaded on the
@@ -159,6 +160,8 @@ export const mcpRoutes =
   async (app) => {
     const { config, service, approvals, consumers, claims } = deps;
     const streams = new EventStreams(service, config.baseUrl, config.maxStreamsPerAddress);
+    // Webhook mode's endpoint verification: which callback URLs proved intent, per instance (soft state).
+    const verifier = new CallbackVerifier(config.push, deps.subscriptions.resolve);
     // An open events/stream is not an idle connection: end each with its final frame before closing.
     app.addHook('preClose', (done) => {
       streams.closeAll();
@@ -230,6 +233,7 @@ export const mcpRoutes =
             baseUrl: config.baseUrl,
             streams,
             subscriptions: deps.subscriptions,
+            verifier,
             legacyVersions: SUPPORTED_PROTOCOL_VERSIONS,
             signal: left.signal,
             tools: () =>

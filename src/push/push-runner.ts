@@ -15,7 +15,7 @@ import type { SecretSeal } from './subscription-secret.js';
 import type { DeliveryState, PushStore, SubscriptionRecord, SubscriptionStore } from './subscription-store.js';
 import { pushConsumerName, storedFilter } from './subscriptions.js';
 import type { Resolve } from './target-guard.js';
-import { webhookRequest } from './webhook-body.js';
+import { failureVerdict, webhookRequest } from './webhook-body.js';
 import { type AttemptOutcome, postWebhook } from './webhook-post.js';
 
 /** Events read per page: each is POSTed alone, so a page is only how far one read looks ahead. */
@@ -219,7 +219,15 @@ export class PushRunner {
     );
     const state = this.failedState(started, outcome.status, outcome.error);
     const schedule = this.d.config.retryScheduleMs;
-    if (outcome.abort) {
+    const verdict = failureVerdict(r.id, outcome.status);
+    if (verdict === 'skip') {
+      await this.seek(r.addressId, e.sequence);
+      await this.settle({ ...state, attempts: 0, lastError: `answered ${outcome.status}: not retried, event ${e.id} given up` });
+      return true;
+    }
+    if (verdict === 'pause') {
+      await this.settle({ ...state, pausedAt: now, pausedReason: `the receiver answered ${outcome.status} (gone) to event ${e.id}: not retried` });
+    } else if (outcome.abort) {
       await this.settle({ ...state, pausedAt: now, pausedReason: `the receiver answered webhook-delivery: abort (status ${outcome.status}) to event ${e.id}` });
     } else if (state.attempts >= schedule.length) {
       await this.settle({ ...state, pausedAt: now, pausedReason: `${state.attempts} attempts at event ${e.id} failed; the last: ${outcome.error}` });

@@ -55,7 +55,7 @@ export class Subscriptions {
     /** The service's one Consumers (compose.ts): a subscription's position is the named consumer push:<id>. */
     private readonly consumers: Consumers,
     readonly subscriptions: SubscriptionStore,
-    private readonly config: PushConfig,
+    readonly config: PushConfig,
     readonly seal: SecretSeal,
     readonly resolve: Resolve = systemResolve,
     private readonly now: () => number = Date.now,
@@ -138,7 +138,8 @@ export class Subscriptions {
     return this.get(address, id);
   }
 
-  private async checkUrl(raw: string): Promise<string> {
+  /** The URL normalised, or 400 naming `url`: https and public unless PUSH_ALLOW_PRIVATE (MCP events/subscribe checks it before its handshake). */
+  async checkUrl(raw: string): Promise<string> {
     let url: URL;
     try {
       if (raw.length > MAX_URL_CHARS) throw new TargetRefused(`must be at most ${MAX_URL_CHARS} characters`);

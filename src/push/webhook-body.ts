@@ -50,3 +50,17 @@ export function webhookRequest(subscriptionId: string, e: EventRecord, baseUrl: 
   if (name === undefined) return { body: eventEnvelope(e, baseUrl) };
   return { body: occurrenceEnvelope(e, name, baseUrl), headers: { [MCP_SUBSCRIPTION_HEADER]: subscriptionId } };
 }
+
+/**
+ * What a failed attempt means for the subscription. A REST subscription retries every failure. An
+ * MCP one follows the Events draft: a 413 is not retried (the event is given up and the position
+ * moves past it, "servers MUST treat 413 as a non-retryable failure for that event"); a 410 Gone
+ * is not retried either, the subscription pauses at once with its event kept, until a refresh
+ * (events/subscribe again) reactivates it.
+ */
+export function failureVerdict(subscriptionId: string, status: number | null): 'retry' | 'skip' | 'pause' {
+  if (mcpEventName(subscriptionId) === undefined) return 'retry';
+  if (status === 413) return 'skip';
+  if (status === 410) return 'pause';
+  return 'retry';
+}
