@@ -179,7 +179,10 @@ export class CallbackVerifier {
             if (status < 200 || status >= 300) return finish(statusFailure(status));
             finish(echoes(Buffer.concat(chunks).toString('utf8'), challenge) ? null : 'challenge_failed');
           });
-          res.on('error', () => finish(status >= 200 && status < 300 ? 'challenge_failed' : statusFailure(status)));
+          // Cut off mid-answer (our timeout, or the endpoint closing): no echo came.
+          const cut = () => finish(timedOut ? 'timeout' : status >= 200 && status < 300 ? 'challenge_failed' : statusFailure(status));
+          res.on('error', cut);
+          res.on('close', cut);
         },
       );
       const timer = setTimeout(() => {

@@ -212,9 +212,13 @@ export async function unsubscribeEvents(deps: WebhookDeps, address: AddressRecor
   const id = subscriptionId(address.id, sub.name, params.arguments, readDelivery(params, false).url);
   const found = await deps.subscriptions.subscriptions.getSubscription(address.id, id);
   if (found === null || !found.id.startsWith(MCP_SUBSCRIPTION_PREFIX)) {
-    throw new EventsError(WEBHOOK_NOT_FOUND, 'NotFound: no subscription of this address matches name, arguments and delivery.url (expired, or already removed).', {
-      kind: 'subscription',
-    });
+    throw new EventsError(
+      WEBHOOK_NOT_FOUND,
+      'NotFound: no subscription of this address matches name, arguments and delivery.url (expired, or already removed).',
+      {
+        kind: 'subscription',
+      },
+    );
   }
   try {
     await deps.subscriptions.remove(address, id);

@@ -22,8 +22,8 @@ const NAME = 'return_address.event';
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 const SECRET2 = `whsec_${Buffer.alloc(24, 7).toString('base64')}`;
 
-/** How a hook answers the verification POST: echo it, echo something else, plain text, a status, or never. */
-type Challenge = 'echo' | 'wrong' | 'text' | 'silent' | number;
+/** How a hook answers the verification POST: echo it, echo something else, plain text, an echo behind 8 MiB, a status, or never. */
+type Challenge = 'echo' | 'wrong' | 'text' | 'silent' | 'huge' | number;
 
 interface Hook {
   url: string;
@@ -51,6 +51,12 @@ async function startHook(challenge: Challenge = 'echo', status: (d: Delivery, i:
         if (challenge === 'silent') return; // never answers: the server's timeout decides
         if (typeof challenge === 'number') return res.writeHead(challenge).end('no');
         if (challenge === 'text') return res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+        if (challenge === 'huge') {
+          // The echo after 8 MiB of padding: the server stops reading long before it.
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.write(`{"pad":"${'x'.repeat(8 * 1024 * 1024)}",`);
+          return res.end(`"challenge":"${parsed.challenge}"}`);
+        }
         const echoed = challenge === 'echo' ? parsed.challenge : `${parsed.challenge}x`;
         return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ challenge: echoed }));
       }
@@ -74,7 +80,8 @@ async function startHook(challenge: Challenge = 'echo', status: (d: Delivery, i:
 }
 
 const occurrence = (d: Delivery): any => JSON.parse(d.body);
-const subs = async (svc: TestService, a: Addr) => (await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/subscriptions`, { token: a.token })).json.subscriptions;
+const subs = async (svc: TestService, a: Addr) =>
+  (await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/subscriptions`, { token: a.token })).json.subscriptions;
 
 describe(`MCP events/subscribe: webhook mode as the draft has it (${STORE})`, () => {
   let svc: TestService;
@@ -202,6 +209,7 @@ describe(`MCP events/subscribe: webhook mode as the draft has it (${STORE})`, ()
       [503, 'http_5xx'],
       ['closed', 'connection_refused'],
       ['silent', 'timeout'],
+      ['huge', 'challenge_failed'],
     ];
     const tried: Hook[] = [];
     for (const [how, reason] of cases) {
@@ -246,7 +254,12 @@ describe(`MCP events/subscribe: webhook mode as the draft has it (${STORE})`, ()
       [{ name: NAME, arguments: {}, delivery: { url: rx.url, secret: SECRET }, ttlMs: 'soon' }, -32602, /params\.ttlMs/],
       [{ name: NAME, arguments: { state: 'all' }, delivery: { url: rx.url, secret: SECRET } }, -32602, /state/],
       [{ name: NAME, arguments: { bogus: 1 }, delivery: { url: rx.url, secret: SECRET } }, -32602, /bogus/],
-      [{ name: NAME, arguments: {}, delivery: { mode: 'push', url: rx.url, secret: SECRET } }, -32014, /deliveryMode|delivery\.mode/, { feature: 'deliveryMode', value: 'push' }],
+      [
+        { name: NAME, arguments: {}, delivery: { mode: 'push', url: rx.url, secret: SECRET } },
+        -32014,
+        /deliveryMode|delivery\.mode/,
+        { feature: 'deliveryMode', value: 'push' },
+      ],
       [{ name: 'nope', arguments: {}, delivery: { url: rx.url, secret: SECRET } }, -32011, /Unknown event type/, { kind: 'event' }],
     ];
     for (const [params, code, why, data] of bad) {
@@ -259,7 +272,8 @@ describe(`MCP events/subscribe: webhook mode as the draft has it (${STORE})`, ()
     assert.equal(unknown.json?.error?.code, -32011, unknown.text);
     assert.equal(rx.controls.length, 0, 'no static error sends a handshake');
     // The cap: ten subscriptions, the eleventh is ResourceExhausted before any handshake.
-    for (let i = 0; i < 10; i++) await result(a.mcpUrl, a.token, 'events/subscribe', { name: NAME, arguments: {}, delivery: { url: `${rx.url}/${i}`, secret: SECRET } });
+    for (let i = 0; i < 10; i++)
+      await result(a.mcpUrl, a.token, 'events/subscribe', { name: NAME, arguments: {}, delivery: { url: `${rx.url}/${i}`, secret: SECRET } });
     const sent = rx.controls.length;
     const full = await call(a.mcpUrl, a.token, 'events/subscribe', { name: NAME, arguments: {}, delivery: { url: `${rx.url}/x`, secret: SECRET } });
     assert.equal(full.json?.error?.code, -32013, full.text);
