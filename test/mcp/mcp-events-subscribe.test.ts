@@ -2,17 +2,21 @@
 // group's draft, black box with a raw JSON-RPC client of revision 2026-07-28 and real local
 // receivers (PUSH_ALLOW_PRIVATE=true so http://127.0.0.1 may be a target), on each store. Before a
 // subscription exists its URL gets a signed {"type":"verification","challenge"} POST and must echo
-// the challenge: a receiver that does not (wrong echo, no JSON, 4xx, 5xx, refused, silent) makes
-// subscribe fail with -32015 and its data.reason, and nothing is stored or delivered. Then
+// the challenge: a receiver that does not (wrong echo, no JSON, 4xx, 5xx, refused, silent, a bad
+// certificate) makes subscribe fail with -32015 and its data.reason, and nothing is stored or
+// delivered. Then
 // occurrences arrive one per POST, in order, signed with the client's secret, each with
 // X-MCP-Subscription-Id; subscribing again with the same key is the refresh (same id, a new
 // refreshBefore, the secret replaced, deliveryStatus, no second handshake); events/unsubscribe by
 // the key stops delivery. Every error code the draft names that can arise here, the TTL grant
 // rules, a 413 that is not retried and a 410 that pauses until a refresh. A liveness probe runs beside.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { type Addr, api, createAddress, deliver, STORE, startTestService, type TestService } from '../helpers.js';
 import { type LivenessProbe, startLivenessProbe } from '../liveness-probe.js';
 import { type Delivery, startReceiver, until, verify } from '../push/receiver.js';
@@ -223,6 +227,24 @@ describe(`MCP events/subscribe: webhook mode as the draft has it (${STORE})`, ()
       assert.doesNotMatch(r.text, /\bno\b"|"ok"/, 'the endpoint answer is never repeated');
     }
     for (const h of tried) assert.equal(h.controls.length, 1, 'one handshake each');
+    // An https endpoint whose certificate does not verify (the committed self-signed one, test/fixtures/tls).
+    const dir = fileURLToPath(new URL('../../../test/fixtures/tls/', import.meta.url));
+    let tlsRequests = 0;
+    const tls = https.createServer({ cert: readFileSync(`${dir}cert.pem`), key: readFileSync(`${dir}key.pem`) }, (_req, res) => {
+      tlsRequests++;
+      res.end('{}');
+    });
+    await new Promise<void>((resolve) => tls.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `https://127.0.0.1:${(tls.address() as AddressInfo).port}/hooks`;
+      const r = await call(a.mcpUrl, a.token, 'events/subscribe', { name: NAME, arguments: {}, delivery: { url, secret: SECRET } });
+      assert.equal(r.json?.error?.code, -32015, r.text);
+      assert.deepEqual(r.json.error.data, { reason: 'tls_error' }, r.text);
+      assert.equal(tlsRequests, 0, 'no request was sent over a connection that failed verification');
+    } finally {
+      tls.closeAllConnections();
+      await new Promise<void>((resolve) => tls.close(() => resolve()));
+    }
     assert.deepEqual(await subs(svc, a), [], 'nothing stored');
     await send(a, 1);
     // A working subscription beside them proves the event was sent out; the failed ones got none.
