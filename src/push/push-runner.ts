@@ -5,6 +5,9 @@
 // after the schedule's last attempt, or a `webhook-delivery: abort` answer, the subscription is
 // paused with its reason until resumed. With nothing to send, it waits on the wakeup hub: a new
 // event on the address wakes it within milliseconds, and the sweep's interval bounds the wait.
+// It also knows how many sequences it is behind (lagEvents, a metric): its position as it reads and
+// moves it, the address's last sequence from its pages, or from one query when a page is not the
+// end or when an event arrives while it is busy (an attempt, a retry's wait), at most every second.
 
 import type { PushConfig } from '../config.js';
 import type { EventFilter } from '../domain/event-filter.js';
@@ -16,12 +19,14 @@ import type { DeliveryState, PushStore, SubscriptionRecord, SubscriptionStore } 
 import { pushConsumerName, storedFilter } from './subscriptions.js';
 import type { Resolve } from './target-guard.js';
 import { webhookRequest } from './webhook-body.js';
-import { type AttemptOutcome, postWebhook } from './webhook-post.js';
+import { type AttemptOutcome, postWebhook, type WebhookAgents } from './webhook-post.js';
 
 /** Events read per page: each is POSTed alone, so a page is only how far one read looks ahead. */
 const PAGE_EVENTS = 20;
 /** An idle subscription re-reads at least this often even if no wake-up came (a lost notification costs at most this). */
 const IDLE_RECHECK_MS = 30_000;
+/** The address's last sequence is read at most this often per subscription (lagEvents). */
+const HEAD_REFRESH_MS = 1000;
 
 export type AttemptResult = 'delivered' | 'failed' | 'timeout' | 'refused' | 'aborted';
 
@@ -47,6 +52,10 @@ export interface RunnerDeps {
   observer: PushObserver;
   log: { warn(obj: object, msg: string): void };
   now: () => number;
+  /** The instance's kept-alive connections to receivers. */
+  agents?: WebhookAgents;
+  /** The address's last sequence (the store's epochs.lastSequence), for lagEvents. */
+  lastSequence?: (addressId: string) => Promise<number | null>;
 }
 
 export class PushRunner {
@@ -55,15 +64,82 @@ export class PushRunner {
   private wakeNow: (() => void) | undefined;
   private filter: EventFilter;
   readonly done: Promise<void>;
+  /** The position as last read or moved, and the address's last sequence as last known (lagEvents). */
+  private position = 0;
+  private head = 0;
+  /** Waiting on the hub with nothing to send: a new event makes the loop read a page, which tells the head. */
+  private idle = false;
+  private headWatch: { cancel(): void } | undefined;
+  private headTimer: NodeJS.Timeout | undefined;
+  private headReading = false;
+  private headStale = false;
 
   constructor(
     private record: SubscriptionRecord,
     private readonly d: RunnerDeps,
   ) {
     this.filter = storedFilter(record);
-    this.done = this.loop().catch((err: unknown) => {
-      this.d.log.warn({ err, subscription: record.id, address: record.addressId }, 'push delivery loop failed; the sweep restarts it');
-    });
+    this.watchHead();
+    this.done = this.loop()
+      .catch((err: unknown) => {
+        this.d.log.warn({ err, subscription: record.id, address: record.addressId }, 'push delivery loop failed; the sweep restarts it');
+      })
+      .finally(() => {
+        this.headWatch?.cancel();
+        clearTimeout(this.headTimer);
+      });
+  }
+
+  /** Sequences of the address after this subscription's position, as far as the runner knows (exact within about a second). */
+  lagEvents(): number {
+    return Math.max(0, this.head - this.position);
+  }
+
+  private noteHead(sequence: number): void {
+    if (sequence > this.head) this.head = sequence;
+  }
+
+  /** A kept hub registration: an event while the loop is busy (an attempt, a retry's wait) refreshes the head. */
+  private watchHead(): void {
+    if (this.stopped) return;
+    this.headWatch = this.d.hub.register(
+      this.record.addressId,
+      IDLE_RECHECK_MS * 10,
+      {
+        wake: (reason) => {
+          if (reason === 'changed' && !this.idle) this.refreshHead();
+          else if (reason === 'timeout') this.watchHead();
+        },
+      },
+      true,
+    );
+  }
+
+  /** One read of the address's last sequence, at most one in flight and one per HEAD_REFRESH_MS; a request meanwhile runs after. */
+  private refreshHead(): void {
+    const read = this.d.lastSequence;
+    if (!read || this.stopped) return;
+    if (this.headReading || this.headTimer) {
+      this.headStale = true;
+      return;
+    }
+    this.headReading = true;
+    read(this.record.addressId)
+      .then((n) => {
+        if (n !== null) this.noteHead(n);
+      })
+      .catch(() => {}) // a metric: the next page or event corrects it
+      .finally(() => {
+        this.headReading = false;
+        this.headTimer = setTimeout(() => {
+          this.headTimer = undefined;
+          if (this.headStale) {
+            this.headStale = false;
+            this.refreshHead();
+          }
+        }, HEAD_REFRESH_MS);
+        this.headTimer.unref();
+      });
   }
 
   get key(): string {
@@ -117,6 +193,8 @@ export class PushRunner {
       const address = await service.findAddress(this.record.addressId);
       if (!address) return;
       const cursor = (await store.consumers.position(address.id, name)) ?? 0;
+      this.position = cursor;
+      this.noteHead(cursor);
       // The hub waiter is registered before the read: an event committed after the read wakes it.
       let woken = false;
       const waiter = this.d.hub.register(address.id, IDLE_RECHECK_MS, {
@@ -132,6 +210,10 @@ export class PushRunner {
         waiter.cancel();
         throw err;
       }
+      // Not the end: the head is past this page, one read tells where. The end: nothing after nextCursor.
+      if (page.hasMore) this.refreshHead();
+      else this.noteHead(page.nextCursor);
+      if (page.events.length > 0) this.noteHead(page.events.at(-1)!.sequence);
       if (page.events.length === 0) {
         if (page.nextCursor > cursor) await this.seek(address.id, page.nextCursor); // passed over by the filter
         if (page.hasMore || woken) {
@@ -139,6 +221,7 @@ export class PushRunner {
           continue;
         }
         // Woken by the hub (a new event) or the sweep's interval, whichever first.
+        this.idle = true;
         await new Promise<void>((resolve) => {
           this.wakeNow = () => {
             this.wakeNow = undefined;
@@ -147,6 +230,7 @@ export class PushRunner {
           };
           if (woken || this.stopped) this.wakeNow();
         });
+        this.idle = false;
         continue;
       }
       waiter.cancel();
@@ -164,6 +248,7 @@ export class PushRunner {
 
   private async seek(addressId: string, cursor: number): Promise<void> {
     await this.d.store.consumers.seek(addressId, pushConsumerName(this.record.id), cursor, this.d.now(), Number.MAX_SAFE_INTEGER);
+    if (cursor > this.position) this.position = cursor;
   }
 
   /** One attempt at `e`; true when it was delivered (and the position moved past it). */
@@ -192,6 +277,7 @@ export class PushRunner {
         resolve: this.d.resolve,
         now: this.d.now,
         signal: this.abort.signal,
+        ...(this.d.agents ? { agents: this.d.agents } : {}),
       });
     } finally {
       free();
