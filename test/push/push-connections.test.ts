@@ -8,7 +8,7 @@
 // back to 0 once the receiver accepts. A liveness probe runs beside it all.
 import assert from 'node:assert/strict';
 import type { LookupAddress } from 'node:dns';
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, describe, it } from 'node:test';
 import { type Addr, api, createAddress, deliver, STORE, startTestService, type TestService } from '../helpers.js';
 import { type LivenessProbe, startLivenessProbe } from '../liveness-probe.js';
 import { type Answer, type Receiver, startReceiver, until, verify } from './receiver.js';
@@ -40,14 +40,19 @@ describe(`push connections are kept alive, guarded per new connection; lag in ev
     await svc.stop();
   });
 
+  // Each test's subscriptions are deleted after it, passed or not: the lag gauge counts every one this instance delivers.
+  let made: [Addr, string][] = [];
+  afterEach(async () => {
+    for (const [a, id] of made) await api(svc.baseUrl, 'DELETE', `/api/v1/addresses/${a.id}/subscriptions/${id}`, { token: a.token });
+    made = [];
+  });
   const subscribe = async (a: Addr, url: string) => {
     const r = await api(svc.baseUrl, 'POST', `/api/v1/addresses/${a.id}/subscriptions`, { json: { url, secret: SECRET }, token: a.token });
     assert.equal(r.status, 201, r.text);
+    made.push([a, r.json.id]);
     return r.json.id as string;
   };
   const show = async (a: Addr, id: string) => (await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/subscriptions/${id}`, { token: a.token })).json;
-  const unsubscribe = async (a: Addr, id: string) =>
-    assert.equal((await api(svc.baseUrl, 'DELETE', `/api/v1/addresses/${a.id}/subscriptions/${id}`, { token: a.token })).status, 204);
   const metrics = async () => (await fetch(svc.running.metrics!.url)).text();
   const series = (text: string, re: RegExp) => Number(re.exec(text)?.[1] ?? Number.NaN);
   const attempts = async (outcome: string) => series(await metrics(), new RegExp(`^return_address_push_attempts_total\\{outcome="${outcome}"\\} (\\d+)`, 'm'));
@@ -65,7 +70,7 @@ describe(`push connections are kept alive, guarded per new connection; lag in ev
     const rx = await startReceiver();
     try {
       const a = await createAddress(svc.baseUrl);
-      const id = await subscribe(a, named(rx, 'keep.test'));
+      await subscribe(a, named(rx, 'keep.test'));
       for (let i = 1; i <= 20; i++) assert.equal((await deliver(svc.baseUrl, a, { data: { i } })).status, 202);
       await until(() => rx.received.length >= 20, 20_000, '20 deliveries');
       assert.deepEqual(
@@ -75,7 +80,6 @@ describe(`push connections are kept alive, guarded per new connection; lag in ev
       for (const d of rx.received) verify(d, SECRET);
       assert.ok(rx.connections() <= 3, `20 deliveries over ${rx.connections()} connections`);
       assert.equal(lookups.get('keep.test'), rx.connections(), 'one guarded lookup per new connection, none per reuse');
-      await unsubscribe(a, id);
     } finally {
       await rx.close();
     }
@@ -101,7 +105,6 @@ describe(`push connections are kept alive, guarded per new connection; lag in ev
       assert.equal(s.cursor, 2);
       assert.equal(rx.received.length, 2, 'the refused connection sent nothing');
       assert.ok(lookups.get('flip.test')! >= 2, 'the new connection was looked up');
-      await unsubscribe(a, id);
     } finally {
       await rx.close();
     }
@@ -125,7 +128,6 @@ describe(`push connections are kept alive, guarded per new connection; lag in ev
       assert.equal(s.last_error, null);
       assert.equal(await attempts('failed'), failedBefore, 'no failed attempt counted');
       assert.equal(lookups.get('drop.test'), rx.connections(), 'the fresh connections were guarded too');
-      await unsubscribe(a, id);
     } finally {
       await rx.close();
     }
@@ -138,7 +140,7 @@ describe(`push connections are kept alive, guarded per new connection; lag in ev
     });
     const rx = await startReceiver(undefined, 0, 0, { hold });
     try {
-      assert.deepEqual(await lag(), { max: 0, total: 0 });
+      await until(async () => (await lag()).total === 0, 10_000, 'no lag left from before');
       const a = await createAddress(svc.baseUrl);
       const id = await subscribe(a, named(rx, 'hold.test'));
       await deliver(svc.baseUrl, a, { data: { i: 1 } });
@@ -150,7 +152,6 @@ describe(`push connections are kept alive, guarded per new connection; lag in ev
       await until(async () => (await show(a, id)).cursor === 7, 10_000, 'all 7 delivered');
       await until(async () => (await lag()).total === 0, 10_000, 'the gauge back at 0');
       assert.equal(rx.received.length, 7);
-      await unsubscribe(a, id);
     } finally {
       release();
       await rx.close();
@@ -171,7 +172,6 @@ describe(`push connections are kept alive, guarded per new connection; lag in ev
       accept = true;
       await until(async () => (await show(a, id)).cursor === 5, 20_000, 'all 5 delivered after the receiver accepts');
       await until(async () => (await lag()).total === 0, 10_000, 'the gauge back at 0');
-      await unsubscribe(a, id);
     } finally {
       await rx.close();
     }
