@@ -10,6 +10,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { Webhook } from 'standardwebhooks';
 import { guardedLookup, hostOf, isPublicAddress, type Resolve, TargetRefused } from './target-guard.js';
 
@@ -54,10 +55,31 @@ export const MAX_SOCKETS_PER_ORIGIN = 8;
  * so the receiver seldom closes a connection just as it is reused.
  */
 export const IDLE_CONNECTION_MS = 4000;
+/**
+ * A kept-alive connection is closed after its answer once this long has passed since its first one,
+ * so what its name resolves to now (a DNS change, a rebinding) applies within a minute even to a
+ * subscription busy enough that its connection never idles.
+ */
+export const MAX_CONNECTION_AGE_MS = 60_000;
+
+/** The agent keeps a connection for the next request only while it is younger than `maxAgeMs`. */
+function retiring<A extends http.Agent>(agent: A, maxAgeMs: number): A {
+  const since = new WeakMap<Duplex, number>();
+  const keeps = agent as unknown as { keepSocketAlive(socket: Duplex): boolean };
+  const keep = keeps.keepSocketAlive.bind(agent);
+  keeps.keepSocketAlive = (socket) => {
+    const now = Date.now();
+    const first = since.get(socket);
+    if (first === undefined) since.set(socket, now);
+    return now - (first ?? now) < maxAgeMs && keep(socket);
+  };
+  return agent;
+}
 
 /**
  * The instance's kept-alive connections to receivers, one pool per origin (node:http(s) Agents,
- * keepAlive, at most MAX_SOCKETS_PER_ORIGIN each, idle ones closed after IDLE_CONNECTION_MS). The
+ * keepAlive, at most MAX_SOCKETS_PER_ORIGIN each, idle ones closed after IDLE_CONNECTION_MS, any
+ * closed after an answer once MAX_CONNECTION_AGE_MS passed since its first). The
  * guarded lookup is a per-request option, which the Agent hands to every connection it opens: the
  * address rule runs on each NEW connection; a reused one goes on to the address it was checked
  * against when it was opened. `destroy()` closes them all (the worker stops).
@@ -66,10 +88,10 @@ export class WebhookAgents {
   private readonly http: http.Agent;
   private readonly https: https.Agent;
 
-  constructor(maxSockets = MAX_SOCKETS_PER_ORIGIN, idleMs = IDLE_CONNECTION_MS) {
+  constructor(maxSockets = MAX_SOCKETS_PER_ORIGIN, idleMs = IDLE_CONNECTION_MS, maxAgeMs = MAX_CONNECTION_AGE_MS) {
     const options = { keepAlive: true, maxSockets, maxFreeSockets: maxSockets, timeout: idleMs, scheduling: 'lifo' as const };
-    this.http = new http.Agent(options);
-    this.https = new https.Agent(options);
+    this.http = retiring(new http.Agent(options), maxAgeMs);
+    this.https = retiring(new https.Agent(options), maxAgeMs);
   }
 
   for(url: URL): http.Agent {

@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import type { LookupAddress } from 'node:dns';
 import { after, afterEach, before, describe, it } from 'node:test';
+import { postWebhook, WebhookAgents } from '../../src/push/webhook-post.js';
 import { type Addr, api, createAddress, deliver, STORE, startTestService, type TestService } from '../helpers.js';
 import { type LivenessProbe, startLivenessProbe } from '../liveness-probe.js';
 import { type Answer, type Receiver, startReceiver, until, verify } from './receiver.js';
@@ -174,6 +175,39 @@ describe(`push connections are kept alive, guarded per new connection; lag in ev
       await until(async () => (await lag()).total === 0, 10_000, 'the gauge back at 0');
     } finally {
       await rx.close();
+    }
+  });
+});
+
+describe('webhook connections: the age bound (webhook-post.ts, no service)', () => {
+  const body = JSON.stringify({ id: 'evt_1', address_id: 'addr_x', sequence: 1, type: 't', data: {} });
+  const post = (rx: Receiver, agents: WebhookAgents, i: number) =>
+    postWebhook({
+      url: rx.url,
+      secret: SECRET,
+      messageId: `evt_${i}`,
+      body,
+      timeoutMs: 10_000,
+      allowPrivate: true,
+      resolve: async () => [{ address: '127.0.0.1', family: 4 }],
+      agents,
+    });
+
+  it('a connection past its age is closed after its answer and the next attempt opens (and checks) a new one; a young one is reused', async () => {
+    for (const [maxAgeMs, expected] of [
+      [0, 5],
+      [3_600_000, 1],
+    ] as const) {
+      const rx = await startReceiver();
+      const agents = new WebhookAgents(8, 4000, maxAgeMs);
+      try {
+        for (let i = 1; i <= 5; i++) assert.equal((await post(rx, agents, i)).status, 200);
+        assert.equal(rx.connections(), expected, `max age ${maxAgeMs} ms: 5 attempts over ${rx.connections()} connections`);
+        assert.equal(rx.received.length, 5);
+      } finally {
+        agents.destroy();
+        await rx.close();
+      }
     }
   });
 });
