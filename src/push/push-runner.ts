@@ -5,15 +5,14 @@
 // after the schedule's last attempt, or a `webhook-delivery: abort` answer, the subscription is
 // paused with its reason until resumed. With nothing to send, it waits on the wakeup hub: a new
 // event on the address wakes it within milliseconds, and the sweep's interval bounds the wait.
-// It also knows how many sequences it is behind (lagEvents, a metric): its position as it reads and
-// moves it, the address's last sequence from its pages, or from one query when a page is not the
-// end or when an event arrives while it is busy (an attempt, a retry's wait), at most every second.
+// It tells its SubscriptionLag where its position is and what its pages saw (the lag in events).
 
 import type { PushConfig } from '../config.js';
 import type { EventFilter } from '../domain/event-filter.js';
 import type { EventRecord } from '../domain/model.js';
 import type { WakeupHub } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import { type LastSequence, SubscriptionLag } from './subscription-lag.js';
 import type { SecretSeal } from './subscription-secret.js';
 import type { DeliveryState, PushStore, SubscriptionRecord, SubscriptionStore } from './subscription-store.js';
 import { pushConsumerName, storedFilter } from './subscriptions.js';
@@ -25,8 +24,6 @@ import { type AttemptOutcome, postWebhook, type WebhookAgents } from './webhook-
 const PAGE_EVENTS = 20;
 /** An idle subscription re-reads at least this often even if no wake-up came (a lost notification costs at most this). */
 const IDLE_RECHECK_MS = 30_000;
-/** The address's last sequence is read at most this often per subscription (lagEvents). */
-const HEAD_REFRESH_MS = 1000;
 
 export type AttemptResult = 'delivered' | 'failed' | 'timeout' | 'refused' | 'aborted';
 
@@ -54,8 +51,8 @@ export interface RunnerDeps {
   now: () => number;
   /** The instance's kept-alive connections to receivers. */
   agents?: WebhookAgents;
-  /** The address's last sequence (the store's epochs.lastSequence), for lagEvents. */
-  lastSequence?: (addressId: string) => Promise<number | null>;
+  /** The address's last sequence (the store's epochs.lastSequence), for the lag in events. */
+  lastSequence?: LastSequence;
 }
 
 export class PushRunner {
@@ -64,82 +61,20 @@ export class PushRunner {
   private wakeNow: (() => void) | undefined;
   private filter: EventFilter;
   readonly done: Promise<void>;
-  /** The position as last read or moved, and the address's last sequence as last known (lagEvents). */
-  private position = 0;
-  private head = 0;
-  /** Waiting on the hub with nothing to send: a new event makes the loop read a page, which tells the head. */
-  private idle = false;
-  private headWatch: { cancel(): void } | undefined;
-  private headTimer: NodeJS.Timeout | undefined;
-  private headReading = false;
-  private headStale = false;
+  /** How many sequences it is behind (push-metrics.ts, through the worker). */
+  readonly lag: SubscriptionLag;
 
   constructor(
     private record: SubscriptionRecord,
     private readonly d: RunnerDeps,
   ) {
     this.filter = storedFilter(record);
-    this.watchHead();
+    this.lag = new SubscriptionLag(record.addressId, d.hub, d.lastSequence);
     this.done = this.loop()
       .catch((err: unknown) => {
         this.d.log.warn({ err, subscription: record.id, address: record.addressId }, 'push delivery loop failed; the sweep restarts it');
       })
-      .finally(() => {
-        this.headWatch?.cancel();
-        clearTimeout(this.headTimer);
-      });
-  }
-
-  /** Sequences of the address after this subscription's position, as far as the runner knows (exact within about a second). */
-  lagEvents(): number {
-    return Math.max(0, this.head - this.position);
-  }
-
-  private noteHead(sequence: number): void {
-    if (sequence > this.head) this.head = sequence;
-  }
-
-  /** A kept hub registration: an event while the loop is busy (an attempt, a retry's wait) refreshes the head. */
-  private watchHead(): void {
-    if (this.stopped) return;
-    this.headWatch = this.d.hub.register(
-      this.record.addressId,
-      IDLE_RECHECK_MS * 10,
-      {
-        wake: (reason) => {
-          if (reason === 'changed' && !this.idle) this.refreshHead();
-          else if (reason === 'timeout') this.watchHead();
-        },
-      },
-      true,
-    );
-  }
-
-  /** One read of the address's last sequence, at most one in flight and one per HEAD_REFRESH_MS; a request meanwhile runs after. */
-  private refreshHead(): void {
-    const read = this.d.lastSequence;
-    if (!read || this.stopped) return;
-    if (this.headReading || this.headTimer) {
-      this.headStale = true;
-      return;
-    }
-    this.headReading = true;
-    read(this.record.addressId)
-      .then((n) => {
-        if (n !== null) this.noteHead(n);
-      })
-      .catch(() => {}) // a metric: the next page or event corrects it
-      .finally(() => {
-        this.headReading = false;
-        this.headTimer = setTimeout(() => {
-          this.headTimer = undefined;
-          if (this.headStale) {
-            this.headStale = false;
-            this.refreshHead();
-          }
-        }, HEAD_REFRESH_MS);
-        this.headTimer.unref();
-      });
+      .finally(() => this.lag.close());
   }
 
   get key(): string {
@@ -193,8 +128,7 @@ export class PushRunner {
       const address = await service.findAddress(this.record.addressId);
       if (!address) return;
       const cursor = (await store.consumers.position(address.id, name)) ?? 0;
-      this.position = cursor;
-      this.noteHead(cursor);
+      this.lag.at(cursor);
       // The hub waiter is registered before the read: an event committed after the read wakes it.
       let woken = false;
       const waiter = this.d.hub.register(address.id, IDLE_RECHECK_MS, {
@@ -210,10 +144,7 @@ export class PushRunner {
         waiter.cancel();
         throw err;
       }
-      // Not the end: the head is past this page, one read tells where. The end: nothing after nextCursor.
-      if (page.hasMore) this.refreshHead();
-      else this.noteHead(page.nextCursor);
-      if (page.events.length > 0) this.noteHead(page.events.at(-1)!.sequence);
+      this.lag.page(page);
       if (page.events.length === 0) {
         if (page.nextCursor > cursor) await this.seek(address.id, page.nextCursor); // passed over by the filter
         if (page.hasMore || woken) {
@@ -221,7 +152,7 @@ export class PushRunner {
           continue;
         }
         // Woken by the hub (a new event) or the sweep's interval, whichever first.
-        this.idle = true;
+        this.lag.idle = true;
         await new Promise<void>((resolve) => {
           this.wakeNow = () => {
             this.wakeNow = undefined;
@@ -230,7 +161,7 @@ export class PushRunner {
           };
           if (woken || this.stopped) this.wakeNow();
         });
-        this.idle = false;
+        this.lag.idle = false;
         continue;
       }
       waiter.cancel();
@@ -248,7 +179,7 @@ export class PushRunner {
 
   private async seek(addressId: string, cursor: number): Promise<void> {
     await this.d.store.consumers.seek(addressId, pushConsumerName(this.record.id), cursor, this.d.now(), Number.MAX_SAFE_INTEGER);
-    if (cursor > this.position) this.position = cursor;
+    this.lag.at(cursor);
   }
 
   /** One attempt at `e`; true when it was delivered (and the position moved past it). */

@@ -64,7 +64,7 @@ export class PushWorker {
     let max = 0;
     let total = 0;
     for (const runner of this.runners.values()) {
-      const lag = runner.lagEvents();
+      const lag = runner.lag.events;
       if (lag > max) max = lag;
       total += lag;
     }
