@@ -503,12 +503,20 @@ class ReturnAddress:
         return _request("POST", self._base() + "/subscriptions", self.token, body)
 
     def subscriptions(self) -> List[Dict[str, Any]]:
+        """The address's webhook subscriptions with their positions and delivery state (GET .../subscriptions)."""
         return _request("GET", self._base() + "/subscriptions", self.token)["subscriptions"]
 
+    def subscription(self, subscription_id: str) -> Dict[str, Any]:
+        """One subscription (GET .../subscriptions/{id}): state, cursor, attempts, last_status, last_error.
+        An unknown id raises ReturnAddressError with status 404."""
+        return _request("GET", "%s/subscriptions/%s" % (self._base(), urllib.parse.quote(subscription_id)), self.token)
+
     def resume_subscription(self, subscription_id: str) -> Dict[str, Any]:
+        """Un-pauses a subscription (POST .../subscriptions/{id}/resume): the failed event is sent again, then the rest."""
         return _request("POST", "%s/subscriptions/%s/resume" % (self._base(), urllib.parse.quote(subscription_id)), self.token)
 
     def unsubscribe(self, subscription_id: str) -> None:
+        """Deletes a subscription (DELETE .../subscriptions/{id}); its consumer push:<id> stays, so a reader can go on from there."""
         _request("DELETE", "%s/subscriptions/%s" % (self._base(), urllib.parse.quote(subscription_id)), self.token)
 
     def get_approval(self, approval_id: str) -> Dict[str, Any]:

@@ -1,7 +1,9 @@
 // The push worker's Prometheus series (design.md, "Push subscriptions"), on the service's registry
 // when METRICS_PORT is set: attempts by outcome, subscriptions paused (all instances: read from the
-// store at scrape), subscriptions this instance delivers, and the delivery lag (from an event being
-// stored to its 2xx).
+// store at scrape), subscriptions this instance delivers, the delivery lag (from an event being
+// stored to its 2xx), and the lag in events: how many sequences the subscriptions this instance
+// delivers are behind their address, the largest and the total (what the runners know: no query at
+// scrape).
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { AttemptResult, PushObserver } from './push-runner.js';
 import type { SubscriptionStore } from './subscription-store.js';
@@ -12,7 +14,7 @@ export class PushMetrics implements PushObserver {
   private readonly attempts: Counter<'outcome'>;
   private readonly lag: Histogram;
 
-  constructor(registry: Registry, store: SubscriptionStore, active: () => number) {
+  constructor(registry: Registry, store: SubscriptionStore, active: () => number, lagEvents: () => { max: number; total: number }) {
     const registers = [registry];
     this.attempts = new Counter({
       name: 'return_address_push_attempts_total',
@@ -41,6 +43,17 @@ export class PushMetrics implements PushObserver {
       registers,
       collect() {
         this.set(active());
+      },
+    });
+    new Gauge({
+      name: 'return_address_push_lag_events',
+      help: "Sequences the subscriptions this instance delivers are behind their address's last event (paused ones are not delivered: see _paused): aggregate=max, the largest; aggregate=total, their sum.",
+      labelNames: ['aggregate'],
+      registers,
+      collect() {
+        const lag = lagEvents();
+        this.set({ aggregate: 'max' }, lag.max);
+        this.set({ aggregate: 'total' }, lag.total);
       },
     });
   }

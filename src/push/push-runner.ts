@@ -5,18 +5,20 @@
 // after the schedule's last attempt, or a `webhook-delivery: abort` answer, the subscription is
 // paused with its reason until resumed. With nothing to send, it waits on the wakeup hub: a new
 // event on the address wakes it within milliseconds, and the sweep's interval bounds the wait.
+// It tells its SubscriptionLag where its position is and what its pages saw (the lag in events).
 
 import type { PushConfig } from '../config.js';
 import type { EventFilter } from '../domain/event-filter.js';
 import type { EventRecord } from '../domain/model.js';
 import type { WakeupHub } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import { type LastSequence, SubscriptionLag } from './subscription-lag.js';
 import type { SecretSeal } from './subscription-secret.js';
 import type { DeliveryState, PushStore, SubscriptionRecord, SubscriptionStore } from './subscription-store.js';
 import { pushConsumerName, storedFilter } from './subscriptions.js';
 import type { Resolve } from './target-guard.js';
 import { failureVerdict, webhookRequest } from './webhook-body.js';
-import { type AttemptOutcome, postWebhook } from './webhook-post.js';
+import { type AttemptOutcome, postWebhook, type WebhookAgents } from './webhook-post.js';
 
 /** Events read per page: each is POSTed alone, so a page is only how far one read looks ahead. */
 const PAGE_EVENTS = 20;
@@ -47,6 +49,10 @@ export interface RunnerDeps {
   observer: PushObserver;
   log: { warn(obj: object, msg: string): void };
   now: () => number;
+  /** The instance's kept-alive connections to receivers. */
+  agents?: WebhookAgents;
+  /** The address's last sequence (the store's epochs.lastSequence), for the lag in events. */
+  lastSequence?: LastSequence;
 }
 
 export class PushRunner {
@@ -55,15 +61,20 @@ export class PushRunner {
   private wakeNow: (() => void) | undefined;
   private filter: EventFilter;
   readonly done: Promise<void>;
+  /** How many sequences it is behind (push-metrics.ts, through the worker). */
+  readonly lag: SubscriptionLag;
 
   constructor(
     private record: SubscriptionRecord,
     private readonly d: RunnerDeps,
   ) {
     this.filter = storedFilter(record);
-    this.done = this.loop().catch((err: unknown) => {
-      this.d.log.warn({ err, subscription: record.id, address: record.addressId }, 'push delivery loop failed; the sweep restarts it');
-    });
+    this.lag = new SubscriptionLag(record.addressId, d.hub, d.lastSequence);
+    this.done = this.loop()
+      .catch((err: unknown) => {
+        this.d.log.warn({ err, subscription: record.id, address: record.addressId }, 'push delivery loop failed; the sweep restarts it');
+      })
+      .finally(() => this.lag.close());
   }
 
   get key(): string {
@@ -117,6 +128,7 @@ export class PushRunner {
       const address = await service.findAddress(this.record.addressId);
       if (!address) return;
       const cursor = (await store.consumers.position(address.id, name)) ?? 0;
+      this.lag.at(cursor);
       // The hub waiter is registered before the read: an event committed after the read wakes it.
       let woken = false;
       const waiter = this.d.hub.register(address.id, IDLE_RECHECK_MS, {
@@ -132,6 +144,7 @@ export class PushRunner {
         waiter.cancel();
         throw err;
       }
+      this.lag.page(page);
       if (page.events.length === 0) {
         if (page.nextCursor > cursor) await this.seek(address.id, page.nextCursor); // passed over by the filter
         if (page.hasMore || woken) {
@@ -139,6 +152,7 @@ export class PushRunner {
           continue;
         }
         // Woken by the hub (a new event) or the sweep's interval, whichever first.
+        this.lag.idle = true;
         await new Promise<void>((resolve) => {
           this.wakeNow = () => {
             this.wakeNow = undefined;
@@ -147,6 +161,7 @@ export class PushRunner {
           };
           if (woken || this.stopped) this.wakeNow();
         });
+        this.lag.idle = false;
         continue;
       }
       waiter.cancel();
@@ -164,6 +179,7 @@ export class PushRunner {
 
   private async seek(addressId: string, cursor: number): Promise<void> {
     await this.d.store.consumers.seek(addressId, pushConsumerName(this.record.id), cursor, this.d.now(), Number.MAX_SAFE_INTEGER);
+    this.lag.at(cursor);
   }
 
   /** One attempt at `e`; true when it was delivered (and the position moved past it). */
@@ -192,6 +208,7 @@ export class PushRunner {
         resolve: this.d.resolve,
         now: this.d.now,
         signal: this.abort.signal,
+        ...(this.d.agents ? { agents: this.d.agents } : {}),
       });
     } finally {
       free();

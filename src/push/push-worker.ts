@@ -3,7 +3,8 @@
 // expired ones (another instance died: taken over once its lease ran out, PUSH_LEASE_MS), drops
 // runners whose subscription was deleted, paused or lost, and deletes expired subscriptions.
 // New events wake runners through the wakeup hub, so the sweep is a safety net, not a poll per
-// subscription. Attempts in flight are bounded per instance (PUSH_CONCURRENCY), each in time.
+// subscription. Attempts in flight are bounded per instance (PUSH_CONCURRENCY), each in time, over
+// the instance's kept-alive connections to receivers (WebhookAgents), closed when the worker stops.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { PushConfig } from '../config.js';
@@ -12,6 +13,7 @@ import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { type PushObserver, PushRunner } from './push-runner.js';
 import type { PushStore } from './subscription-store.js';
 import type { Subscriptions } from './subscriptions.js';
+import { WebhookAgents } from './webhook-post.js';
 
 export const NO_PUSH_OBSERVER: PushObserver = { attempt() {}, delivered() {} };
 
@@ -37,6 +39,7 @@ export class PushWorker {
   private stopped = false;
   private inFlight = 0;
   private readonly queue: (() => void)[] = [];
+  private readonly agents = new WebhookAgents();
   /** Told of every attempt (push-metrics.ts when METRICS_PORT is set). */
   observer: PushObserver;
 
@@ -54,6 +57,18 @@ export class PushWorker {
   /** Subscriptions this instance delivers now. */
   get active(): number {
     return this.runners.size;
+  }
+
+  /** How far behind the subscriptions this instance delivers are, in sequences: the largest and the sum (no query: what the runners know). */
+  lagEvents(): { max: number; total: number } {
+    let max = 0;
+    let total = 0;
+    for (const runner of this.runners.values()) {
+      const lag = runner.lag.events;
+      if (lag > max) max = lag;
+      total += lag;
+    }
+    return { max, total };
   }
 
   /** A subscription of the address was created, refreshed, resumed or deleted: its runner looks again, the sweep takes up new ones. */
@@ -106,6 +121,8 @@ export class PushWorker {
         observer: this.observer,
         log: this.d.log,
         now: this.d.now ?? Date.now,
+        agents: this.agents,
+        ...(this.d.store.epochs ? { lastSequence: (id: string) => this.d.store.epochs!.lastSequence(id) } : {}),
       });
       this.runners.set(key, runner);
       void runner.done.then(() => {
@@ -140,6 +157,7 @@ export class PushWorker {
     await this.sweeping;
     for (const runner of this.runners.values()) runner.stop();
     await Promise.all([...this.runners.values()].map((r) => r.done));
+    this.agents.destroy();
     await this.d.subscriptions.subscriptions.releaseLeases(this.owner).catch(() => {});
   }
 }

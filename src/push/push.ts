@@ -36,7 +36,12 @@ export interface PushDeps {
 
 /** The push series on the service's registry, when METRICS_PORT is set. */
 export function observePush(push: Push, registry: Registry, store: SubscriptionStore): void {
-  push.worker.observer = new PushMetrics(registry, store, () => push.worker.active);
+  push.worker.observer = new PushMetrics(
+    registry,
+    store,
+    () => push.worker.active,
+    () => push.worker.lagEvents(),
+  );
 }
 
 export function composePush(d: PushDeps): Push {

@@ -7,8 +7,15 @@
 import type { ConsumerPositions } from '../consumers/consumer-positions.js';
 import type { Store } from '../domain/ports.js';
 
-/** The store as the push room uses it: the Store port, its subscriptions, and named consumers' positions. */
-export type PushStore = Store & { readonly subscriptions: SubscriptionStore; readonly consumers: ConsumerPositions };
+/**
+ * The store as the push room uses it: the Store port, its subscriptions, named consumers' positions,
+ * and an address's last sequence (the epoch store's, read for the lag in events only).
+ */
+export type PushStore = Store & {
+  readonly subscriptions: SubscriptionStore;
+  readonly consumers: ConsumerPositions;
+  readonly epochs?: { lastSequence(addressId: string): Promise<number | null> };
+};
 
 export interface SubscriptionRecord {
   addressId: string;
