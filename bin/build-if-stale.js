@@ -2,6 +2,9 @@
 // last build, so a start (or a crash restart) costs a second, not a 15-20 s compile. The check is a
 // walk of src/'s modification times against dist/.build-stamp (written by scripts/copy-assets.mjs
 // after every build): a few milliseconds. An installed package has no src/ and is never rebuilt.
+// TypeScript and the @types packages are dev dependencies: nothing at run time needs them (the
+// image and an installed package have no src/). A checkout installed or pruned without them
+// (`--omit=dev`) whose sources changed gets one line saying how to build, not a missing module.
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants, existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -58,8 +61,14 @@ export function buildIfStale(packageDir) {
     );
     process.exit(EX_CONFIG);
   }
-  console.error(`return-address: ${reason}; building first (npm run build)`);
   const tsc = join(packageDir, 'node_modules', 'typescript', 'bin', 'tsc');
+  if (!existsSync(tsc)) {
+    console.error(
+      `return-address: ${reason}, and TypeScript (a dev dependency) is not installed here (installed or pruned with --omit=dev?): run \`npm install && npm run build\` in ${packageDir}, then start again`,
+    );
+    process.exit(EX_CONFIG);
+  }
+  console.error(`return-address: ${reason}; building first (npm run build)`);
   // The client workspace first: the service imports @return-address/client's build.
   if (existsSync(client)) {
     execFileSync(process.execPath, [join(client, 'scripts', 'generate.mjs')], { cwd: client, stdio: 'inherit' });

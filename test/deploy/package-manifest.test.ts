@@ -1,9 +1,12 @@
 // The service package's manifest holds what it promises: its engines range is no looser than any
 // production dependency's (npm would install it on a Node that mailauth or undici refuse), and
-// `return-address/forward` is exported with type declarations that the publishing build emits.
+// `return-address/forward` is exported with type declarations that the publishing build emits; and
+// TypeScript with the @types packages are dev dependencies, because nothing at run time loads them
+// (the image, an installed package and a current checkout start without; a checkout whose sources
+// changed builds with them, and says how to get them when they are missing: stale-build.test).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -52,5 +55,37 @@ describe('package manifest', () => {
       rmSync(out, { recursive: true, force: true });
     }
     assert.ok(pkg.files.includes('dist/src'), 'and the package ships them');
+  });
+});
+
+/** Every .js file under `dir`. */
+function jsFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    return statSync(p).isDirectory() ? jsFiles(p) : p.endsWith('.js') ? [p] : [];
+  });
+}
+
+describe('what run time needs', () => {
+  const buildOnly = ['typescript', ...Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }).filter((d) => d.startsWith('@types/'))];
+
+  it('TypeScript and every @types package are dev dependencies, in the lock file too', () => {
+    assert.ok(buildOnly.length >= 5, `found ${buildOnly.join(', ')}: has the manifest's shape changed?`);
+    for (const dep of buildOnly) {
+      assert.equal(pkg.dependencies[dep], undefined, `${dep} is a production dependency`);
+      assert.ok(pkg.devDependencies[dep], `${dep} is a dev dependency`);
+      assert.equal(lock.packages[`node_modules/${dep}`]?.dev, true, `the lock file marks ${dep} dev (run npm install --package-lock-only)`);
+    }
+  });
+
+  it('no file the service runs imports TypeScript, and a build is what `prepare` runs (git installs bring dev dependencies for it)', () => {
+    assert.ok(existsSync('dist/src'), 'the build ran (npm run build:all)');
+    const runtime = [...jsFiles('dist/src'), ...jsFiles('bin')];
+    assert.ok(runtime.length > 20, `only ${runtime.length} files`);
+    const importers = runtime.filter((f) => /(?:from\s*|import\s*\(\s*|require\s*\(\s*)['"](?:typescript|@types\/[^'"]+)['"]/.test(readFileSync(f, 'utf8')));
+    assert.deepEqual(importers, [], 'these load TypeScript at run time');
+    // The one use: bin/build-if-stale.js runs node_modules/typescript/bin/tsc when src/ changed.
+    assert.match(readFileSync('bin/build-if-stale.js', 'utf8'), /if \(!existsSync\(tsc\)\)/, 'and checks it is there first');
+    assert.equal(pkg.scripts.prepare, 'npm run build');
   });
 });
