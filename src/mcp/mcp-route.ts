@@ -158,7 +158,7 @@ export const mcpRoutes =
   (deps: AppDeps & { subscriptions: Subscriptions }): FastifyPluginAsyncTypebox =>
   async (app) => {
     const { config, service, approvals, consumers, claims } = deps;
-    const streams = new EventStreams(service, config.baseUrl, config.maxStreamsPerAddress);
+    const streams = new EventStreams(service, deps.epochs, config.baseUrl, config.maxStreamsPerAddress);
     // An open events/stream is not an idle connection: end each with its final frame before closing.
     app.addHook('preClose', (done) => {
       streams.closeAll();
@@ -228,6 +228,7 @@ export const mcpRoutes =
             service,
             address,
             baseUrl: config.baseUrl,
+            epochs: deps.epochs,
             streams,
             subscriptions: deps.subscriptions,
             legacyVersions: SUPPORTED_PROTOCOL_VERSIONS,
@@ -243,6 +244,7 @@ export const mcpRoutes =
                 log: request.log,
                 approvals,
                 maxEventBytes: config.maxEventBytes,
+                epochs: deps.epochs,
               }),
           });
         }
@@ -287,6 +289,7 @@ export const mcpRoutes =
           approvals,
           senderPolicies: deps.senderPolicies,
           maxEventBytes: config.maxEventBytes,
+          epochs: deps.epochs,
         });
         // A call that carries a progress token is answered as an SSE stream, so notifications/progress
         // can precede its result (design.md, "MCP"); every other answer stays plain JSON.
