@@ -3,9 +3,9 @@
 // the JSON saying that event content is data.
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import { epochHeaderValues } from '../epoch/epoch-headers.js';
 import type { EpochStore } from '../epoch/epoch-store.js';
-import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import { Address, Event } from '../http/schemas.js';
 
 /** Tools whose results carry events: each result says, beside its JSON, that their content is data. */

@@ -9,8 +9,8 @@ import type { ApprovalService } from '../approvals/approval-service.js';
 import type { ClaimService } from '../claims/claim-service.js';
 import type { Consumers } from '../consumers/consumers.js';
 import type { AddressRecord } from '../domain/model.js';
-import type { EpochStore } from '../epoch/epoch-store.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import type { EpochStore } from '../epoch/epoch-store.js';
 import type { SenderPolicies } from '../sender-policy/sender-policies.js';
 
 export interface ToolContext {

@@ -56,7 +56,11 @@ describe(`python consume and a restore (${STORE})`, { skip: hasPython ? false : 
     py.stdout.on('data', (d: Buffer) => (out += d.toString()));
     py.stderr.on('data', (d: Buffer) => (err += d.toString()));
     const exited = new Promise<number | null>((resolve) => py.once('close', resolve));
-    const lines = () => out.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const lines = () =>
+      out
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
     const until = async (n: number) => {
       const deadline = Date.now() + 60_000;
       while (lines().length < n) {
