@@ -93,7 +93,7 @@ class LocalPosition implements PositionStore {
     const all: StoredPositions = {
       ...stored,
       [this.name]: sequence,
-      epochs: { ...stored.epochs, ...(this.epoch !== undefined ? { [this.name]: this.epoch } : {}) },
+      ...(this.epoch !== undefined ? { epochs: { ...stored.epochs, [this.name]: this.epoch } } : {}),
       handled: { ...stored.handled, [this.name]: this.handled },
     };
     const tmp = `${this.file}.${process.pid}.${this.name.replace(/[^a-z0-9]/g, '_')}.tmp`;
