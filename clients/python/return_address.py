@@ -349,9 +349,18 @@ class ReturnAddress:
         # Only a re-read after a new epoch skips handled ids: an event handled but not committed (a stopped
         # run) comes again, as at-least-once says.
         skip_handled = False
+        failed = [False]
+
+        def read() -> Page:
+            # After a failed read the next does not long-poll (when running until stopped): a service back
+            # from a restore says its new epoch at once, not after a long-poll past the end of its shorter queue.
+            wait = MAX_POLL_SECONDS if idle_seconds is None else idle_seconds
+            wait, failed[0] = (0 if failed[0] and idle_seconds is None else wait), True
+            p = self.page(position, 1 if named else 20, wait, type, match, state, consumer)
+            failed[0] = False
+            return p
         while True:
-            page = self._retrying(lambda: self.page(position, 1 if named else 20, MAX_POLL_SECONDS if idle_seconds is None else idle_seconds,
-                                                    type, match, state, consumer), forever)
+            page = self._retrying(read, forever)
             if not named and page.epoch and self.epoch is not None and page.epoch != self.epoch:
                 print("consume: the store's epoch changed from %s to %s (restored from a backup): reading again from the start, "
                       "skipping the %d event ids handled" % (self.epoch, page.epoch, len(handled)), file=sys.stderr)

@@ -1,7 +1,8 @@
 // The CLI's saved file keeps the store epoch with its cursor (saved-epoch.ts): after a real restore
 // (restore-helper.ts; on SQLite the next event gets a sequence the saved cursor already passed),
 // `events` and `consume` say so in one stderr line and read again from the start, and consume runs
-// only the event it had not handled, skipping the ids it handled in an earlier run.
+// only the event it had not handled, skipping the ids it handled in an earlier run; `wait` waits from
+// the start past those ids; an MCP Events cursor from before the restore starts again, truncated.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runCli } from '../forward/cli-process.js';
 import { createTestStorage, deliver, type SpawnedService, STORE, spawnService, type TestStorage } from '../helpers.js';
+import { result } from '../mcp/mcp-modern-client.js';
 import { restorer, stopService } from './restore-helper.js';
 
 describe(`the CLI and a restore (${STORE})`, () => {
@@ -43,6 +45,11 @@ describe(`the CLI and a restore (${STORE})`, () => {
     await r.backup();
     assert.equal((await deliver(svc.baseUrl, a as never, { data: 3 })).status, 202);
 
+    // An MCP Events cursor from this epoch, for after the restore.
+    const mcpUrl = saved().endpoints.mcp_url;
+    const polled = await result(mcpUrl, a.token, 'events/poll', { name: 'return_address.event', cursor: null });
+    assert.equal(polled.events.length, 3);
+
     const first = await consume();
     assert.equal(first.code, 0, first.stderr);
     assert.deepEqual(handled(), [1, 2, 3]);
@@ -65,6 +72,21 @@ describe(`the CLI and a restore (${STORE})`, () => {
     );
     assert.match(page.stderr, /events: the store's epoch changed from [0-9a-f]{32} to [0-9a-f]{32}/);
     assert.equal(saved().epoch, before.epoch);
+
+    // wait: from the start, past the ids consume handled, to the new event; one line.
+    const waited = await runCli(['wait', '--save', file, '--timeout', '5']);
+    assert.equal(waited.code, 0, waited.stderr);
+    assert.equal(JSON.parse(waited.stdout).data, 'new');
+    assert.match(waited.stderr, /wait: the store's epoch changed/);
+
+    // MCP: the old cursor is of another epoch: the poll starts again from the start, truncated.
+    const again = await result(mcpUrl, a.token, 'events/poll', { name: 'return_address.event', cursor: polled.cursor });
+    assert.equal(again.truncated, true);
+    assert.ok(
+      again.events.some((e: { data: { data: unknown } }) => e.data.data === 'new'),
+      JSON.stringify(again.events),
+    );
+    assert.notEqual(again._meta['io.return-address/epoch'], polled._meta['io.return-address/epoch']);
 
     const second = await consume();
     assert.equal(second.code, 0, second.stderr);
