@@ -5,9 +5,9 @@
 // from the start of the queue with truncated: true instead of skipping what came after the restore.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createAddress, deliver, listEvents, STORE, startTestService, type TestService } from '../helpers.js';
+import { api, createAddress, deliver, listEvents, STORE, startTestService, type TestService } from '../helpers.js';
 import { startLivenessProbe } from '../liveness-probe.js';
-import { call, isEvent, openPush, result } from '../mcp/mcp-modern-client.js';
+import { ACCEPT, call, isEvent, openPush, result } from '../mcp/mcp-modern-client.js';
 
 const NAME = 'return_address.event';
 const EPOCH = 'io.return-address/epoch';
@@ -45,6 +45,15 @@ describe(`store epoch in MCP results (${STORE})`, () => {
 
     const address = await result(a.mcpUrl, a.token, 'tools/call', { name: 'get_address', arguments: {} });
     assert.equal(address._meta?.[EPOCH], undefined, 'no events, no epoch');
+
+    // Revision 2025-11-25 (the SDK's transport) says it too.
+    const legacy = await api('', 'POST', a.mcpUrl, {
+      token: a.token,
+      headers: { ...ACCEPT, 'mcp-protocol-version': '2025-11-25' },
+      json: { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'list_events', arguments: {} } },
+    });
+    assert.equal(legacy.status, 200, legacy.text);
+    assert.deepEqual(legacy.json.result._meta, { [EPOCH]: epoch, [LAST]: 3 });
   });
 
   it('events/poll: the cursor carries the epoch, _meta says it, and a cursor of another epoch starts again, truncated', async () => {
