@@ -40,7 +40,9 @@ export class UsageError extends Error {}
 
 const COMMON =
   'Common options:\n  --url URL      service base URL (default: the one saved in FILE, else $RETURN_ADDRESS_URL, else http://localhost:3000)\n  -h, --help     this help\n';
-const SAVE = '  --save FILE    the file `create --save` wrote (create response + cursor + url)\n';
+const SAVE =
+  '  --save FILE    the file `create --save` wrote (create response + cursor + url, and the store epoch of\n' +
+  '                 the cursor: after a restore of the service, reads say so on stderr and start again from 0)\n';
 
 const HELP: Record<string, string> = {
   main: `Usage: return-address <command> [options]
