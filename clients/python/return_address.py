@@ -21,6 +21,9 @@ create, get, deliver, events, wait_for, consume, ack, delete. Filters (`type` ex
 src/domain/event-match.ts (JSON true and "true" both match "true"). wait_for long-polls and retries
 network errors and 429/5xx answers with backoff from the same cursor, so no event is skipped or
 returned twice. consume(handler) reads at-least-once: handle, then ack and commit; dedupe by id.
+A page says the store's epoch and the address's last sequence (page.epoch, page.last_sequence): a
+restore gives the store a new epoch, and consume() then reads again from the start, skipping the
+event ids it handled (the last HANDLED_IDS of them).
 Responses have the HTTP API's shapes (ack returns {"event": ...}). save()/load() read and write
 the file `return-address create --save` writes (create response + cursor + url).
 
@@ -28,6 +31,7 @@ As a CLI: python3 return_address.py create --save a.json; python3 return_address
 """
 import argparse
 import base64
+import collections
 import datetime
 import hashlib
 import hmac
@@ -49,6 +53,17 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 
 DEFAULT_URL = "http://localhost:3000"
 MAX_POLL_SECONDS = 25
+# How many handled event ids consume() remembers, to skip them when a restore makes it read again.
+HANDLED_IDS = 10000
+
+
+class Page(dict):
+    """A page {events, next_cursor, has_more} (a plain dict to compare and print), with what its headers said:
+    epoch, the store's epoch (a restore replaces it: sequences may then be given again to new events), and
+    last_sequence, the address's highest sequence (a cursor above it is ahead of the queue, not waiting for
+    it). Both None from a service that does not send them."""
+    epoch: Optional[str] = None
+    last_sequence: Optional[int] = None
 
 
 class ReturnAddressError(Exception):
@@ -154,7 +169,8 @@ _opener = urllib.request.build_opener(_NoCredentialsAcrossOrigins)
 
 
 def _request(method: str, url: str, token: Optional[str] = None, body: Any = None,
-             headers: Optional[Dict[str, str]] = None, timeout: float = 30) -> Any:
+             headers: Optional[Dict[str, str]] = None, timeout: float = 30,
+             on_headers: Optional[Callable[[Any], None]] = None) -> Any:
     h = dict(headers or {})
     data = None
     if token:
@@ -165,6 +181,8 @@ def _request(method: str, url: str, token: Optional[str] = None, body: Any = Non
     req = urllib.request.Request(url, data=data, method=method, headers=h)
     try:
         with _opener.open(req, timeout=timeout) as res:
+            if on_headers:
+                on_headers(res.headers)
             text = res.read().decode()
             return json.loads(text) if text else None
     except urllib.error.HTTPError as e:
@@ -186,13 +204,17 @@ class ReturnAddress:
     """One address. `cursor` is the sequence of the last event consumed; wait_for advances it."""
 
     def __init__(self, id: str, token: str, url: Optional[str] = None, inbox_url: Optional[str] = None,
-                 cursor: int = 0, created: Optional[Dict[str, Any]] = None):
+                 cursor: int = 0, created: Optional[Dict[str, Any]] = None, epoch: Optional[str] = None):
         self.url = resolve_url(url)
         self.id = id
         self.token = token
         self.inbox_url = inbox_url
         self.cursor = cursor
         self.created = created
+        # The store epoch this client first saw (or was given with its cursor); consume() re-reads from the start when it changes.
+        self.epoch = epoch
+        # The last event ids consume() handled (at most HANDLED_IDS, oldest forgotten first).
+        self._handled: "collections.OrderedDict[str, None]" = collections.OrderedDict()
 
     @property
     def email(self) -> Optional[str]:
@@ -215,9 +237,10 @@ class ReturnAddress:
 
     @classmethod
     def from_created(cls, created: Dict[str, Any], url: Optional[str] = None) -> "ReturnAddress":
-        """From a create response, e.g. the file `create --save` wrote (its `cursor` too)."""
+        """From a create response, e.g. the file `create --save` wrote (its `cursor` and `epoch` too)."""
         return cls(created["address"]["id"], created["credentials"]["read_token"], url,
-                   created["endpoints"]["inbox_url"], int(created.get("cursor", 0)), created)
+                   created["endpoints"]["inbox_url"], int(created.get("cursor", 0)),
+                   created, created.get("epoch"))
 
     def _base(self) -> str:
         return "%s/api/v1/addresses/%s" % (self.url, urllib.parse.quote(self.id))
@@ -239,8 +262,9 @@ class ReturnAddress:
 
     def page(self, after: Optional[int] = None, limit: Optional[int] = None, wait: int = 0, type: Any = None,
              match: Optional[Dict[str, Any]] = None, state: Optional[str] = None, consumer: Optional[str] = None) -> Dict[str, Any]:
-        """One page {events, next_cursor, has_more}. Filters run on the service; with a filter next_cursor is the
-        last event examined. `consumer` reads for a named consumer (after=N stores N first; without after, its position)."""
+        """One page {events, next_cursor, has_more} (a Page: .epoch and .last_sequence say what its headers did).
+        Filters run on the service; with a filter next_cursor is the last event examined. `consumer` reads for a
+        named consumer (after=N stores N first; without after, its position)."""
         q: List[Any] = []
         if after is not None or consumer is None:
             q.append(("after", self.cursor if after is None else after))
@@ -250,8 +274,19 @@ class ReturnAddress:
         q.extend(_filter_params(type, match, state))
         if consumer is not None:
             q.append(("consumer", consumer))
+        seen: Dict[str, Optional[str]] = {}
+
+        def on_headers(h: Any) -> None:
+            seen["epoch"], seen["last"] = h.get("Return-Address-Epoch"), h.get("Return-Address-Last-Sequence")
         # A silently dead connection must not hang the caller: give up a while after the server would have answered.
-        return _request("GET", self._base() + "/events?" + urllib.parse.urlencode(q), self.token, timeout=wait + 15)
+        page = Page(_request("GET", self._base() + "/events?" + urllib.parse.urlencode(q), self.token, timeout=wait + 15,
+                             on_headers=on_headers))
+        last = seen.get("last")
+        if seen.get("epoch") and last is not None and last.isdigit():
+            page.epoch, page.last_sequence = seen["epoch"], int(last)
+            if self.epoch is None:
+                self.epoch = page.epoch
+        return page
 
     def _retrying(self, read, deadline: float):
         attempt = 0
@@ -304,15 +339,45 @@ class ReturnAddress:
         (unless ack=False) and the position committed (this client's cursor and on_commit, or the named consumer's
         on the service, which the next read confirms). A handler that raises is retried on the same event with
         backoff (retry_delay doubling to 60 s). Returns after a long-poll of idle_seconds finds nothing, if given.
-        A crash re-delivers what was not committed: dedupe by event id."""
+        A crash re-delivers what was not committed: dedupe by event id. A page of another store epoch than the
+        one this client saw (a restore) makes it read again from the start (on_commit(0)), skipping the event
+        ids it handled (the last HANDLED_IDS); named consumers' positions are the service's, restored with it."""
         named = consumer is not None
         position = after if after is not None else (None if named else self.cursor)
         forever = float("inf")
+        handled = self._handled
+        # Only a re-read after a new epoch skips handled ids: an event handled but not committed (a stopped
+        # run) comes again, as at-least-once says.
+        skip_handled = False
+        failed = [False]
+
+        def read() -> Page:
+            # After a failed read the next does not long-poll (when running until stopped): a service back
+            # from a restore says its new epoch at once, not after a long-poll past the end of its shorter queue.
+            wait = MAX_POLL_SECONDS if idle_seconds is None else idle_seconds
+            wait, failed[0] = (0 if failed[0] and idle_seconds is None else wait), True
+            p = self.page(position, 1 if named else 20, wait, type, match, state, consumer)
+            failed[0] = False
+            return p
         while True:
-            page = self._retrying(lambda: self.page(position, 1 if named else 20, MAX_POLL_SECONDS if idle_seconds is None else idle_seconds,
-                                                    type, match, state, consumer), forever)
+            page = self._retrying(read, forever)
+            if not named and page.epoch and self.epoch is not None and page.epoch != self.epoch:
+                print("consume: the store's epoch changed from %s to %s (restored from a backup): reading again from the start, "
+                      "skipping the %d event ids handled" % (self.epoch, page.epoch, len(handled)), file=sys.stderr)
+                self.epoch = page.epoch
+                skip_handled = True
+                position = 0
+                self.cursor = 0
+                if on_commit:
+                    on_commit(0)
+                continue
             events = page["events"]
             for i, event in enumerate(events):
+                if skip_handled and event["id"] in handled:
+                    position = page["next_cursor"] if i == len(events) - 1 else event["sequence"]
+                    if not named:
+                        self.cursor = position
+                    continue
                 attempt = 0
                 while True:
                     try:
@@ -322,6 +387,9 @@ class ReturnAddress:
                         attempt += 1
                         print("consume: sequence %d: %s; retry %d" % (event["sequence"], err, attempt), file=sys.stderr)
                         time.sleep(min(60.0, retry_delay * 2 ** (attempt - 1)))
+                handled[event["id"]] = None
+                if len(handled) > HANDLED_IDS:
+                    handled.popitem(last=False)
                 if ack:
                     self._retrying(lambda: self.ack(event["id"]), forever)
                 position = page["next_cursor"] if i == len(events) - 1 else event["sequence"]
@@ -344,7 +412,7 @@ class ReturnAddress:
         """Writes the CLI's saved file (create response + cursor + url), mode 0600."""
         if self.created is None:
             raise ReturnAddressError(0, "no_create_response", "only a client built from a create response can be saved")
-        save_file(path, dict(self.created, cursor=self.cursor, url=self.url))
+        save_file(path, dict(self.created, cursor=self.cursor, url=self.url, **({"epoch": self.epoch} if self.epoch else {})))
 
     @classmethod
     def load(cls, path: str, url: Optional[str] = None) -> "ReturnAddress":
@@ -954,7 +1022,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print("consume: sequence %d %s exit %d" % (event["sequence"], event["type"], code), file=sys.stderr)
                 if code != 0:
                     raise RuntimeError("the command exited with %d" % code)
-            commit = None if args.consumer else (lambda cursor: save_file(args.save, dict(saved, cursor=cursor)))
+            # The epoch is saved with the cursor: a later run that sees another one reads again from the start.
+            commit = None if args.consumer else (
+                lambda cursor: save_file(args.save, dict(saved, cursor=cursor, **({"epoch": ra.epoch} if ra.epoch else {}))))
             try:
                 ra.consume(run, args.type, parse_match(args.match), consumer=args.consumer, on_commit=commit, idle_seconds=args.until_idle)
             except KeyboardInterrupt:

@@ -13,7 +13,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { MAX_WAIT_SECONDS, parseMatch, ReturnAddress } from '@return-address/client';
 import { UNTRUSTED_CONTENT } from '../domain/trust.js';
-import { loadSaved, savedUrl, writeSaved } from './saved-file.js';
+import { epochChangedLine, SAVED_HANDLED_IDS, withHandled } from './saved-epoch.js';
+import { loadSaved, type Saved, savedUrl, writeSaved } from './saved-file.js';
 
 /** How long a handler has to end after SIGTERM, once the CLI is told to stop, before SIGKILL. */
 const HANDLER_GRACE_MS = 5_000;
@@ -25,6 +26,9 @@ JSON on stdin, RA_EVENT_ID, RA_EVENT_TYPE and RA_SEQUENCE in its environment. Ex
 the event and saves the cursor past it; any other exit runs CMD again for the same event after
 1 s, 2 s, 4 s ... (at most 60 s), so no event is skipped and the order holds. After a crash or a
 kill, the event being handled is handed to CMD again: dedupe by RA_EVENT_ID.
+FILE keeps the store's epoch with the cursor and the last ${SAVED_HANDLED_IDS} event ids handled: when the
+service was restored from a backup (a new epoch), consume says so in one line and reads again from
+the start, skipping those ids.
 --type (exact, or a prefix like stripe.*) and --match select events on the service; the cursor
 still moves past the others. --consumer NAME keeps the position on the service (a named consumer)
 instead of in FILE. --until-idle S (a whole number of seconds, 0 to ${MAX_WAIT_SECONDS}) exits 0 once S
@@ -100,14 +104,36 @@ export async function consume(
       });
       return 0;
     }
-    await ra.consume((event) => runCommand(values.exec!, event, handlers, stop.signal), {
+    // The saved cursor belongs to the saved epoch (saved-epoch.ts): a page of another one makes the
+    // client read again from the start (onCommit(0)), and the ids handled before are not run again.
+    const named = values.consumer !== undefined;
+    if (!named && saved.epoch !== undefined) ra.epoch = saved.epoch;
+    let file: Saved = saved;
+    let known = saved.epoch;
+    let restored = false;
+    const handledBefore = new Set(saved.handled ?? []);
+    const handler = async (event: Parameters<typeof runCommand>[1]) => {
+      if (restored && handledBefore.has(event.id)) return;
+      await runCommand(values.exec!, event, handlers, stop.signal);
+      if (!named) file = { ...file, handled: withHandled(file.handled, event.id) };
+    };
+    const commit = (cursor: number) => {
+      if (known !== undefined && ra.epoch !== undefined && ra.epoch !== known) {
+        process.stderr.write(epochChangedLine('consume', known, ra.epoch));
+        restored = true;
+      }
+      known = ra.epoch ?? known;
+      file = { ...file, cursor, ...(known !== undefined ? { epoch: known } : {}) };
+      writeSaved(values.save!, file);
+    };
+    await ra.consume(handler, {
       ...(values.type?.length ? { type: values.type } : {}),
       ...(Object.keys(match).length > 0 ? { match } : {}),
       ...(values.consumer !== undefined ? { consumer: values.consumer } : {}),
       ...(idle !== undefined ? { idleSeconds: idle } : {}),
       signal: stop.signal,
       // The saved file is the position without a named consumer: written after each handled event.
-      onCommit: values.consumer === undefined ? (cursor) => writeSaved(values.save!, { ...saved, cursor }) : undefined,
+      onCommit: named ? undefined : commit,
       onError: (err, event, attempt) =>
         process.stderr.write(`consume: sequence ${event.sequence} ${event.type}: ${(err as Error).message}; retry ${attempt}\n`),
     });

@@ -19,6 +19,7 @@ import { channelVerb } from './channel.js';
 import { CONSUME_HELP, consume } from './consume.js';
 import { forwardVerb } from './forward.js';
 import { rotateVerb } from './rotate.js';
+import { readSaved } from './saved-epoch.js';
 import { loadSaved as readSavedFile, type Saved, SavedFileError, savedUrl, writeSaved } from './saved-file.js';
 import { senderPolicyVerb } from './sender-policy.js';
 import { signingSecretsVerb } from './signing-secrets.js';
@@ -39,7 +40,9 @@ export class UsageError extends Error {}
 
 const COMMON =
   'Common options:\n  --url URL      service base URL (default: the one saved in FILE, else $RETURN_ADDRESS_URL, else http://localhost:3000)\n  -h, --help     this help\n';
-const SAVE = '  --save FILE    the file `create --save` wrote (create response + cursor + url)\n';
+const SAVE =
+  '  --save FILE    the file `create --save` wrote (create response + cursor + url, and the store epoch of\n' +
+  '                 the cursor: after a restore of the service, reads say so on stderr and start again from 0)\n';
 
 const HELP: Record<string, string> = {
   main: `Usage: return-address <command> [options]
@@ -192,17 +195,26 @@ async function run(argv: string[]): Promise<number> {
       const match = parseMatchOption(values.match ?? []);
       const ra = ReturnAddress.fromCreated(saved, { url: savedUrl(values.url, saved) });
       const filtered = values.type !== undefined || Object.keys(match).length > 0;
+      // After a restore (a new epoch) from the start, past the ids consume handled (saved-epoch.ts).
+      const { epoch, restored } = await readSaved(saved, 'wait', (from) => ra.page({ after: from, limit: 1 }));
+      const handled = new Set(restored ? (saved.handled ?? []) : []);
       const stop = spinner(`waiting for ${values.type ?? 'an event'} on ${saved.address.email}`);
       let result: WaitResult;
       try {
-        result = await ra.waitFor({
-          ...(values.type !== undefined ? { type: values.type } : {}),
-          ...(filtered && Object.keys(match).length > 0 ? { match } : {}),
-          // --ack takes only what is not acknowledged yet: a loop of `wait --ack` gets each event
-          // once, also a filtered one, which leaves the saved cursor where it was.
-          ...(values.ack ? { state: 'unacked' as const } : {}),
-          timeout: intOption(values.timeout, 'timeout') ?? 300,
-        });
+        const timeout = intOption(values.timeout, 'timeout') ?? 300;
+        const deadline = Date.now() + timeout * 1000;
+        const wait = (after: number) =>
+          ra.waitFor({
+            after,
+            ...(values.type !== undefined ? { type: values.type } : {}),
+            ...(filtered && Object.keys(match).length > 0 ? { match } : {}),
+            // --ack takes only what is not acknowledged yet: a loop of `wait --ack` gets each event
+            // once, also a filtered one, which leaves the saved cursor where it was.
+            ...(values.ack ? { state: 'unacked' as const } : {}),
+            timeout: Math.max(0, (deadline - Date.now()) / 1000),
+          });
+        result = await wait(restored ? 0 : saved.cursor);
+        while (result.event && handled.has(result.event.id)) result = await wait(result.cursor);
       } finally {
         stop();
       }
@@ -213,7 +225,7 @@ async function run(argv: string[]): Promise<number> {
       if (values.ack) {
         result.event = await ra.ack(result.event.id);
         // A filtered wait passed over other events: the saved cursor stays before them.
-        if (values.save && !filtered) writeSaved(values.save, { ...saved, cursor: result.cursor });
+        if (values.save && !filtered) writeSaved(values.save, { ...saved, cursor: result.cursor, ...(epoch !== undefined ? { epoch } : {}) });
       }
       out(result.event);
       return 0;
@@ -230,15 +242,19 @@ async function run(argv: string[]): Promise<number> {
       const saved = loadSaved(values.save);
       const ra = ReturnAddress.fromCreated(saved, { url: savedUrl(values.url, saved) });
       const match = parseMatchOption(values.match ?? []);
-      const page = await ra.page({
-        after: intOption(values.after, 'after') ?? saved.cursor,
-        limit: intOption(values.limit, 'limit'),
-        wait: intOption(values.wait, 'wait'),
-        ...(values.type?.length ? { type: values.type } : {}),
-        ...(Object.keys(match).length > 0 ? { match } : {}),
-      });
+      const after = intOption(values.after, 'after');
+      const read = (from: number) =>
+        ra.page({
+          after: from,
+          limit: intOption(values.limit, 'limit'),
+          wait: intOption(values.wait, 'wait'),
+          ...(values.type?.length ? { type: values.type } : {}),
+          ...(Object.keys(match).length > 0 ? { match } : {}),
+        });
+      // From the saved cursor, or from the start when the store was restored since (saved-epoch.ts).
+      const { page, epoch } = after === undefined ? await readSaved(saved, 'events', read) : { page: await read(after), epoch: saved.epoch };
       // Only once the caller says the page is handled: a crash before that reads it again.
-      if (values.advance) writeSaved(values.save!, { ...saved, cursor: page.next_cursor });
+      if (values.advance) writeSaved(values.save!, { ...saved, cursor: page.next_cursor, ...(epoch !== undefined ? { epoch } : {}) });
       out(page);
       return 0;
     }

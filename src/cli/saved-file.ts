@@ -1,12 +1,20 @@
 // The file `return-address create --save FILE` writes (design.md, "Agent toolkit and live view"): the create response
 // exactly as returned, plus `cursor` (the position the CLI's reads start after) and `url` (the
-// service that holds the address, so a fresh shell needs no flag or variable). The Python client
-// reads and writes the same format. It holds the read token and the inbox secret: mode 0600.
+// service that holds the address, so a fresh shell needs no flag or variable), `epoch` (the store
+// epoch of that cursor) and `handled` (consume's last handled event ids; saved-epoch.ts). The Python
+// client reads and writes the same format. It holds the read token and the inbox secret: mode 0600.
 import { randomBytes } from 'node:crypto';
 import { closeSync, fchmodSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { type CreateAddressResponse, DEFAULT_URL } from '@return-address/client';
 
-export type Saved = CreateAddressResponse & { cursor: number; url?: string };
+export type Saved = CreateAddressResponse & {
+  cursor: number;
+  url?: string;
+  /** The store epoch the cursor belongs to (design.md, "Store epoch"): a read that sees another one starts again from 0. */
+  epoch?: string;
+  /** The last event ids consume handled (at most SAVED_HANDLED_IDS): skipped when a new epoch makes it read again. */
+  handled?: string[];
+};
 
 export class SavedFileError extends Error {}
 

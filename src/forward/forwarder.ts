@@ -5,7 +5,10 @@
 // handler's 2xx. Anything else is retried, 1 s doubling to 60 s, and nothing after that event is
 // sent meanwhile, so a handler sees events in order. A target that is down holds back no other.
 // With --resign, an event that did not verify is skipped (resign-policy.ts), its position passed.
-import type { Event, ReturnAddress } from '@return-address/client';
+// A page of another store epoch than the loop's (a restore: design.md, "Store epoch") makes it say so
+// in one notice and read again from the start, skipping the event ids it sent (SENT_IDS in memory,
+// the local position file's last ones across runs).
+import { type Event, type EventPage, pageEpoch, type ReturnAddress } from '@return-address/client';
 import { type EventMatch, eventMatches } from '../domain/event-match.js';
 import { forwardConsumerName } from './consumer-name.js';
 import { openPosition, type PositionStore } from './position.js';
@@ -69,6 +72,8 @@ export interface ForwardOptions {
 
 export const DEFAULT_BACKOFF = { initialMs: 1000, maxMs: 60_000 };
 const LONG_POLL_SECONDS = 25;
+/** How many sent event ids a target's loop remembers, to skip them when a restore makes it read again. */
+export const SENT_IDS = 10_000;
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -145,11 +150,14 @@ interface LoopContext {
   after: number | undefined;
 }
 
-/** Runs `read` until it succeeds or the forwarder stops, waiting 1 s doubling to 60 s between failures. */
-async function retryRead<T>(ctx: LoopContext, what: string, read: () => Promise<T>): Promise<T | undefined> {
-  for (let delay = ctx.backoff.initialMs; !ctx.signal.aborted; delay = Math.min(delay * 2, ctx.backoff.maxMs)) {
+/**
+ * Runs `read` until it succeeds or the forwarder stops, waiting 1 s doubling to 60 s between
+ * failures; `read` is told whether an attempt failed before (a service back from a restart).
+ */
+async function retryRead<T>(ctx: LoopContext, what: string, read: (failedBefore: boolean) => Promise<T>): Promise<T | undefined> {
+  for (let delay = ctx.backoff.initialMs, failed = false; !ctx.signal.aborted; delay = Math.min(delay * 2, ctx.backoff.maxMs), failed = true) {
     try {
-      return await read();
+      return await read(failed);
     } catch (err) {
       if (ctx.signal.aborted) return undefined;
       if (err instanceof RawBytesError) throw err;
@@ -166,20 +174,44 @@ async function targetLoop(ctx: LoopContext, target: Target): Promise<void> {
   );
   if (opened === undefined) return;
   const store: PositionStore = opened.store;
-  let page = opened.first;
+  let page: EventPage = opened.first;
   if (store.kind === 'server') ctx.onNotice(`${target.url.href}: position kept by the service as consumer ${target.name}`);
+  const sent = new Set(store.handled);
+  // Only a re-read after a new epoch skips sent ids: an event sent but not committed (a stopped run)
+  // is sent again, as at-least-once says.
+  let rereading = false;
   for (;;) {
+    const now = pageEpoch(page)?.epoch;
+    if (now !== undefined && store.epoch !== undefined && now !== store.epoch) {
+      ctx.onNotice(
+        `${target.url.href}: the store's epoch changed from ${store.epoch} to ${now} (the service was restored from a backup): ` +
+          'reading again from the start, skipping the event ids already sent',
+      );
+      store.epoch = now;
+      rereading = true;
+      const again = await retryRead(ctx, `reading ${target.name}`, () => store.page(0, 0, ctx.signal));
+      if (again === undefined) return;
+      page = again;
+      continue;
+    }
+    store.epoch ??= now;
     for (const event of page.events) {
+      if (rereading && sent.has(event.id)) continue;
       if (typeSelected(event.type, target.types) && eventMatches(event, { match: target.match })) {
         const delivered = await deliverInOrder(ctx, target, event);
         if (!delivered) return; // stopped
+        sent.add(event.id);
+        if (sent.size > SENT_IDS) sent.delete(sent.values().next().value as string);
+        store.remember(event.id);
         const committed = await retryRead(ctx, `storing ${target.name}'s position`, () => store.commit(event.sequence, ctx.signal));
         if (committed === undefined && ctx.signal.aborted) return;
       }
     }
     if (ctx.signal.aborted) return;
     const after = page.next_cursor;
-    const next = await retryRead(ctx, `reading ${target.name}`, () => store.page(after, page.has_more ? 0 : LONG_POLL_SECONDS, ctx.signal));
+    // After a failed read, the first one does not wait: a service back from a restore says its new
+    // epoch at once instead of after a long-poll past the end of its (shorter) queue.
+    const next = await retryRead(ctx, `reading ${target.name}`, (failed) => store.page(after, page.has_more || failed ? 0 : LONG_POLL_SECONDS, ctx.signal));
     if (next === undefined) return;
     page = next;
   }

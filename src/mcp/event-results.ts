@@ -4,6 +4,8 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { UNTRUSTED_CONTENT } from '../domain/trust.js';
+import { epochHeaderValues } from '../epoch/epoch-headers.js';
+import type { EpochStore } from '../epoch/epoch-store.js';
 import { Address, Event } from '../http/schemas.js';
 
 /** Tools whose results carry events: each result says, beside its JSON, that their content is data. */
@@ -34,3 +36,23 @@ export function jsonResult(text: string, carriesEvents: boolean): CallToolResult
   if (carriesEvents) content.push({ type: 'text', text: UNTRUSTED_CONTENT });
   return { content, structuredContent: JSON.parse(text) as Record<string, unknown> };
 }
+
+/**
+ * The `_meta` keys (MCP's reverse-DNS prefix rule) that carry the store's epoch and the address's
+ * last sequence on every result that hands out events or cursors (design.md, "Store epoch"): the
+ * headers of GET …/events, for readers that see no headers.
+ */
+export const EPOCH_META = 'io.return-address/epoch';
+export const LAST_SEQUENCE_META = 'io.return-address/last-sequence';
+
+/** The `_meta` entries for one address, or none when the address is gone (the result says so itself). */
+export async function epochMeta(epochs: EpochStore, addressId: string): Promise<Record<string, string | number>> {
+  const v = await epochHeaderValues(epochs, addressId);
+  return v ? { [EPOCH_META]: v.epoch, [LAST_SEQUENCE_META]: v.lastSequence } : {};
+}
+
+/** The `_meta` entries as JSON members (without braces), for results written as text. */
+export const epochMetaMembers = (meta: Record<string, string | number>): string =>
+  Object.entries(meta)
+    .map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`)
+    .join(',');

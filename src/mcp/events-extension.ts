@@ -1,7 +1,9 @@
 // The MCP Events extension (io.modelcontextprotocol/events) for revision 2026-07-28 (design.md,
 // "MCP, current revision"): events/list, events/poll and events/stream over one address's queue.
-// The cursor is our sequence as a decimal string, so every way to read (GET …/events, the SSE
-// stream, named consumers, the MCP tools, these methods) speaks the same position; an occurrence's
+// The cursor is our sequence as a decimal string, then `@` and the store epoch ("42@<epoch>"): every
+// way to read (GET …/events, the SSE stream, named consumers, the MCP tools, these methods) speaks
+// the same position, a bare sequence is taken too, and a cursor of another epoch (from before a
+// restore) starts again from the start with truncated: true (design.md, "Store epoch"); an occurrence's
 // eventId is our event id and its data is our Event, byte for byte as GET …/events sends it.
 // Event types: the catch-all return_address.event, and one per way in (return_address.inbox,
 // .capture, .email, .approval, .service: the catch-all narrowed to that trust.ingress), so a host
@@ -15,7 +17,9 @@ import type { AddressRecord, EventRecord } from '../domain/model.js';
 import { eventJson } from '../domain/representation.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { TRUST_INGRESSES, type TrustIngress, UNTRUSTED_CONTENT } from '../domain/trust.js';
+import type { EpochStore } from '../epoch/epoch-store.js';
 import { Event } from '../http/schemas.js';
+import { epochMeta, epochMetaMembers } from './event-results.js';
 import { prunedBefore, startOf } from './events-position.js';
 
 export const EVENTS_EXTENSION = 'io.modelcontextprotocol/events';
@@ -76,8 +80,10 @@ const ARGUMENTS_SCHEMA = {
 const PAYLOAD_SCHEMA = JSON.parse(JSON.stringify(Event)) as Record<string, unknown>;
 
 const CURSOR_HELP =
-  'The cursor is the sequence as a string: null is the start of what the queue keeps (the event you wait for may have come ' +
-  'before you subscribed; maxAgeMs bounds how far back), any cursor this server returned resumes exactly after it.';
+  'The cursor is the sequence and the store epoch as a string ("42@<epoch>"; a bare sequence, as GET …/events speaks it, is taken too): ' +
+  'null is the start of what the queue keeps (the event you wait for may have come before you subscribed; maxAgeMs bounds how far back), ' +
+  'any cursor this server returned resumes exactly after it, and one from before a restore (another epoch) starts again from the ' +
+  'start with truncated: true (skip event ids you handled).';
 
 /** What each way in is, for its event type's description. */
 const INGRESS_HELP: Record<TrustIngress, string> = {
@@ -122,6 +128,8 @@ export interface Subscription {
   name: string;
   /** The client's cursor; 0 for null. */
   cursor: number;
+  /** The store epoch the cursor was given in, when it names one (design.md, "Store epoch"). */
+  epoch: string | undefined;
   /** Replay nothing older than this. */
   maxAgeMs: number | undefined;
   filter: EventFilter | undefined;
@@ -174,20 +182,40 @@ export function readSubscription(params: Record<string, unknown>): Subscription 
   // A per-ingress type is the catch-all with one condition more, which the client cannot override.
   if (ingress !== undefined) filter = { ...filter, match: [...filter.match, { root: 'trust', path: ['ingress'], value: ingress }] };
   const maxAge = params.maxAgeMs;
+  const cursor = readEpochCursor(params.cursor);
   return {
     name,
-    cursor: readCursor(params.cursor),
+    cursor: cursor.after,
+    epoch: cursor.epoch,
     maxAgeMs: maxAge === undefined || maxAge === null ? undefined : readInteger(params, 'maxAgeMs', 0, Number.MAX_SAFE_INTEGER, 0),
     filter: isEmptyFilter(filter) ? undefined : filter,
   };
 }
 
-/** The opaque cursor: our sequence in decimal; null or absent is 0, the start of what the queue keeps. */
-export function readCursor(cursor: unknown): number {
-  if (cursor === null || cursor === undefined) return 0;
-  if (typeof cursor === 'string' && /^[0-9]{1,16}$/.test(cursor) && Number(cursor) <= Number.MAX_SAFE_INTEGER) return Number(cursor);
-  throw invalid('params.cursor must be null or a cursor this server returned (a sequence written in decimal digits).');
+/**
+ * The opaque cursor: our sequence in decimal, then `@` and the store epoch it was given in (a bare
+ * sequence, as GET …/events speaks it, has no epoch to check); null or absent is 0, the start of
+ * what the queue keeps.
+ */
+export function readEpochCursor(cursor: unknown): { after: number; epoch: string | undefined } {
+  if (cursor === null || cursor === undefined) return { after: 0, epoch: undefined };
+  const m = typeof cursor === 'string' ? /^([0-9]{1,16})(?:@([0-9A-Za-z_-]{1,64}))?$/.exec(cursor) : null;
+  if (m && Number(m[1]) <= Number.MAX_SAFE_INTEGER) return { after: Number(m[1]), epoch: m[2] };
+  throw invalid('params.cursor must be null or a cursor this server returned (a sequence written in decimal digits, then @ and the store epoch).');
 }
+
+/** The sequence of a cursor (its epoch unchecked). */
+export const readCursor = (cursor: unknown): number => readEpochCursor(cursor).after;
+
+/** The cursor this server hands out: the sequence in the store's epoch. */
+export const cursorOf = (sequence: number, epoch: string): string => `${sequence}@${epoch}`;
+
+/**
+ * Where a subscription's cursor points in this store: a cursor of another epoch (given before a
+ * restore, which reuses sequences) points nowhere, so the read starts again from the start and says
+ * truncated (events may come again: a client skips the ids it handled).
+ */
+export const staleCursor = (sub: Subscription, epoch: string): boolean => sub.epoch !== undefined && sub.epoch !== epoch;
 
 /** An integer param within bounds, or its default. */
 export function readInteger(params: Record<string, unknown>, key: string, min: number, max: number, def: number): number {
@@ -204,8 +232,8 @@ export function readInteger(params: Record<string, unknown>, key: string, min: n
  * carries it) carries `data.data = {omitted: true, size, raw: {url}}` instead of its data: the URL
  * answers that one event in full with the same bearer token, held in quarantine or not (state=all).
  */
-export function occurrenceJson(e: EventRecord, name: string, baseUrl: string, withCursor: boolean): string {
-  const cursor = withCursor ? `,"cursor":"${e.sequence}"` : '';
+export function occurrenceJson(e: EventRecord, name: string, baseUrl: string, epoch?: string): string {
+  const cursor = epoch !== undefined ? `,"cursor":"${cursorOf(e.sequence, epoch)}"` : '';
   const occurrence = (json: string) => `{"eventId":"${e.id}","name":"${name}","timestamp":"${new Date(e.createdAt).toISOString()}","data":${json}${cursor}}`;
   const full = occurrence(eventJson(e));
   if (Buffer.byteLength(full) <= MAX_PAYLOAD_BYTES) return full;
@@ -213,9 +241,10 @@ export function occurrenceJson(e: EventRecord, name: string, baseUrl: string, wi
   return occurrence(eventJson({ ...e, data: JSON.stringify({ omitted: true, size: Buffer.byteLength(e.data), raw: { url } }) }));
 }
 
-/** events/poll: the page after the cursor, as the result's JSON text. */
+/** events/poll: the page after the cursor, as the result's JSON text; its `_meta` says the epoch and last sequence. */
 export async function pollEvents(
   service: ReturnAddressService,
+  epochs: EpochStore,
   address: AddressRecord,
   baseUrl: string,
   params: Record<string, unknown>,
@@ -223,17 +252,22 @@ export async function pollEvents(
 ): Promise<string> {
   const sub = readSubscription(params);
   const limit = readInteger(params, 'maxEvents', 1, DEFAULT_POLL_EVENTS, DEFAULT_POLL_EVENTS);
-  const start = await startOf(service, address, sub.cursor, sub.maxAgeMs, Date.now(), false);
+  const epoch = await epochs.epoch();
+  const stale = staleCursor(sub, epoch);
+  const start = await startOf(service, address, stale ? 0 : sub.cursor, sub.maxAgeMs, Date.now(), false);
   const page = await service.listEvents(
     address,
     { after: start.after, limit, wait: 0, maxBytes: POLL_PAGE_BYTES, ...(sub.filter ? { filter: sub.filter } : {}) },
     signal,
   );
   // Retention after the start shows in the page, or one read tells.
-  const truncated = start.truncated || (await prunedBefore(service, address, start.after, page.events[0], sub.filter !== undefined));
-  const events = page.events.map((e) => occurrenceJson(e, sub.name, baseUrl, false)).join(',');
+  const truncated = stale || start.truncated || (await prunedBefore(service, address, start.after, page.events[0], sub.filter !== undefined));
+  const events = page.events.map((e) => occurrenceJson(e, sub.name, baseUrl)).join(',');
+  // Read after the page, as the headers are: the last sequence is never below its events.
+  const meta = await epochMeta(epochs, address.id);
   return (
-    `{"resultType":"complete","events":[${events}],"cursor":"${page.nextCursor}","truncated":${truncated},` +
-    `"hasMore":${page.hasMore},"nextPollMs":${page.hasMore ? 0 : NEXT_POLL_MS},"notice":${JSON.stringify(UNTRUSTED_CONTENT)}}`
+    `{"resultType":"complete","events":[${events}],"cursor":"${cursorOf(page.nextCursor, epoch)}","truncated":${truncated},` +
+    `"hasMore":${page.hasMore},"nextPollMs":${page.hasMore ? 0 : NEXT_POLL_MS},"notice":${JSON.stringify(UNTRUSTED_CONTENT)},` +
+    `"_meta":{${epochMetaMembers(meta)}}}`
   );
 }

@@ -4,7 +4,8 @@
 // cursor were skipped), then sends notifications/events/event per event in
 // sequence order, each with its cursor, and notifications/events/heartbeat with the position read
 // up to after every idle interval. A client that loses the connection opens a new stream with the
-// last cursor it saw and misses nothing. The domain's EventStream decides what to send and when
+// last cursor it saw and misses nothing; cursors carry the store epoch, and one from before a restore
+// starts the stream from the start with truncated: true (design.md, "Store epoch"). The domain's EventStream decides what to send and when
 // (shared reads, backpressure), exactly as for GET …/events/stream.
 
 import type { ServerResponse } from 'node:http';
@@ -14,7 +15,10 @@ import type { EventStream } from '../domain/event-stream.js';
 import type { AddressRecord, EventRecord } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { UNTRUSTED_CONTENT } from '../domain/trust.js';
+import type { EpochStore } from '../epoch/epoch-store.js';
+import { EPOCH_META, epochMeta, epochMetaMembers } from './event-results.js';
 import {
+  cursorOf,
   DEFAULT_HEARTBEAT_MS,
   EventsError,
   MAX_HEARTBEAT_MS,
@@ -24,6 +28,7 @@ import {
   RESOURCE_EXHAUSTED,
   readInteger,
   readSubscription,
+  staleCursor,
 } from './events-extension.js';
 import { type Start, startOf } from './events-position.js';
 
@@ -43,6 +48,7 @@ export class EventStreams {
 
   constructor(
     private readonly service: ReturnAddressService,
+    private readonly epochs: EpochStore,
     private readonly baseUrl: string,
     private readonly maxPerAddress: number,
   ) {}
@@ -66,8 +72,15 @@ export class EventStreams {
     // Counted before the read below, so streams starting at once cannot all pass the cap.
     this.perAddress.set(address.id, count + 1);
     let start: Start;
+    let epoch: string;
+    let head: Record<string, string | number>;
     try {
-      start = await startOf(this.service, address, sub.cursor, sub.maxAgeMs, Date.now(), true);
+      epoch = await this.epochs.epoch();
+      // A cursor of another epoch (from before a restore) starts again from the start, truncated.
+      const stale = staleCursor(sub, epoch);
+      start = await startOf(this.service, address, stale ? 0 : sub.cursor, sub.maxAgeMs, Date.now(), true);
+      if (stale) start = { ...start, truncated: true };
+      head = await epochMeta(this.epochs, address.id);
     } catch (err) {
       this.release(address.id);
       throw err;
@@ -76,7 +89,10 @@ export class EventStreams {
       this.release(address.id);
       return;
     }
-    const meta = `"_meta":{"io.modelcontextprotocol/subscriptionId":${JSON.stringify(id)}}`;
+    const subscriptionId = `"io.modelcontextprotocol/subscriptionId":${JSON.stringify(id)}`;
+    const meta = `"_meta":{${subscriptionId}}`;
+    // Every notification says the epoch; the first one the address's last sequence too (design.md, "Store epoch").
+    const withEpoch = `"_meta":{${subscriptionId},${epochMetaMembers({ [EPOCH_META]: epoch })}}`;
     const entry: Open = { stream: undefined, res, last: frame(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"resultType":"complete",${meta}}}`) };
     this.open.add(entry);
     res.once('close', () => {
@@ -86,13 +102,13 @@ export class EventStreams {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
     res.write(
       frame(
-        `{"jsonrpc":"2.0","method":"notifications/events/active","params":{"cursor":"${start.after}","truncated":${start.truncated},` +
-          `"notice":${JSON.stringify(UNTRUSTED_CONTENT)},${meta}}}`,
+        `{"jsonrpc":"2.0","method":"notifications/events/active","params":{"cursor":"${cursorOf(start.after, epoch)}","truncated":${start.truncated},` +
+          `"notice":${JSON.stringify(UNTRUSTED_CONTENT)},"_meta":{${[subscriptionId, epochMetaMembers(head)].filter(Boolean).join(',')}}}}`,
       ),
     );
-    const notify = (method: string, params: string) => frame(`{"jsonrpc":"2.0","method":"notifications/events/${method}","params":{${params},${meta}}}`);
+    const notify = (method: string, params: string) => frame(`{"jsonrpc":"2.0","method":"notifications/events/${method}","params":{${params},${withEpoch}}}`);
     const eventFrame = (e: EventRecord) => {
-      const o = occurrenceJson(e, sub.name, this.baseUrl, true);
+      const o = occurrenceJson(e, sub.name, this.baseUrl, epoch);
       return notify('event', o.slice(1, -1));
     };
     const stream = this.service.streamEvents(
@@ -106,7 +122,7 @@ export class EventStreams {
           return ok;
         },
         heartbeat: () => {
-          res.write(notify('heartbeat', `"cursor":"${stream.position}"`));
+          res.write(notify('heartbeat', `"cursor":"${cursorOf(stream.position, epoch)}"`));
         },
         end: (err) => {
           if (err instanceof ApiError && err.code === 'not_found') {

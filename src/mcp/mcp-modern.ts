@@ -10,6 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AddressRecord } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { UNTRUSTED_CONTENT } from '../domain/trust.js';
+import type { EpochStore } from '../epoch/epoch-store.js';
 import type { Subscriptions } from '../push/subscriptions.js';
 import type { CallbackVerifier } from './callback-verification.js';
 import { EVENTS_EXTENSION, EventsError, listEventTypes, pollEvents } from './events-extension.js';
@@ -66,6 +67,8 @@ export interface ModernDeps {
   service: ReturnAddressService;
   address: AddressRecord;
   baseUrl: string;
+  /** The store's epoch: Events cursors carry it, results say it in `_meta` (design.md, "Store epoch"). */
+  epochs: EpochStore;
   streams: EventStreams;
   /** Webhook subscriptions (src/push/): events/subscribe and events/unsubscribe make and remove them. */
   subscriptions: Subscriptions;
@@ -171,7 +174,7 @@ export async function answerModern(request: FastifyRequest, reply: FastifyReply,
       case 'events/list':
         return sendJson(reply, 200, JSON.stringify({ jsonrpc: '2.0', id, result: listEventTypes() }));
       case 'events/poll': {
-        const result = await pollEvents(deps.service, deps.address, deps.baseUrl, params, deps.signal);
+        const result = await pollEvents(deps.service, deps.epochs, deps.address, deps.baseUrl, params, deps.signal);
         return sendJson(reply, 200, `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result}}`);
       }
       case 'events/subscribe': {

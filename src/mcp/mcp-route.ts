@@ -159,7 +159,7 @@ export const mcpRoutes =
   (deps: AppDeps & { subscriptions: Subscriptions }): FastifyPluginAsyncTypebox =>
   async (app) => {
     const { config, service, approvals, consumers, claims } = deps;
-    const streams = new EventStreams(service, config.baseUrl, config.maxStreamsPerAddress);
+    const streams = new EventStreams(service, deps.epochs, config.baseUrl, config.maxStreamsPerAddress);
     // Webhook mode's endpoint verification: which callback URLs proved intent, per instance (soft state).
     const verifier = new CallbackVerifier(config.push, deps.subscriptions.resolve);
     // An open events/stream is not an idle connection: end each with its final frame before closing.
@@ -231,6 +231,7 @@ export const mcpRoutes =
             service,
             address,
             baseUrl: config.baseUrl,
+            epochs: deps.epochs,
             streams,
             subscriptions: deps.subscriptions,
             verifier,
@@ -247,6 +248,7 @@ export const mcpRoutes =
                 log: request.log,
                 approvals,
                 maxEventBytes: config.maxEventBytes,
+                epochs: deps.epochs,
               }),
           });
         }
@@ -291,6 +293,7 @@ export const mcpRoutes =
           approvals,
           senderPolicies: deps.senderPolicies,
           maxEventBytes: config.maxEventBytes,
+          epochs: deps.epochs,
         });
         // A call that carries a progress token is answered as an SSE stream, so notifications/progress
         // can precede its result (design.md, "MCP"); every other answer stays plain JSON.

@@ -23,7 +23,7 @@ import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import { EventsQuery } from '../http/schemas.js';
 import { registerApprovalTools } from './approval-tools.js';
 import { registerClaimTools } from './claim-tools.js';
-import { AddressOutput, EVENT_TOOLS, EventOutput, jsonResult } from './event-results.js';
+import { AddressOutput, EVENT_TOOLS, EventOutput, epochMeta, jsonResult } from './event-results.js';
 import { ResultBudget, storedBytes } from './result-budget.js';
 import { registerSenderPolicyTools } from './sender-policy-tools.js';
 import type { RunTool, ToolContext } from './tool-context.js';
@@ -206,7 +206,16 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
    */
   const run: RunTool = async (tool, extra: { signal: AbortSignal }, fn: (signal: AbortSignal) => Promise<string>): Promise<CallToolResult> => {
     try {
-      return jsonResult(await fn(AbortSignal.any([ctx.signal, extra.signal])), EVENT_TOOLS.has(tool));
+      const result = jsonResult(await fn(AbortSignal.any([ctx.signal, extra.signal])), EVENT_TOOLS.has(tool));
+      // Read after the body, as the headers are: the last sequence is never below the result's events.
+      // A store that fails to answer here leaves them out (as the headers hook does) rather than failing a read already done.
+      if (ctx.epochs && EVENT_TOOLS.has(tool)) {
+        result._meta = await epochMeta(ctx.epochs, address.id).catch((err: unknown) => {
+          ctx.log.warn({ err, tool }, 'epoch _meta left out: the store did not answer');
+          return {};
+        });
+      }
+      return result;
     } catch (err) {
       const e = err instanceof ApiError ? err : null;
       if (!e || e.status >= 500) ctx.log.error({ err, tool }, 'MCP tool failed');

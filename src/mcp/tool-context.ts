@@ -10,6 +10,7 @@ import type { ClaimService } from '../claims/claim-service.js';
 import type { Consumers } from '../consumers/consumers.js';
 import type { AddressRecord } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import type { EpochStore } from '../epoch/epoch-store.js';
 import type { SenderPolicies } from '../sender-policy/sender-policies.js';
 
 export interface ToolContext {
@@ -24,6 +25,8 @@ export interface ToolContext {
   log: FastifyBaseLogger;
   /** MAX_EVENT_BYTES: a page is never smaller, so any event fits one. */
   maxEventBytes: number;
+  /** The store's epoch and last sequences: results that hand out events carry them in `_meta` (event-results.ts). */
+  epochs?: EpochStore;
   /** request_approval and get_approval (approval-tools.ts). */
   approvals?: ApprovalService;
   /** get_sender_policy and set_sender_policy (sender-policy-tools.ts). */

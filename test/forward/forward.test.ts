@@ -386,7 +386,11 @@ describe('return-address forward', () => {
       await first.waitForLines(/^forward 200 .* seq=2 /, 1);
       assert.match(first.stderr(), /keeps no named consumers .* is kept in .*a\.json\.forward\.json/);
       await stopCleanly(first);
-      assert.deepEqual(JSON.parse(readFileSync(`${file}.forward.json`, 'utf8')), { [`forward:${new URL(h.url).host}`]: 2 });
+      // The position, and the ids sent (skipped if a restore makes it read again: forward-epoch.test.ts).
+      const name = `forward:${new URL(h.url).host}`;
+      const positions = JSON.parse(readFileSync(`${file}.forward.json`, 'utf8'));
+      assert.equal(positions[name], 2);
+      assert.deepEqual(positions.handled, { [name]: h.received.map((r) => JSON.parse(r.body.toString()).id) });
       await deliver(svc.baseUrl, a, { type: 'job', data: { n: 3 } });
       const second = runCli(['forward', '--save', file, '--to', h.url], { RETURN_ADDRESS_URL: frontUrl });
       running.push(second);

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type Addr, createAddress, deliver, startTestService } from '../helpers.js';
-import { isEvent, isHeartbeat, openPush } from './mcp-modern-client.js';
+import { isEvent, isHeartbeat, openPush, seqOf } from './mcp-modern-client.js';
 
 const NAME = 'return_address.event';
 
@@ -49,8 +49,8 @@ describe('events/stream across a service restart', () => {
         const m3 = await s2.next((m) => isEvent(m) && m.params.eventId === after1.id);
         got.push(m3.params.eventId);
         assert.deepEqual(got, [before1.id, during.id, after1.id], 'every event once, in order');
-        const hb2 = await s2.next((m) => isHeartbeat(m) && m.params.cursor === '3', 5000);
-        assert.equal(hb2.params.cursor, '3');
+        const hb2 = await s2.next((m) => isHeartbeat(m) && seqOf(m.params.cursor) === '3', 5000);
+        assert.equal(seqOf(hb2.params.cursor), '3');
       } finally {
         s2.close();
       }

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type Addr, api, createAddress, deliver, startTestService, type TestService } from '../helpers.js';
-import { ACCEPT, call, isEvent, isHeartbeat, META, modernHeaders, openPush, result } from './mcp-modern-client.js';
+import { ACCEPT, call, isEvent, isHeartbeat, META, modernHeaders, openPush, result, seqOf } from './mcp-modern-client.js';
 
 const NAME = 'return_address.event';
 
@@ -72,7 +72,7 @@ describe('MCP 2026-07-28 and the Events extension', () => {
       p1.events.map((e: any) => e.eventId),
       sent.slice(0, 2).map((e) => e.id),
     );
-    assert.equal(p1.cursor, '2');
+    assert.equal(seqOf(p1.cursor), '2');
     assert.equal(p1.hasMore, true);
     assert.equal(p1.nextPollMs, 0);
     assert.equal(p1.truncated, false);
@@ -86,12 +86,12 @@ describe('MCP 2026-07-28 and the Events extension', () => {
       p2.events.map((e: any) => e.data.sequence),
       [3],
     );
-    assert.equal(p2.cursor, '3');
+    assert.equal(seqOf(p2.cursor), '3');
     assert.equal(p2.hasMore, false);
     assert.ok(p2.nextPollMs >= 1000);
     const empty = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: p2.cursor });
     assert.deepEqual(empty.events, []);
-    assert.equal(empty.cursor, '3', 'nothing new: the cursor stays');
+    assert.equal(seqOf(empty.cursor), '3', 'nothing new: the cursor stays');
     const absent = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, maxEvents: 1 });
     assert.equal(absent.events[0].eventId, sent[0].id, 'an absent cursor is null');
     const fourth = await deliverOk(base, a, { type: 'other.thing' });
@@ -100,7 +100,7 @@ describe('MCP 2026-07-28 and the Events extension', () => {
       p3.events.map((e: any) => e.eventId),
       [fourth.id],
     );
-    assert.equal(p3.cursor, '4');
+    assert.equal(seqOf(p3.cursor), '4');
     // An old cursor resumes exactly after itself.
     const again = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: '1' });
     assert.deepEqual(
@@ -113,7 +113,7 @@ describe('MCP 2026-07-28 and the Events extension', () => {
       typed.events.map((e: any) => e.data.sequence),
       [3],
     );
-    assert.equal(typed.cursor, '4');
+    assert.equal(seqOf(typed.cursor), '4');
   });
 
   it('maxAgeMs: a stale cursor replays no event older than the floor, and says truncated', async () => {
@@ -132,12 +132,12 @@ describe('MCP 2026-07-28 and the Events extension', () => {
       [fresh.id],
     );
     assert.equal(p.truncated, true, 'old events after the cursor were skipped');
-    assert.equal(p.cursor, '3');
+    assert.equal(seqOf(p.cursor), '3');
     const s = await openPush(a.mcpUrl, a.token, { name: NAME, cursor: '0', maxAgeMs: Date.now() - Date.parse(old2.created_at) - 1 });
     try {
       const active = await s.next((m) => m.method === 'notifications/events/active');
       assert.equal(active.params.truncated, true);
-      assert.equal(active.params.cursor, '2');
+      assert.equal(seqOf(active.params.cursor), '2');
       const e = await s.next(isEvent);
       assert.equal(e.params.eventId, fresh.id);
     } finally {
@@ -153,12 +153,12 @@ describe('MCP 2026-07-28 and the Events extension', () => {
     await new Promise((r) => setTimeout(r, 5));
     const none = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: '0', maxAgeMs: 0 });
     assert.deepEqual(none.events, []);
-    assert.equal(none.cursor, '3');
+    assert.equal(seqOf(none.cursor), '3');
     assert.equal(none.truncated, true);
     const fromNull = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: null, maxAgeMs: 0 });
     assert.deepEqual(fromNull.events, [], 'null is the start of the queue, and maxAgeMs bounds it as any cursor');
     assert.equal(fromNull.truncated, true);
-    assert.equal(fromNull.cursor, '3');
+    assert.equal(seqOf(fromNull.cursor), '3');
   });
 
   it('per-ingress event types: only their way in, named in each occurrence, not widened by arguments', async () => {
@@ -175,7 +175,7 @@ describe('MCP 2026-07-28 and the Events extension', () => {
     );
     const mail = await result(a.mcpUrl, a.token, 'events/poll', { name: 'return_address.email', cursor: '0' });
     assert.deepEqual(mail.events, []);
-    assert.equal(mail.cursor, '2', 'the cursor moves past the other ways in');
+    assert.equal(seqOf(mail.cursor), '2', 'the cursor moves past the other ways in');
     const widened = await result(a.mcpUrl, a.token, 'events/poll', {
       name: 'return_address.email',
       cursor: '0',
@@ -406,7 +406,7 @@ describe('MCP 2026-07-28 and the Events extension', () => {
     assert.equal(p.events.length, 1);
     const allMatch = await result(a.mcpUrl, a.token, 'events/poll', { name: NAME, cursor: '0', arguments: { type: types, match } });
     assert.equal(allMatch.events.length, 0);
-    assert.equal(allMatch.cursor, '1', 'the scan still moved past the event');
+    assert.equal(seqOf(allMatch.cursor), '1', 'the scan still moved past the event');
     const tooMany = await call(a.mcpUrl, a.token, 'events/poll', { name: NAME, arguments: { type: [...types, 'one.more'] } });
     assertRpcError(tooMany, 200, -32602);
     assert.match(tooMany.json.error.message, /at most/);
@@ -419,18 +419,18 @@ describe('MCP 2026-07-28 and the Events extension', () => {
     try {
       assert.equal(s.status, 200);
       const active = await s.next((m) => m.method === 'notifications/events/active');
-      assert.equal(active.params.cursor, '0');
+      assert.equal(seqOf(active.params.cursor), '0');
       assert.equal(active.params.truncated, false);
       assert.equal(active.params._meta['io.modelcontextprotocol/subscriptionId'], 'sub-7');
       const e1 = await s.next(isEvent);
       assert.equal(e1.params.eventId, first.id);
-      assert.equal(e1.params.cursor, '1');
+      assert.equal(seqOf(e1.params.cursor), '1');
       assert.deepEqual(e1.params.data, first);
       const second = await deliverOk(base, a, { type: 'b' });
       const e2 = await s.next((m) => isEvent(m) && m.params.eventId === second.id);
-      assert.equal(e2.params.cursor, '2');
+      assert.equal(seqOf(e2.params.cursor), '2');
       const hb = await s.next(isHeartbeat, 5000);
-      assert.equal(hb.params.cursor, '2');
+      assert.equal(seqOf(hb.params.cursor), '2');
       assert.equal(hb.params._meta['io.modelcontextprotocol/subscriptionId'], 'sub-7');
     } finally {
       s.close();
@@ -444,14 +444,14 @@ describe('MCP 2026-07-28 and the Events extension', () => {
     const s = await openPush(a.mcpUrl, a.token, { name: NAME, cursor: null, heartbeatMs: 1000 });
     try {
       const active = await s.next((m) => m.method === 'notifications/events/active');
-      assert.equal(active.params.cursor, '0');
+      assert.equal(seqOf(active.params.cursor), '0');
       assert.equal(active.params.truncated, false);
       const hb = await s.next(isHeartbeat, 5000);
-      assert.equal(hb.params.cursor, '2');
+      assert.equal(seqOf(hb.params.cursor), '2');
       const after = await deliverOk(base, a, { type: 'after' });
       await s.next((m) => isEvent(m) && m.params.eventId === after.id);
       assert.deepEqual(
-        s.messages.filter(isEvent).map((m) => [m.params.eventId, m.params.cursor]),
+        s.messages.filter(isEvent).map((m) => [m.params.eventId, seqOf(m.params.cursor)]),
         [
           [b1.id, '1'],
           [b2.id, '2'],

@@ -121,3 +121,6 @@ export function openPush(mcpUrl: string, token: string, params: Record<string, u
 
 export const isEvent = (m: any) => m.method === 'notifications/events/event';
 export const isHeartbeat = (m: any) => m.method === 'notifications/events/heartbeat';
+
+/** The sequence of an Events cursor ("42@<epoch>": design.md, "Store epoch"). */
+export const seqOf = (cursor: string): string => cursor.split('@')[0]!;
