@@ -23,6 +23,7 @@ import type { Resolve } from './push/target-guard.js';
 import { SenderPolicies } from './sender-policy/sender-policies.js';
 import { type OpenedStore, openStore } from './storage/open-store.js';
 import { InProcessWakeupHub } from './wakeup/wakeup-hub.js';
+import { tokenIdentity } from './domain/credentials.js';
 
 export interface Composition extends ComposedDeps {
   store: OpenedStore;
@@ -86,6 +87,8 @@ export async function compose(config: Config, log: FastifyBaseLogger, opts: Comp
           }),
     epochs: store.epochs,
     credentials: store.credentials,
+    // This instance's waits end here; other instances hear the store's notification (below).
+    readTokenRotated: (addressId, oldHash) => hub.tokenRevoked(addressId, tokenIdentity(oldHash)),
     metrics,
   };
   // Webhook subscriptions (src/push/): the worker starts once HTTP listens (server.ts), stops before the hub.
@@ -100,7 +103,12 @@ export async function compose(config: Config, log: FastifyBaseLogger, opts: Comp
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe(
         (addressId) => hub.notify(addressId),
-        () => hub.notifyAll(),
+        () => {
+          hub.notifyAll();
+          // A rotation heard by nobody while the connection was down: the rows say which tokens went.
+          void hub.recheckTokens((id) => store.getAddress(id)).catch((err: unknown) => log.warn({ err }, 'could not re-check the read tokens of open waits'));
+        },
+        (addressId, identity) => hub.tokenRevoked(addressId, identity),
       );
     }
     return { ...deps, subscriptions: push.subscriptions, store, hub, app, sweeper, push };

@@ -14,7 +14,8 @@
 // It is driven by callbacks, not an async loop: a follower that waits holds this object, its hub
 // registration and a timer, and no promise, no suspended async frame and no AbortController. The
 // reads are its only asynchronous steps.
-import type { Waiter, WakeListener, WakeReason, WakeupHub } from './ports.js';
+import { credentialsRotated } from './errors.js';
+import type { TokenListener, Waiter, WakeListener, WakeReason, WakeupHub } from './ports.js';
 
 /**
  * What a page means to its follow:
@@ -52,13 +53,15 @@ export interface Follow<P> {
   readonly screen?: (() => void) | undefined;
 }
 
-export class Follower<P> implements WakeListener {
+export class Follower<P> implements WakeListener, TokenListener {
   /** The hub holds followers; the metrics count them by the kind of their follow. */
   get waiterKind(): Follow<P>['waiterKind'] {
     return this.follow.waiterKind;
   }
 
   private waiter: Waiter | undefined;
+  /** Held from the first wait to the end when the follow reads for a read token (WakeupHub.watchToken). */
+  private tokenWatch: Waiter | undefined;
   private reading = false;
   /** A wake-up that arrived while a read was in flight: handled once the read has answered. */
   private wokenDuringRead: WakeReason | undefined;
@@ -72,6 +75,12 @@ export class Follower<P> implements WakeListener {
     private readonly hub: WakeupHub,
     private readonly addressId: string,
     private readonly follow: Follow<P>,
+    /**
+     * The SHA-256 of the read token the reader opened this follow with: once it waits, a rotation
+     * of that token ends it with credentials_rotated (`failed`). Undefined: the service's own
+     * reads (push), which no reader's token governs.
+     */
+    private readonly readTokenHash?: Buffer,
   ) {}
 
   /**
@@ -146,7 +155,23 @@ export class Follower<P> implements WakeListener {
     if (changed) this.screenChange();
   }
 
+  /**
+   * From the hub: the read token this follow was opened with was rotated away. It ends now, with
+   * credentials_rotated as its failure; a read in flight is dropped when it answers (onPage sees
+   * the follow finished), so nothing read after the rotation reached here is handed on.
+   */
+  revoked(): void {
+    this.tokenWatch = undefined;
+    this.finish('failed', credentialsRotated());
+  }
+
   private registerThenRead(): void {
+    // Watched once, from the first wait on: a follow that answers at once costs no watch.
+    if (this.readTokenHash !== undefined && this.tokenWatch === undefined) {
+      this.tokenWatch = this.hub.watchToken(this.addressId, this.readTokenHash, this);
+      // Rotated already (between authentication and now): the hub ended this follow inside watchToken().
+      if (this.finished) return;
+    }
     this.waiter?.cancel();
     this.waiter = this.hub.register(this.addressId, this.follow.waitMs(), this, this.follow.screen !== undefined);
     // While shutting down, the hub woke (and so finished) this follower inside register().
@@ -203,6 +228,8 @@ export class Follower<P> implements WakeListener {
     this.finished = true;
     this.waiter?.cancel();
     this.waiter = undefined;
+    this.tokenWatch?.cancel();
+    this.tokenWatch = undefined;
     this.follow.end(reason, err);
   }
 }
