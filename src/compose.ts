@@ -13,6 +13,7 @@ import { InflightCaptureBudget } from './capture/inflight-budget.js';
 import { ClaimService } from './claims/claim-service.js';
 import type { Config } from './config.js';
 import { Consumers } from './consumers/consumers.js';
+import { tokenIdentity } from './domain/credentials.js';
 import { ExpirySweeper } from './domain/expiry-sweeper.js';
 import { ReturnAddressService } from './domain/return-address-service.js';
 import { SigningSecrets } from './domain/signing-secrets.js';
@@ -23,7 +24,6 @@ import type { Resolve } from './push/target-guard.js';
 import { SenderPolicies } from './sender-policy/sender-policies.js';
 import { type OpenedStore, openStore } from './storage/open-store.js';
 import { InProcessWakeupHub } from './wakeup/wakeup-hub.js';
-import { tokenIdentity } from './domain/credentials.js';
 
 export interface Composition extends ComposedDeps {
   store: OpenedStore;
