@@ -53,6 +53,27 @@ export interface Follow<P> {
   readonly screen?: (() => void) | undefined;
 }
 
+/**
+ * Ends of follows a rotation stopped, answered a slice per turn: one rotation may end thousands of
+ * waits at once, and answering each (a 401, a last frame) costs ~0.25 ms, so all in one turn would
+ * hold the event loop (and /healthz) for seconds. The follows themselves stop in the rotation's turn.
+ */
+const ENDS_PER_TURN = 100;
+const pendingEnds: (() => void)[] = [];
+function endSoon(end: () => void): void {
+  if (pendingEnds.push(end) === 1) setImmediate(drainEnds);
+}
+function drainEnds(): void {
+  for (const end of pendingEnds.splice(0, ENDS_PER_TURN)) {
+    try {
+      end();
+    } catch (err) {
+      process.emitWarning(`a follower's callback threw: ${String(err)}`, 'FollowerCallbackError');
+    }
+  }
+  if (pendingEnds.length > 0) setImmediate(drainEnds);
+}
+
 export class Follower<P> implements WakeListener, TokenListener {
   /** The hub holds followers; the metrics count them by the kind of their follow. */
   get waiterKind(): Follow<P>['waiterKind'] {
@@ -67,6 +88,8 @@ export class Follower<P> implements WakeListener, TokenListener {
   private wokenDuringRead: WakeReason | undefined;
   private holding = false;
   private finished = false;
+  /** Stopped by a rotation, its end('failed') not yet called (endSoon). */
+  private endPending = false;
   /** A screen (Follow.screen) is in flight; a change meanwhile is remembered and screened after it. */
   private screening = false;
   private changedDuringScreen = false;
@@ -102,6 +125,11 @@ export class Follower<P> implements WakeListener, TokenListener {
 
   /** The reader went away: stop, release the waiter, end with `cancelled`. Idempotent. */
   cancel(): void {
+    // Stopped by a rotation and not yet answered: the reader left first, so it ends as any cancel does.
+    if (this.endPending) {
+      this.endPending = false;
+      return this.follow.end('cancelled');
+    }
     this.finish('cancelled');
   }
 
@@ -156,13 +184,23 @@ export class Follower<P> implements WakeListener, TokenListener {
   }
 
   /**
-   * From the hub: the read token this follow was opened with was rotated away. It ends now, with
-   * credentials_rotated as its failure; a read in flight is dropped when it answers (onPage sees
-   * the follow finished), so nothing read after the rotation reached here is handed on.
+   * From the hub: the read token this follow was opened with was rotated away. It stops now (a read
+   * in flight is dropped when it answers: onPage sees the follow finished, so nothing read after the
+   * rotation reached here is handed on) and ends with credentials_rotated as its failure a few
+   * turns later at most (endSoon), unless cancel() comes first.
    */
   revoked(): void {
     this.tokenWatch = undefined;
-    this.finish('failed', credentialsRotated());
+    if (this.finished) return;
+    this.finished = true;
+    this.waiter?.cancel();
+    this.waiter = undefined;
+    this.endPending = true;
+    endSoon(() => {
+      if (!this.endPending) return;
+      this.endPending = false;
+      this.follow.end('failed', credentialsRotated());
+    });
   }
 
   private registerThenRead(): void {
