@@ -3,10 +3,13 @@
 // streams end with a final `event: error` frame of that code, MCP waits end with an error result;
 // nothing committed after the rotation reaches them. Waits opened with the new token go on and get
 // the next event; an inbox-secret rotation ends nothing; a webhook subscription keeps delivering. On
-// PostgreSQL, waits on a second instance end when the first rotates. A liveness probe runs beside.
+// PostgreSQL, waits on a second instance end when the first rotates, also when the rotation was
+// committed while the second could not hear it (the resync re-checks). A liveness probe runs beside.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { type Addr, api, createAddress, deliver, onlyPostgres, type Res, STORE, startTestService, type TestService, within } from '../helpers.js';
+import pg from 'pg';
+import type { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
+import { type Addr, api, createAddress, deliver, onlyPostgres, type Res, STORE, sleep, startTestService, type TestService, within } from '../helpers.js';
 import { startLivenessProbe } from '../liveness-probe.js';
 import { isEvent, openPush } from '../mcp/mcp-modern-client.js';
 import { startReceiver, until } from '../push/receiver.js';
@@ -252,5 +255,31 @@ describe('PostgreSQL: a rotation on one instance ends the waits on another', { s
     await s.waitForMessages(1, BOUND_MS);
     assert.equal(s.events().length, 1);
     s.close();
+  });
+
+  it("a rotation committed while B's LISTEN connection is down still ends B's waits: the resync re-checks their tokens", async () => {
+    const listener = () => (two.running.store as PostgresStore).listenerStatus()!;
+    const a = await createAddress(one.baseUrl);
+    await until(() => listener().state === 'listening', BOUND_MS, 'B listening');
+    const base = two.running.hub.tokenWatches();
+    const poll = longPoll(two, a, a.token);
+    const s = await stream(two, a, a.token);
+    await watching(two, base + 2, 'the waits on B are registered');
+    const admin = new pg.Client({ connectionString: one.storage.databaseUrl });
+    await admin.connect();
+    try {
+      await admin.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'return-address-listener'`,
+      );
+    } finally {
+      await admin.end();
+    }
+    while (listener().state === 'listening') await sleep(1);
+    const r = await rotate(one, a, { read_token: true });
+    assert.equal(r.status, 200, r.text);
+    assert.notEqual(listener().state, 'listening', 'the rotation was committed while B was not listening');
+    assertRotated(await poll, 'long-poll on B');
+    await assertStreamRotated(s, 'stream on B');
+    assert.equal(listener().state, 'listening');
   });
 });
