@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
+import { hashSecret, tokenIdentity } from '../../src/domain/credentials.js';
 import type { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import { type Addr, api, createAddress, deliver, onlyPostgres, type Res, STORE, sleep, startTestService, type TestService, within } from '../helpers.js';
 import { startLivenessProbe } from '../liveness-probe.js';
@@ -281,5 +282,30 @@ describe('PostgreSQL: a rotation on one instance ends the waits on another', { s
     assertRotated(await poll, 'long-poll on B');
     await assertStreamRotated(s, 'stream on B');
     assert.equal(listener().state, 'listening');
+  });
+
+  it('the change channel carries one rotation notice per replaced read token, naming the old one; none for an inbox rotation or a lost race', async () => {
+    const listen = new pg.Client({ connectionString: one.storage.databaseUrl });
+    const heard: string[] = [];
+    await listen.connect();
+    try {
+      listen.on('notification', (n) => {
+        if (n.payload?.includes(' rotated ')) heard.push(n.payload);
+      });
+      await listen.query('LISTEN ra_address_changed');
+      const a = await createAddress(one.baseUrl);
+      assert.equal((await rotate(one, a, { inbox_secret: true })).status, 200);
+      const answers = await Promise.all(Array.from({ length: 8 }, () => rotate(one, a, { read_token: true })));
+      assert.equal(answers.filter((r) => r.status === 200).length, 1, answers.map((r) => r.status).join(','));
+      // A marker after them: NOTIFYs arrive in commit order, so once it is heard every rotation's has been.
+      await listen.query(`NOTIFY ra_address_changed, 'addr_marker rotated ${'f'.repeat(32)}'`);
+      await until(() => heard.some((p) => p.startsWith('addr_marker ')), BOUND_MS, 'the marker');
+      assert.deepEqual(
+        heard.filter((p) => !p.startsWith('addr_marker ')),
+        [`${a.id} rotated ${tokenIdentity(hashSecret(a.token))}`],
+      );
+    } finally {
+      await listen.end();
+    }
   });
 });
