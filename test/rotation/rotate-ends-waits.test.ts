@@ -7,6 +7,7 @@
 // committed while the second could not hear it (the resync re-checks). A liveness probe runs beside.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { ReturnAddress } from '@return-address/client';
 import pg from 'pg';
 import { hashSecret, tokenIdentity } from '../../src/domain/credentials.js';
 import type { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
@@ -194,6 +195,22 @@ describe(`a rotated read token ends the waits it opened (${STORE})`, () => {
     await within(push.ended, BOUND_MS, () => assert.fail('events/stream did not end'));
     assert.equal(push.messages.filter(isEvent).length, 0);
     assert.equal(push.messages.at(-1).result?.resultType, 'complete', 'the final frame is the request result');
+  });
+
+  it('the TypeScript client that rotates its own token keeps its waitFor: the wait ended for the old token is read again with the new one', async () => {
+    const ra = await ReturnAddress.create({ url: svc.baseUrl });
+    const base = svc.running.hub.tokenWatches();
+    const waiting = ra.waitFor({ timeout: 20 });
+    await watching(svc, base + 1, 'the client long-polls with its first token');
+    const old = ra.token;
+    await ra.rotate({ readToken: true });
+    // The old wait ended (its watch is gone); the client's next long-poll, with the new token, watches again.
+    await watching(svc, base + 1, 'the client waits again');
+    assert.notEqual(ra.token, old);
+    const d = await api(svc.baseUrl, 'POST', ra.inboxUrl!, { json: { data: 'after rotate' } });
+    assert.equal(d.status, 202, d.text);
+    const got = await waiting;
+    assert.equal(got.event?.data, 'after rotate');
   });
 
   it("a webhook subscription is the owner's, not a reader's: it goes on delivering after the read token is rotated", async () => {
