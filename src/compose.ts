@@ -13,6 +13,7 @@ import { InflightCaptureBudget } from './capture/inflight-budget.js';
 import { ClaimService } from './claims/claim-service.js';
 import type { Config } from './config.js';
 import { Consumers } from './consumers/consumers.js';
+import { tokenIdentity } from './domain/credentials.js';
 import { ExpirySweeper } from './domain/expiry-sweeper.js';
 import { ReturnAddressService } from './domain/return-address-service.js';
 import { SigningSecrets } from './domain/signing-secrets.js';
@@ -86,6 +87,8 @@ export async function compose(config: Config, log: FastifyBaseLogger, opts: Comp
           }),
     epochs: store.epochs,
     credentials: store.credentials,
+    // This instance's waits end here; other instances hear the store's notification (below).
+    readTokenRotated: (addressId, oldHash) => hub.tokenRevoked(addressId, tokenIdentity(oldHash)),
     metrics,
   };
   // Webhook subscriptions (src/push/): the worker starts once HTTP listens (server.ts), stops before the hub.
@@ -100,7 +103,12 @@ export async function compose(config: Config, log: FastifyBaseLogger, opts: Comp
     if (store.capabilities.crossInstanceWakeups && store.subscribe) {
       await store.subscribe(
         (addressId) => hub.notify(addressId),
-        () => hub.notifyAll(),
+        () => {
+          hub.notifyAll();
+          // A rotation heard by nobody while the connection was down: the rows say which tokens went.
+          void hub.recheckTokens((id) => store.getAddress(id)).catch((err: unknown) => log.warn({ err }, 'could not re-check the read tokens of open waits'));
+        },
+        (addressId, identity) => hub.tokenRevoked(addressId, identity),
       );
     }
     return { ...deps, subscriptions: push.subscriptions, store, hub, app, sweeper, push };

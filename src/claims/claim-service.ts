@@ -101,7 +101,7 @@ export class ClaimService {
         },
         () => wait.live,
       );
-    const wait = new ClaimWait(this.hub, address.id, claimOnce, deadline, this.now, callback);
+    const wait = new ClaimWait(this.hub, address.id, claimOnce, deadline, this.now, callback, address.readTokenHash);
     wait.start();
     return wait;
   }

@@ -48,8 +48,10 @@ export class ClaimWait implements Follow<ClaimBatch> {
     private readonly deadline: number | undefined,
     private readonly now: () => number,
     private readonly callback: ClaimCallback,
+    /** The reader's token hash: a rotation of it ends the wait (follower.ts). */
+    readTokenHash?: Buffer,
   ) {
-    this.follower = new Follower(hub, addressId, this);
+    this.follower = new Follower(hub, addressId, this, readTokenHash);
   }
 
   start(): void {

@@ -92,3 +92,11 @@ function equalInConstantTime(a: string, b: string): boolean {
   for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
   return diff === 0;
 }
+
+/**
+ * What names a read token between instances once it is rotated away (design.md, "Credential
+ * rotation"): the first 16 bytes of its SHA-256, in hex. 128 bits never collide among live tokens,
+ * and a prefix of a hash of a dead random token tells nobody anything.
+ */
+export const tokenIdentity = (readTokenHash: Buffer): string => readTokenHash.toString('hex', 0, 16);
+export const TOKEN_IDENTITY_RE = /^[0-9a-f]{32}$/;

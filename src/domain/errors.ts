@@ -12,6 +12,11 @@ export const ERROR_CATALOGUE = {
     status: 401,
     description: 'The bearer token is missing, malformed, or not the read token of this address; the message says which and the fix.',
   },
+  credentials_rotated: {
+    status: 401,
+    description:
+      "A long-poll, stream or waiting claim (or its MCP form) was opened with a read token that the address's owner has since rotated away (POST …/rotate): it ends at once, on every instance. Fetch the new read token from whoever rotated it; the old one is refused from now on.",
+  },
   not_found: { status: 404, description: 'Unknown address, unknown event, wrong inbox secret, unknown route, or an id of the wrong shape.' },
   method_not_allowed: { status: 405, description: 'The path exists but not with this method; the Allow header lists the methods it has.' },
   idempotency_key_mismatch: { status: 409, description: 'The Idempotency-Key header and the body dedupe_key are both present and differ.' },
@@ -125,3 +130,11 @@ export const unauthorized = (message = 'A valid bearer read token for this addre
   new ApiError('unauthorized', message, {
     'www-authenticate': `Bearer realm="${BEARER_REALM}"${credentialSent ? ', error="invalid_token"' : ''}`,
   });
+
+/** A wait's end when the read token it was opened with is rotated away (design.md, "Credential rotation"). */
+export const credentialsRotated = () =>
+  new ApiError(
+    'credentials_rotated',
+    "The read token this wait was opened with was rotated: the address's owner replaced it (POST …/rotate), and it is refused from now on. Get the new read token from whoever rotated it, then open the wait again with it.",
+    { 'www-authenticate': `Bearer realm="${BEARER_REALM}", error="invalid_token"` },
+  );

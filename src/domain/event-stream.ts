@@ -40,9 +40,11 @@ export class EventStream implements Follow<Page>, Screened {
     private readonly sink: StreamSink,
     /** Given for a filtered stream: its changes are screened, not read (follower.ts). */
     screenAfter?: ScreenAfter,
+    /** The reader's token hash: a rotation of it ends the stream (follower.ts). */
+    readTokenHash?: Buffer,
   ) {
     this.screen = screenAfter === undefined ? undefined : () => screenAfter(this.cursor, this);
-    this.follower = new Follower(hub, addressId, this);
+    this.follower = new Follower(hub, addressId, this, readTokenHash);
   }
 
   /** @internal Screened: nothing after the cursor passed the filter up to `cursor`, or (undefined) read. */

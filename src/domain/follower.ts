@@ -14,7 +14,8 @@
 // It is driven by callbacks, not an async loop: a follower that waits holds this object, its hub
 // registration and a timer, and no promise, no suspended async frame and no AbortController. The
 // reads are its only asynchronous steps.
-import type { Waiter, WakeListener, WakeReason, WakeupHub } from './ports.js';
+import { credentialsRotated } from './errors.js';
+import type { TokenListener, Waiter, WakeListener, WakeReason, WakeupHub } from './ports.js';
 
 /**
  * What a page means to its follow:
@@ -52,18 +53,43 @@ export interface Follow<P> {
   readonly screen?: (() => void) | undefined;
 }
 
-export class Follower<P> implements WakeListener {
+/**
+ * Ends of follows a rotation stopped, answered a slice per turn: one rotation may end thousands of
+ * waits at once, and answering each (a 401, a last frame) costs ~0.25 ms, so all in one turn would
+ * hold the event loop (and /healthz) for seconds. The follows themselves stop in the rotation's turn.
+ */
+const ENDS_PER_TURN = 100;
+const pendingEnds: (() => void)[] = [];
+function endSoon(end: () => void): void {
+  if (pendingEnds.push(end) === 1) setImmediate(drainEnds);
+}
+function drainEnds(): void {
+  for (const end of pendingEnds.splice(0, ENDS_PER_TURN)) {
+    try {
+      end();
+    } catch (err) {
+      process.emitWarning(`a follower's callback threw: ${String(err)}`, 'FollowerCallbackError');
+    }
+  }
+  if (pendingEnds.length > 0) setImmediate(drainEnds);
+}
+
+export class Follower<P> implements WakeListener, TokenListener {
   /** The hub holds followers; the metrics count them by the kind of their follow. */
   get waiterKind(): Follow<P>['waiterKind'] {
     return this.follow.waiterKind;
   }
 
   private waiter: Waiter | undefined;
+  /** Held from the first wait to the end when the follow reads for a read token (WakeupHub.watchToken). */
+  private tokenWatch: Waiter | undefined;
   private reading = false;
   /** A wake-up that arrived while a read was in flight: handled once the read has answered. */
   private wokenDuringRead: WakeReason | undefined;
   private holding = false;
   private finished = false;
+  /** Stopped by a rotation, its end('failed') not yet called (endSoon). */
+  private endPending = false;
   /** A screen (Follow.screen) is in flight; a change meanwhile is remembered and screened after it. */
   private screening = false;
   private changedDuringScreen = false;
@@ -72,6 +98,12 @@ export class Follower<P> implements WakeListener {
     private readonly hub: WakeupHub,
     private readonly addressId: string,
     private readonly follow: Follow<P>,
+    /**
+     * The SHA-256 of the read token the reader opened this follow with: once it waits, a rotation
+     * of that token ends it with credentials_rotated (`failed`). Undefined: the service's own
+     * reads (push), which no reader's token governs.
+     */
+    private readonly readTokenHash?: Buffer,
   ) {}
 
   /**
@@ -93,6 +125,11 @@ export class Follower<P> implements WakeListener {
 
   /** The reader went away: stop, release the waiter, end with `cancelled`. Idempotent. */
   cancel(): void {
+    // Stopped by a rotation and not yet answered: the reader left first, so it ends as any cancel does.
+    if (this.endPending) {
+      this.endPending = false;
+      return this.follow.end('cancelled');
+    }
     this.finish('cancelled');
   }
 
@@ -146,7 +183,33 @@ export class Follower<P> implements WakeListener {
     if (changed) this.screenChange();
   }
 
+  /**
+   * From the hub: the read token this follow was opened with was rotated away. It stops now (a read
+   * in flight is dropped when it answers: onPage sees the follow finished, so nothing read after the
+   * rotation reached here is handed on) and ends with credentials_rotated as its failure a few
+   * turns later at most (endSoon), unless cancel() comes first.
+   */
+  revoked(): void {
+    this.tokenWatch = undefined;
+    if (this.finished) return;
+    this.finished = true;
+    this.waiter?.cancel();
+    this.waiter = undefined;
+    this.endPending = true;
+    endSoon(() => {
+      if (!this.endPending) return;
+      this.endPending = false;
+      this.follow.end('failed', credentialsRotated());
+    });
+  }
+
   private registerThenRead(): void {
+    // Watched once, from the first wait on: a follow that answers at once costs no watch.
+    if (this.readTokenHash !== undefined && this.tokenWatch === undefined) {
+      this.tokenWatch = this.hub.watchToken(this.addressId, this.readTokenHash, this);
+      // Rotated already (between authentication and now): the hub ended this follow inside watchToken().
+      if (this.finished) return;
+    }
     this.waiter?.cancel();
     this.waiter = this.hub.register(this.addressId, this.follow.waitMs(), this, this.follow.screen !== undefined);
     // While shutting down, the hub woke (and so finished) this follower inside register().
@@ -203,6 +266,8 @@ export class Follower<P> implements WakeListener {
     this.finished = true;
     this.waiter?.cancel();
     this.waiter = undefined;
+    this.tokenWatch?.cancel();
+    this.tokenWatch = undefined;
     this.follow.end(reason, err);
   }
 }

@@ -51,10 +51,12 @@ export class LongPoll implements Follow<Page>, Screened {
     private readonly callback: PollCallback,
     /** Given for a filtered poll: its changes are screened, not read (follower.ts). */
     screenAfter?: ScreenAfter,
+    /** The reader's token hash: a rotation of it ends the wait (follower.ts). */
+    readTokenHash?: Buffer,
   ) {
     this.latest = { events: [], nextCursor: after, hasMore: false };
     this.screen = screenAfter === undefined ? undefined : () => screenAfter(this.latest.nextCursor, this);
-    this.follower = new Follower(hub, addressId, this);
+    this.follower = new Follower(hub, addressId, this, readTokenHash);
   }
 
   /** @internal Screened: nothing after the cursor passed the filter up to `cursor`, or (undefined) read. */

@@ -27,6 +27,11 @@ export interface Waiter {
   cancel(): void;
 }
 
+export interface TokenListener {
+  /** The read token this wait was opened with was rotated away (on any instance). Called at most once. */
+  revoked(): void;
+}
+
 /** Wake-ups for held reads: a hint that an address changed; the store stays the truth. */
 export interface WakeupHub {
   /**
@@ -37,6 +42,13 @@ export interface WakeupHub {
   register(addressId: string, timeoutMs: number, listener: WakeListener, keep?: boolean): Waiter;
   /** Something changed on this address (new event, deletion): every waiter re-reads. */
   notify(addressId: string): void;
+  /**
+   * Holds `listener` until cancel(): it is told once when the read token whose SHA-256 is
+   * `readTokenHash` is rotated away, by this instance or (through the store's notifications)
+   * another; at once, inside this call, when that rotation has already been heard. Only a reader's
+   * wait registers (design.md, "Credential rotation"): deliveries never look at it.
+   */
+  watchToken(addressId: string, readTokenHash: Buffer, listener: TokenListener): Waiter;
 }
 
 /**
@@ -92,7 +104,12 @@ export interface Store {
    * instance. Only called when `capabilities.crossInstanceWakeups`; `onResync` is called after a
    * lost connection is restored, when changes may have been missed.
    */
-  subscribe?(onAddressChanged: (addressId: string) => void, onResync: () => void): Promise<void>;
+  subscribe?(
+    onAddressChanged: (addressId: string) => void,
+    onResync: () => void,
+    /** A rotation on any instance replaced the read token named `identity` (credentials.ts, tokenIdentity). */
+    onReadTokenRotated?: (addressId: string, identity: string) => void,
+  ): Promise<void>;
 
   /**
    * Counts one creation against `key` in the fixed window containing `now` and inserts the

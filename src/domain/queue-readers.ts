@@ -73,6 +73,8 @@ export class QueueReaders {
       this.now,
       callback,
       this.screenFor(address.id, q.filter),
+      // A wait ends when the reader's token is rotated away; a plain read (push's too) never waits.
+      deadline === undefined ? undefined : address.readTokenHash,
     );
     poll.start();
     return poll;
@@ -93,6 +95,7 @@ export class QueueReaders {
       heartbeatMs,
       sink,
       this.screenFor(address.id, filter),
+      address.readTokenHash,
     );
   }
 

@@ -11,6 +11,7 @@ import type { ReturnAddressService } from '../domain/return-address-service.js';
 import type { SigningSecrets } from '../domain/signing-secrets.js';
 import type { EpochStore } from '../epoch/epoch-store.js';
 import type { ServiceMetrics } from '../metrics/service-metrics.js';
+import type { ReadTokenRotated } from '../rotation/credential-rotation.js';
 import type { CredentialStore } from '../rotation/rotation-store.js';
 import type { SenderPolicies } from '../sender-policy/sender-policies.js';
 
@@ -41,6 +42,8 @@ export interface AppDeps {
   epochs: EpochStore;
   /** Credential rotation (src/rotation/): POST …/rotate. */
   credentials: CredentialStore;
+  /** After a rotation replaced a read token: the waits opened with it end (the hub's tokenRevoked). */
+  readTokenRotated?: ReadTokenRotated | undefined;
   /** Set when METRICS_PORT is: the HTTP layer counts refusals the service never sees (413 on the body limit). */
   metrics?: ServiceMetrics | undefined;
 }

@@ -360,9 +360,21 @@ const ERROR_HEADERS: Record<number, Record<string, TSchema>> = {
  * 413) and refuses other types (415): such routes list 413 and 415 themselves.
  */
 export function errorResponses(...statuses: number[]): Record<number, TSchema> {
+  return documentErrors(statuses, false);
+}
+
+/** Codes only a held wait answers (a long-poll, a waiting claim): listed by waitErrorResponses alone. */
+const WAIT_ONLY_CODES: ReadonlySet<ErrorCode> = new Set(['credentials_rotated']);
+
+/** errorResponses for a route that may hold a wait: its 401 can also be credentials_rotated (design.md, "Credential rotation"). */
+export function waitErrorResponses(...statuses: number[]): Record<number, TSchema> {
+  return documentErrors(statuses, true);
+}
+
+function documentErrors(statuses: number[], waits: boolean): Record<number, TSchema> {
   const out: Record<number, TSchema> = {};
   for (const status of [...new Set([400, ...statuses, 500, 503])].sort((a, b) => a - b)) {
-    const codes = ERROR_CODES_BY_STATUS.get(status) ?? [];
+    const codes = (ERROR_CODES_BY_STATUS.get(status) ?? []).filter((c) => waits || !WAIT_ONLY_CODES.has(c));
     const text = codes.map((c) => `\`${c}\`: ${ERROR_CATALOGUE[c].description}`).join(' ');
     const headers = ERROR_HEADERS[status];
     out[status] = { ...ErrorBody, description: text, ...(headers ? { headers } : {}) };

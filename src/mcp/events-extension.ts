@@ -40,6 +40,8 @@ export const MAX_HEARTBEAT_MS = 30_000;
 /** The extension's error codes (SEP-3415, "Error Handling"). */
 export const NOT_FOUND = -32023;
 export const RESOURCE_EXHAUSTED = -32025;
+/** events/stream's terminated error when the read token it was opened with is rotated away. */
+export const CREDENTIALS_ROTATED = -32001;
 export const INVALID_PARAMS = -32602;
 
 /** A request the extension refuses: answered as a JSON-RPC error, never a 500. */

@@ -18,6 +18,7 @@ import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import type { EpochStore } from '../epoch/epoch-store.js';
 import { EPOCH_META, epochMeta, epochMetaMembers } from './event-results.js';
 import {
+  CREDENTIALS_ROTATED,
   cursorOf,
   DEFAULT_HEARTBEAT_MS,
   EventsError,
@@ -127,6 +128,10 @@ export class EventStreams {
         end: (err) => {
           if (err instanceof ApiError && err.code === 'not_found') {
             res.write(notify('terminated', `"error":{"code":${NOT_FOUND},"message":"NotFound","data":{"reason":"The address was deleted."}}`));
+          } else if (err instanceof ApiError && err.code === 'credentials_rotated') {
+            // The read token this stream was opened with was rotated away (design.md, "Credential rotation").
+            const data = JSON.stringify({ code: err.code, reason: err.message });
+            res.write(notify('terminated', `"error":{"code":${CREDENTIALS_ROTATED},"message":"Unauthorized","data":${data}}`));
           } else if (err !== undefined) {
             log.error({ err }, 'events/stream failed');
             res.write(notify('error', '"error":{"code":-32603,"message":"Internal error: the stream stopped; open a new one with your last cursor."}'));

@@ -179,7 +179,9 @@ export const mcpRoutes =
             'token, scoped to this one address; results are the same JSON as the HTTP API. Revisions 2026-07-28 (per-request _meta, ' +
             'server/discover, the Events extension: events/list, events/poll, events/stream, events/subscribe, events/unsubscribe) and 2025-11-25 (initialize), told apart per request. ' +
             'Tools: get_address, list_events, ack_event, wait_for_event, request_approval, get_approval; their arguments, progress notifications ' +
-            'and errors: /llms-full.txt, sections "MCP" and "Reaching a running agent".',
+            'and errors: /llms-full.txt, sections "MCP" and "Reaching a running agent". A wait (wait_for_event, list_events or claim_events with wait, ' +
+            'events/stream) whose read token is rotated meanwhile ends at once: an isError result with credentials_rotated, or on events/stream ' +
+            'notifications/events/terminated (error -32001, data.code credentials_rotated) and the final result.',
           tags: ['mcp'],
           security: BEARER,
           params: AddressParams,

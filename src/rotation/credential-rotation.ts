@@ -23,10 +23,18 @@ export interface Rotated {
 /** Reads the address afresh and checks the reader's token against it (the service's authenticate). */
 export type Authenticate = (addressId: string, authorization: string | undefined) => Promise<AddressRecord>;
 
+/**
+ * Told after a rotation replaced the read token whose hash is `oldReadTokenHash`: this instance's
+ * waits opened with it end now (the hub's tokenRevoked); other instances hear it from the store
+ * (PostgreSQL: a NOTIFY in the rotation's own statement).
+ */
+export type ReadTokenRotated = (addressId: string, oldReadTokenHash: Buffer) => void;
+
 export class CredentialRotation {
   constructor(
     private readonly store: CredentialStore,
     private readonly authenticate: Authenticate,
+    private readonly readTokenRotated: ReadTokenRotated = () => {},
   ) {}
 
   /**
@@ -54,7 +62,11 @@ export class CredentialRotation {
           signingKeys,
         },
       );
-      if (outcome === 'replaced') return rotated;
+      if (outcome === 'replaced') {
+        // Waits opened with the old token end before the answer (design.md, "Credential rotation").
+        if (rotated.readToken !== undefined) this.readTokenRotated(current.id, current.readTokenHash);
+        return rotated;
+      }
       if (outcome === 'gone') throw notFound('Address');
       // Refused (401) here when the winner replaced the caller's token, as every request with it now is.
       current = await this.authenticate(current.id, `Bearer ${readToken}`);

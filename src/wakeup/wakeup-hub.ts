@@ -16,7 +16,10 @@
 // a promise, its reactions and the suspended async frames awaiting it. With 10,000 polls held
 // that difference is most of what the service adds to the socket's own cost (bench/README.md).
 
-import type { Waiter, WakeListener, WakeReason, WakeupHub } from '../domain/ports.js';
+import { tokenIdentity } from '../domain/credentials.js';
+import type { AddressRecord } from '../domain/model.js';
+import type { TokenListener, Waiter, WakeListener, WakeReason, WakeupHub } from '../domain/ports.js';
+import { TokenWatches } from './token-watches.js';
 
 class Registration implements Waiter {
   timer: NodeJS.Timeout | undefined;
@@ -65,6 +68,7 @@ export class InProcessWakeupHub implements WakeupHub {
   private readonly byAddress = new Map<string, Set<Registration>>();
   private count = 0;
   private closing = false;
+  private readonly tokens = new TokenWatches();
 
   /**
    * Registers a waiter whose listener is woken after at most `timeoutMs`. While the hub is shutting
@@ -89,6 +93,41 @@ export class InProcessWakeupHub implements WakeupHub {
     const set = this.byAddress.get(addressId);
     if (!set) return;
     for (const r of [...set]) r.changed();
+  }
+
+  /** A wait opened with this read token ends when it is rotated away (WakeupHub.watchToken). */
+  watchToken(addressId: string, readTokenHash: Buffer, listener: TokenListener): Waiter {
+    return this.tokens.watch(addressId, tokenIdentity(readTokenHash), listener);
+  }
+
+  /**
+   * The read token named `identity` (credentials.ts, tokenIdentity) of this address was rotated
+   * away, here or on another instance: every wait opened with it ends, and one that registers late
+   * (authenticated just before the rotation) ends as it registers.
+   */
+  tokenRevoked(addressId: string, identity: string): void {
+    this.tokens.revoked(addressId, identity);
+  }
+
+  /**
+   * After a lost notification connection (a rotation elsewhere may not have been heard): reads the
+   * row of every address with a watched token and ends the waits of tokens it no longer holds. A
+   * watch that existed before the read was opened with a token checked before it, and tokens never
+   * recur, so a differing row means that token was rotated away. A deleted address is left to the
+   * re-read every waiter makes now (404).
+   */
+  async recheckTokens(read: (addressId: string) => Promise<AddressRecord | null>): Promise<void> {
+    for (const [addressId, identities] of this.tokens.watched()) {
+      const row = await read(addressId);
+      if (row === null) continue;
+      const current = tokenIdentity(row.readTokenHash);
+      for (const identity of identities) if (identity !== current) this.tokens.revoked(addressId, identity);
+    }
+  }
+
+  /** Open waits watching their read token (tests, leak checks). */
+  tokenWatches(): number {
+    return this.tokens.size();
   }
 
   /** Wakes every waiter, e.g. after a lost notification connection is back (changes may be missed). */

@@ -758,10 +758,17 @@ export class ReturnAddress {
    */
   private async retrying<T>(read: () => Promise<T>, deadline: number, signal?: AbortSignal): Promise<T> {
     let internalErrors = 0;
+    let token = this.token;
     for (let attempt = 0; ; attempt++) {
       try {
         return await read();
       } catch (err) {
+        // This client rotated its own read token (rotate()) while the read waited: the service ended
+        // that wait for the old token (credentials_rotated), so it is read again with the new one.
+        if (err instanceof ReturnAddressError && err.code === 'credentials_rotated' && this.token !== token) {
+          token = this.token;
+          continue;
+        }
         const delay = Math.min(5000, 200 * 2 ** attempt) * (0.5 + Math.random() / 2);
         if (transient(err) && !tryLater(err) && ++internalErrors >= INTERNAL_ERROR_ATTEMPTS) throw err;
         if (!transient(err) || Date.now() + delay > deadline) throw err;

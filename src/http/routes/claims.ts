@@ -10,7 +10,7 @@ import { sendJsonText } from '../json-text.js';
 import { OPTIONAL_BODY } from '../openapi-document.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import type { AppDeps } from '../route-deps.js';
-import { AddressParams, BEARER, EventResponse, errorResponses } from '../schemas.js';
+import { AddressParams, BEARER, EventResponse, errorResponses, waitErrorResponses } from '../schemas.js';
 import { ClaimBody, ClaimResponse, ExtendBody, ExtendResponse, LeaseParams, NackBody } from './claim-schemas.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -37,13 +37,13 @@ export const claimRoutes =
             'lease_seconds. Parallel claimers, also on other instances, never hold live leases on the same event. Settle each claim with its lease_id: ' +
             'ack when handled, extend to keep working, nack to give it back (with a delay, or as dead). A lease that runs out makes the event ' +
             'claimable again; after max_deliveries claims it becomes dead instead (the next claim on the address marks it). With wait > 0 and nothing ' +
-            'claimable, the request is held until something is, or wait seconds pass ({"claims": []}). Cursor reads (GET …/events) are unaffected.',
+            'claimable, the request is held until something is, or wait seconds pass ({"claims": []}); a rotation of the read token it was sent with ends it at once with 401 credentials_rotated. Cursor reads (GET …/events) are unaffected.',
           tags: ['claims'],
           security: BEARER,
           params: AddressParams,
           [OPTIONAL_BODY]: true,
           body: ClaimBody,
-          response: { 200: { ...ClaimResponse, headers: EPOCH_RESPONSE_HEADERS }, ...errorResponses(401, 404, 413, 415) },
+          response: { 200: { ...ClaimResponse, headers: EPOCH_RESPONSE_HEADERS }, ...waitErrorResponses(401, 404, 413, 415) },
         },
       },
       (request, reply) => {

@@ -132,7 +132,12 @@ export const eventStreamRoutes =
               headers: EPOCH_RESPONSE_HEADERS,
               content: {
                 'text/event-stream': {
-                  schema: Type.String({ description: 'Server-Sent Events: messages of `id`, `event: event` and `data` lines; `: ping` comments.' }),
+                  schema: Type.String({
+                    description:
+                      'Server-Sent Events: messages of `id`, `event: event` and `data` lines; `: ping` comments. A stream the server ends for a reason ' +
+                      'ends with one `event: error` message whose data is the error body: `not_found` (the address was deleted), ' +
+                      '`credentials_rotated` (the read token the stream was opened with was rotated: open it again with the new one), `internal`.',
+                  }),
                 },
               },
             },

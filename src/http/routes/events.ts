@@ -9,7 +9,7 @@ import { sendJsonText } from '../json-text.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import { onlyTheseParameters, READ_OPTION_PROPERTIES, readOptions } from '../read-options.js';
 import type { AppDeps } from '../route-deps.js';
-import { AddressParams, BEARER, EventPage, EventParams, EventResponse, EventsQuery, errorResponses } from '../schemas.js';
+import { AddressParams, BEARER, EventPage, EventParams, EventResponse, EventsQuery, errorResponses, waitErrorResponses } from '../schemas.js';
 
 /** GET /api/v1/addresses/{id}/events's parameters, with the filter and consumer of every read. */
 const EVENTS_READ_PROPERTIES = { ...EventsQuery.properties, ...READ_OPTION_PROPERTIES };
@@ -29,13 +29,13 @@ export const eventRoutes =
           summary: 'Read the ordered event queue',
           description:
             'Events with sequence > after, ascending, acknowledged or not; use next_cursor as the next after. With wait > 0 the request is ' +
-            'held until an event arrives or wait seconds pass (empty page). Long-polling, filters, named consumers and the scan bound: ' +
+            'held until an event arrives or wait seconds pass (empty page); a rotation of the read token it was sent with ends it at once with 401 credentials_rotated. Long-polling, filters, named consumers and the scan bound: ' +
             '/llms-full.txt, sections "Read the queue" and "Filters and named consumers".',
           tags: ['events'],
           security: BEARER,
           params: AddressParams,
           querystring: EventsReadQuery,
-          response: { 200: { ...EventPage, headers: EPOCH_RESPONSE_HEADERS }, ...errorResponses(400, 401, 404, 409) },
+          response: { 200: { ...EventPage, headers: EPOCH_RESPONSE_HEADERS }, ...waitErrorResponses(400, 401, 404, 409) },
         },
       },
       (request, reply) => {

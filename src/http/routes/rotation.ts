@@ -6,7 +6,7 @@ import { bearerToken } from '../../domain/bearer-token.js';
 import { ApiError } from '../../domain/errors.js';
 import { addressView } from '../../domain/representation.js';
 import type { ReturnAddressService } from '../../domain/return-address-service.js';
-import { CredentialRotation } from '../../rotation/credential-rotation.js';
+import { CredentialRotation, type ReadTokenRotated } from '../../rotation/credential-rotation.js';
 import type { CredentialStore } from '../../rotation/rotation-store.js';
 import { authenticatedAddress, requireReadToken } from '../plugins/authentication.js';
 import { AddressParams, BEARER, errorResponses } from '../schemas.js';
@@ -18,14 +18,16 @@ export const rotationRoutes =
   ({
     service,
     credentials,
+    readTokenRotated,
     config,
   }: {
     service: ReturnAddressService;
     credentials: CredentialStore;
+    readTokenRotated?: ReadTokenRotated | undefined;
     config: { baseUrl: string; emailDomain: string };
   }): FastifyPluginAsyncTypebox =>
   async (app) => {
-    const rotation = new CredentialRotation(credentials, (id, authorization) => service.authenticate(id, authorization));
+    const rotation = new CredentialRotation(credentials, (id, authorization) => service.authenticate(id, authorization), readTokenRotated);
 
     app.post(
       '/api/v1/addresses/:addressId/rotate',
@@ -37,7 +39,8 @@ export const rotationRoutes =
           description:
             'For a leaked inbox URL or read token. The old credential is refused from the answer on, on every instance (inbox and capture URLs 404, read token 401); ' +
             'the answer shows the new ones once, like create. The address, its email address, its queue, consumers and signing secrets are unchanged. ' +
-            `A stream or long-poll opened before the rotation runs on until it ends; close it and open it again with the new token. ${GUIDE}`,
+            'Every wait opened with a rotated read token (long-poll, stream, waiting claim, their MCP forms) ends at once on every instance: ' +
+            `401 credentials_rotated, or a final \`event: error\` frame with that code on a stream. Waits opened with the new token, and webhook subscriptions, go on. ${GUIDE}`,
           tags: ['addresses'],
           security: BEARER,
           params: AddressParams,

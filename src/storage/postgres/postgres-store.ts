@@ -47,13 +47,16 @@ import { PostgresClaims } from './postgres-claims.js';
 import { PostgresConsumerPositions } from './postgres-consumers.js';
 import { PostgresEpoch } from './postgres-epoch.js';
 import { PostgresReads } from './postgres-reads.js';
-import { PostgresRotation } from './postgres-rotation.js';
+import { PostgresRotation, parseRotated } from './postgres-rotation.js';
 import { PostgresSenderPolicies } from './postgres-sender-policies.js';
 import { PostgresSubscriptions } from './postgres-subscriptions.js';
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
 
-/** The NOTIFY channel; the payload is the id of the address that changed. */
+/**
+ * The NOTIFY channel; the payload is the id of the address that changed, or `<id> rotated <identity>`
+ * when a rotation replaced the read token named by the identity (postgres-rotation.ts).
+ */
 export const CHANGE_CHANNEL = 'ra_address_changed';
 export const APPLICATION_NAME = 'return-address';
 export const LISTENER_APPLICATION_NAME = 'return-address-listener';
@@ -120,7 +123,7 @@ export class PostgresStore implements Store {
     this.consumers = new PostgresConsumerPositions(this.pool);
     this.senderPolicies = new PostgresSenderPolicies(this.pool);
     this.subscriptions = new PostgresSubscriptions(this.pool);
-    this.credentials = new PostgresRotation(this.pool);
+    this.credentials = new PostgresRotation(this.pool, CHANGE_CHANNEL);
     this.epochs = new PostgresEpoch(this.readPool);
     this.claims = new PostgresClaims(this.readPool, this.pool, CHANGE_CHANNEL);
     this.appends = new PostgresAppends(this.pool, CHANGE_CHANNEL);
@@ -170,12 +173,20 @@ export class PostgresStore implements Store {
     })());
   }
 
-  async subscribe(onAddressChanged: (addressId: string) => void, onResync: () => void): Promise<void> {
+  async subscribe(
+    onAddressChanged: (addressId: string) => void,
+    onResync: () => void,
+    onReadTokenRotated?: (addressId: string, identity: string) => void,
+  ): Promise<void> {
     if (this.listener) throw new Error('already subscribed');
     this.listener = new ChangeListener({
       clientConfig: { ...this.clientConfig, application_name: LISTENER_APPLICATION_NAME, query_timeout: 5_000 },
       channel: CHANGE_CHANNEL,
-      onNotification: onAddressChanged,
+      onNotification: (payload) => {
+        const rotated = parseRotated(payload);
+        if (rotated === undefined) onAddressChanged(payload);
+        else onReadTokenRotated?.(rotated.addressId, rotated.identity);
+      },
       onListening: onResync,
       log: this.log,
     });
