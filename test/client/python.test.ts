@@ -4,7 +4,7 @@
 // installed console script `return-address-py` is driven too.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -24,7 +24,11 @@ function skipReason(): string | false {
 
 /** pip install ./clients/python; a missing build backend (no package index reachable) is a skip, any other failure an error. */
 function pipInstall(): { ok: true } | { ok: false; skip: string } {
-  const r = spawnSync(venvPython, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', './clients/python'], {
+  // From a copy of the folder: setuptools builds in the source tree (build/, *.egg-info), and the
+  // same file running on the other store at the same moment would race it ("Directory not empty").
+  const source = join(venvDir, 'src', 'return-address');
+  cpSync('clients/python', source, { recursive: true, filter: (f) => !/(^|\/)(build|__pycache__|[^/]*\.egg-info)$/.test(f) });
+  const r = spawnSync(venvPython, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', source], {
     encoding: 'utf8',
     timeout: 300_000,
   });
