@@ -5,12 +5,15 @@
 // after the schedule's last attempt, or a `webhook-delivery: abort` answer, the subscription is
 // paused with its reason until resumed. With nothing to send, it waits on the wakeup hub: a new
 // event on the address wakes it within milliseconds, and the sweep's interval bounds the wait.
+// A subscription the DeliveryControl covers (MCP) also gets a `gap` body before delivery resumes
+// past skipped events, and a `terminated` one when its address is gone (delivery-control.ts).
 
 import type { PushConfig } from '../config.js';
 import type { EventFilter } from '../domain/event-filter.js';
-import type { EventRecord } from '../domain/model.js';
+import type { AddressRecord, EventRecord } from '../domain/model.js';
 import type { WakeupHub } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import type { ControlPost, DeliveryControl } from './delivery-control.js';
 import type { SecretSeal } from './subscription-secret.js';
 import type { DeliveryState, PushStore, SubscriptionRecord, SubscriptionStore } from './subscription-store.js';
 import { pushConsumerName, storedFilter } from './subscriptions.js';
@@ -47,6 +50,8 @@ export interface RunnerDeps {
   observer: PushObserver;
   log: { warn(obj: object, msg: string): void };
   now: () => number;
+  /** Control bodies for the subscriptions it covers (MCP); none when absent. */
+  control?: DeliveryControl | undefined;
 }
 
 export class PushRunner {
@@ -54,7 +59,15 @@ export class PushRunner {
   private readonly abort = new AbortController();
   private wakeNow: (() => void) | undefined;
   private filter: EventFilter;
+  /** The store's epoch, read once by a covered subscription; set `ending` when the row may have gone with its address. */
+  private epoch: string | undefined;
+  private ending = false;
+  /** Set by a stop that is not the sweep's (shutdown): no terminated body is waited for or sent. */
+  private readonly closing = new AbortController();
+  /** The delivery loop. */
   readonly done: Promise<void>;
+  /** The loop, then the terminated body if the address went (the worker waits for it on shutdown). */
+  readonly ended: Promise<void>;
 
   constructor(
     private record: SubscriptionRecord,
@@ -64,6 +77,9 @@ export class PushRunner {
     this.done = this.loop().catch((err: unknown) => {
       this.d.log.warn({ err, subscription: record.id, address: record.addressId }, 'push delivery loop failed; the sweep restarts it');
     });
+    this.ended = this.done
+      .then(() => this.endIfAddressGone())
+      .catch((err: unknown) => this.d.log.warn({ err, subscription: record.id, address: record.addressId }, 'push terminated body failed'));
   }
 
   get key(): string {
@@ -79,7 +95,10 @@ export class PushRunner {
     this.wakeNow?.();
   }
 
-  stop(): void {
+  /** Ends the loop; `dropped`: the sweep no longer holds it (a terminated body follows if its address is gone). */
+  stop(dropped = false): void {
+    this.ending ||= dropped;
+    if (!dropped) this.closing.abort();
     this.stopped = true;
     this.abort.abort();
     this.wake();
@@ -105,6 +124,7 @@ export class PushRunner {
     while (!this.stopped) {
       // The row as stored: a refresh, a resume or a delete since the last turn applies now.
       const fresh = await this.d.subscriptions.getSubscription(this.record.addressId, this.record.id);
+      if (fresh === null) this.ending = true;
       if (fresh === null || fresh.pausedAt !== null || (fresh.expiresAt !== null && fresh.expiresAt <= this.d.now())) return;
       if (fresh.filter !== this.record.filter) this.filter = storedFilter(fresh);
       this.record = fresh;
@@ -115,8 +135,12 @@ export class PushRunner {
         continue;
       }
       const address = await service.findAddress(this.record.addressId);
-      if (!address) return;
+      if (!address) {
+        this.ending = true;
+        return;
+      }
       const cursor = (await store.consumers.position(address.id, name)) ?? 0;
+      if (!(await this.epochKept(cursor))) continue;
       // The hub waiter is registered before the read: an event committed after the read wakes it.
       let woken = false;
       const waiter = this.d.hub.register(address.id, IDLE_RECHECK_MS, {
@@ -133,6 +157,7 @@ export class PushRunner {
         throw err;
       }
       if (page.events.length === 0) {
+        if (page.nextCursor > cursor && !(await this.gapAnnounced(address, cursor, undefined))) continue;
         if (page.nextCursor > cursor) await this.seek(address.id, page.nextCursor); // passed over by the filter
         if (page.hasMore || woken) {
           waiter.cancel();
@@ -151,12 +176,14 @@ export class PushRunner {
       }
       waiter.cancel();
       let all = true;
+      let position = cursor;
       for (const e of page.events) {
         if (this.stopped) return;
-        if (!(await this.deliver(e))) {
+        if (!(await this.gapAnnounced(address, position, e)) || !(await this.deliver(e))) {
           all = false;
           break;
         }
+        position = e.sequence;
       }
       if (all && page.nextCursor > page.events.at(-1)!.sequence) await this.seek(address.id, page.nextCursor);
     }
@@ -166,10 +193,98 @@ export class PushRunner {
     await this.d.store.consumers.seek(addressId, pushConsumerName(this.record.id), cursor, this.d.now(), Number.MAX_SAFE_INTEGER);
   }
 
-  /** One attempt at `e`; true when it was delivered (and the position moved past it). */
-  private async deliver(e: EventRecord): Promise<boolean> {
+  /** A covered subscription after a restore (a new store epoch): a gap at its position first; false when that failed. */
+  private async epochKept(cursor: number): Promise<boolean> {
+    const c = this.d.control;
+    if (!c?.covers(this.record.id)) return true;
+    this.epoch ??= await c.epoch();
+    const seen = this.record.deliveredEpoch;
+    if (seen !== null && seen !== this.epoch && !(await this.send(c.gap(this.record.id, cursor, this.epoch), cursor))) return false;
+    if (seen !== this.epoch) await this.d.subscriptions.markDeliveredEpoch(this.record.addressId, this.record.id, this.epoch);
+    this.record = { ...this.record, deliveredEpoch: this.epoch };
+    return true;
+  }
+
+  /** Before `shown` (or with none), events after `position` that retention removed are announced to a covered subscription; false when that failed. */
+  private async gapAnnounced(address: AddressRecord, position: number, shown: EventRecord | undefined): Promise<boolean> {
+    const c = this.d.control;
+    if (!c?.covers(this.record.id) || shown?.sequence === position + 1 || this.epoch === undefined) return true;
+    const upTo = await c.prunedUpTo(address, position, shown);
+    return upTo === null || this.send(c.gap(this.record.id, upTo, this.epoch), upTo);
+  }
+
+  /** The secrets to sign with: the current one, and the one a refresh replaced while PUSH_ROTATION_GRACE_MS has not passed. */
+  private secrets(): string[] | null {
     const r = this.record;
     const secret = this.d.seal.open(r.addressId, r.id, r.secret);
+    if (secret === null) return null;
+    if (r.previousSecret === null || r.secretRotatedAt === null || this.d.now() >= r.secretRotatedAt + this.d.config.rotationGraceMs) return [secret];
+    const old = this.d.seal.open(r.addressId, r.id, r.previousSecret);
+    return old === null || old === secret ? [secret] : [secret, old];
+  }
+
+  /** The row went with its address (deleted, or expired and swept): a covered subscription is told, once, best effort. */
+  private async endIfAddressGone(): Promise<void> {
+    const c = this.d.control;
+    if (!this.ending || !c?.covers(this.record.id)) return;
+    this.ending = false;
+    const { addressId, id, url } = this.record;
+    if ((await this.d.service.findAddress(addressId)) !== null) {
+      // Unsubscribed or its TTL over: the client's end, nothing to say.
+      if ((await this.d.subscriptions.getSubscription(addressId, id)) === null) return;
+      // The row is still there (paused, leased elsewhere, or locked by a deletion not yet committed,
+      // which the lease skips): a deletion notifies the hub once committed; wait that long, at most a lease.
+      await this.notified(addressId, this.d.config.leaseMs);
+      if (this.closing.signal.aborted || (await this.d.service.findAddress(addressId)) !== null) return;
+    }
+    const secret = this.secrets();
+    if (secret === null || this.closing.signal.aborted) return;
+    const post = c.terminated(id);
+    const free = await this.d.slot();
+    try {
+      const { timeoutMs, allowPrivate } = this.d.config;
+      const outcome = await postWebhook({
+        url,
+        secret,
+        ...post,
+        timeoutMs,
+        allowPrivate,
+        resolve: this.d.resolve,
+        now: this.d.now,
+        signal: this.closing.signal,
+      });
+      this.d.observer.attempt(outcome.status !== null && outcome.status >= 200 && outcome.status < 300 ? 'delivered' : 'failed');
+    } finally {
+      free();
+    }
+    // An address past its expiry is not usable before the sweeper deletes it: the row goes now, so it is said once.
+    await this.d.subscriptions.removeSubscription(addressId, id);
+  }
+
+  /** Resolves at the address's next change, after `ms`, or at shutdown. */
+  private notified(addressId: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const signal = this.closing.signal;
+      const waiter = this.d.hub.register(addressId, ms, { wake: () => done() });
+      const done = () => {
+        waiter.cancel();
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      signal.addEventListener('abort', done);
+      if (signal.aborted) done();
+    });
+  }
+
+  /** One attempt at `e`; true when it was delivered (and the position moved past it). */
+  private deliver(e: EventRecord): Promise<boolean> {
+    return this.send({ messageId: e.id, ...webhookRequest(this.record.id, e, this.d.baseUrl) }, e.sequence, e);
+  }
+
+  /** One attempt at a POST, an event's or (no `e`) a control body; true when it got a 2xx and the position moved to `position`. */
+  private async send(post: Omit<ControlPost, 'headers'> & { headers?: Record<string, string> }, position: number, e?: EventRecord): Promise<boolean> {
+    const r = this.record;
+    const secret = this.secrets();
     if (secret === null) {
       await this.settle({
         ...this.failedState(this.d.now(), null, 'the secret does not open with this instance key (set the same PUSH_SEAL_KEY on every instance)'),
@@ -185,8 +300,7 @@ export class PushRunner {
       outcome = await postWebhook({
         url: r.url,
         secret,
-        messageId: e.id,
-        ...webhookRequest(r.id, e, this.d.baseUrl),
+        ...post,
         timeoutMs: this.d.config.timeoutMs,
         allowPrivate: this.d.config.allowPrivate,
         resolve: this.d.resolve,
@@ -200,8 +314,8 @@ export class PushRunner {
     if (this.stopped && outcome.status === null) return false; // cut off by stop(): not a failure of the receiver
     if (outcome.status !== null && outcome.status >= 200 && outcome.status < 300) {
       this.d.observer.attempt('delivered');
-      this.d.observer.delivered(now - e.createdAt);
-      await this.seek(r.addressId, e.sequence);
+      if (e) this.d.observer.delivered(now - e.createdAt);
+      await this.seek(r.addressId, position);
       await this.settle({
         attempts: 0,
         nextAttemptAt: null,
@@ -209,7 +323,7 @@ export class PushRunner {
         pausedReason: null,
         lastAttemptAt: started,
         lastStatus: outcome.status,
-        lastError: null,
+        lastError: e ? null : r.lastError,
         lastSuccessAt: now,
       });
       return true;
@@ -220,17 +334,20 @@ export class PushRunner {
     const state = this.failedState(started, outcome.status, outcome.error);
     const schedule = this.d.config.retryScheduleMs;
     const verdict = failureVerdict(r.id, outcome.status);
-    if (verdict === 'skip') {
+    const what = e ? `event ${e.id}` : post.messageId;
+    if (verdict === 'skip' && e) {
+      await this.settle({ ...state, attempts: 0, lastError: `answered ${outcome.status}: not retried, ${what} given up` });
+      const c = this.d.control;
+      if (c?.covers(r.id) && this.epoch !== undefined) return this.send(c.gap(r.id, e.sequence, this.epoch), e.sequence); // the client is told it was skipped
       await this.seek(r.addressId, e.sequence);
-      await this.settle({ ...state, attempts: 0, lastError: `answered ${outcome.status}: not retried, event ${e.id} given up` });
       return true;
     }
     if (verdict === 'pause') {
-      await this.settle({ ...state, pausedAt: now, pausedReason: `the receiver answered ${outcome.status} (gone) to event ${e.id}: not retried` });
+      await this.settle({ ...state, pausedAt: now, pausedReason: `the receiver answered ${outcome.status} (gone) to ${what}: not retried` });
     } else if (outcome.abort) {
-      await this.settle({ ...state, pausedAt: now, pausedReason: `the receiver answered webhook-delivery: abort (status ${outcome.status}) to event ${e.id}` });
+      await this.settle({ ...state, pausedAt: now, pausedReason: `the receiver answered webhook-delivery: abort (status ${outcome.status}) to ${what}` });
     } else if (state.attempts >= schedule.length) {
-      await this.settle({ ...state, pausedAt: now, pausedReason: `${state.attempts} attempts at event ${e.id} failed; the last: ${outcome.error}` });
+      await this.settle({ ...state, pausedAt: now, pausedReason: `${state.attempts} attempts at ${what} failed; the last: ${outcome.error}` });
     } else {
       const delay = Math.max(schedule[state.attempts] ?? 0, outcome.retryAfterMs ?? 0);
       await this.settle({ ...state, nextAttemptAt: now + delay });

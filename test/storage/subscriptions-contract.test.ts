@@ -142,7 +142,12 @@ describe('push subscriptions: store contract', () => {
     assert.equal(created?.deliveredEpoch, 'ep1');
     assert.equal(created?.previousSecret, null);
     assert.equal(created?.secretRotatedAt, null);
-    const rotated = sub(a, 'r1', { secret: Buffer.from('sealed-new'), previousSecret: Buffer.from('sealed'), secretRotatedAt: 1_700_000_000_123, deliveredEpoch: null });
+    const rotated = sub(a, 'r1', {
+      secret: Buffer.from('sealed-new'),
+      previousSecret: Buffer.from('sealed'),
+      secretRotatedAt: 1_700_000_000_123,
+      deliveredEpoch: null,
+    });
     assert.equal(await store.subscriptions.saveSubscription(rotated, 10), 'replaced');
     const got = await store.subscriptions.getSubscription(a, 'r1');
     assert.deepEqual(got?.secret, Buffer.from('sealed-new'));
