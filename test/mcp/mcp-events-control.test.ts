@@ -8,7 +8,8 @@
 // - a refresh with a new secret: both signatures (space-separated) during PUSH_ROTATION_GRACE_MS,
 //   then the new one alone (the window is a setting: the service restarts with a 1 ms one).
 // Control bodies are signed and headed like occurrences: X-MCP-Subscription-Id, webhook-id
-// msg_<type>_<hex>. A liveness probe runs beside.
+// msg_<type>_<hex>. A liveness probe runs beside; the attack case is a receiver that never answers
+// a terminated body: the service keeps serving, and its shutdown cuts that connection at once.
 import assert from 'node:assert/strict';
 import { copyFileSync } from 'node:fs';
 import http from 'node:http';
@@ -311,3 +312,52 @@ async function send(base: string, a: Addr, i: number) {
   assert.equal(r.status, 202, r.text);
   return r.json.event as { id: string; sequence: number };
 }
+
+describe(`MCP webhook control bodies against a receiver that never answers (${STORE})`, () => {
+  it('a terminated body left hanging does not hold the shutdown: the connection is cut when the service stops', async () => {
+    const svc = await startTestService({ ...ENV, PUSH_TIMEOUT_MS: '120000' });
+    const probe = startLivenessProbe(svc.baseUrl);
+    let hanging: http.IncomingMessage | undefined;
+    let closed = false;
+    let events = 0;
+    const server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const o = JSON.parse(Buffer.concat(chunks).toString());
+        if (o.type === 'verification') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ challenge: o.challenge }));
+        if (o.type !== 'terminated') {
+          events++;
+          return res.writeHead(200).end('');
+        }
+        hanging = req; // never answered
+        req.socket.on('close', () => {
+          closed = true;
+        });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    let stopped = false;
+    try {
+      const a = await createAddress(svc.baseUrl);
+      await subscribeOn(svc, a, `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`, SECRET);
+      await send(svc.baseUrl, a, 1);
+      await until(() => events === 1, 20_000, 'the subscription is being delivered');
+      assert.equal((await api(svc.baseUrl, 'DELETE', `/api/v1/addresses/${a.id}`, { token: a.token })).status, 204);
+      await until(() => hanging !== undefined, 20_000, 'the terminated body arrived');
+      const b = await createAddress(svc.baseUrl); // the service still serves while it hangs
+      assert.equal(b.id.length > 0, true);
+      assert.deepEqual((await probe.stop()).failures, []);
+      await svc.stop();
+      stopped = true;
+      await until(() => closed, 10_000, 'the hanging connection cut by the shutdown, not left to PUSH_TIMEOUT_MS');
+    } finally {
+      if (!stopped) {
+        await probe.stop();
+        await svc.stop();
+      }
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
