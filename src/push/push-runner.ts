@@ -59,9 +59,10 @@ export class PushRunner {
   private readonly abort = new AbortController();
   private wakeNow: (() => void) | undefined;
   private filter: EventFilter;
-  /** The store's epoch, read once by a covered subscription; set `ending` when the row may have gone with its address. */
+  /** The store's epoch, read once by a covered subscription. */
   private epoch: string | undefined;
-  private ending = false;
+  /** Whether the loop's end may be the address's (cleared only by an end for a known reason: paused, TTL over). */
+  private ending = true;
   /** Set by a stop that is not the sweep's (shutdown): no terminated body is waited for or sent. */
   private readonly closing = new AbortController();
   /** The delivery loop. */
@@ -95,9 +96,8 @@ export class PushRunner {
     this.wakeNow?.();
   }
 
-  /** Ends the loop; `dropped`: the sweep no longer holds it (a terminated body follows if its address is gone). */
+  /** Ends the loop; `dropped`: by the sweep, which no longer holds it (a terminated body follows if its address is gone), else a shutdown. */
   stop(dropped = false): void {
-    this.ending ||= dropped;
     if (!dropped) this.closing.abort();
     this.stopped = true;
     this.abort.abort();
@@ -124,8 +124,11 @@ export class PushRunner {
     while (!this.stopped) {
       // The row as stored: a refresh, a resume or a delete since the last turn applies now.
       const fresh = await this.d.subscriptions.getSubscription(this.record.addressId, this.record.id);
-      if (fresh === null) this.ending = true;
-      if (fresh === null || fresh.pausedAt !== null || (fresh.expiresAt !== null && fresh.expiresAt <= this.d.now())) return;
+      if (fresh === null) return;
+      if (fresh.pausedAt !== null || (fresh.expiresAt !== null && fresh.expiresAt <= this.d.now())) {
+        this.ending = false;
+        return;
+      }
       if (fresh.filter !== this.record.filter) this.filter = storedFilter(fresh);
       this.record = fresh;
       const due = this.record.nextAttemptAt ?? 0;
@@ -135,10 +138,7 @@ export class PushRunner {
         continue;
       }
       const address = await service.findAddress(this.record.addressId);
-      if (!address) {
-        this.ending = true;
-        return;
-      }
+      if (!address) return;
       const cursor = (await store.consumers.position(address.id, name)) ?? 0;
       if (!(await this.epochKept(cursor))) continue;
       // The hub waiter is registered before the read: an event committed after the read wakes it.
@@ -223,10 +223,14 @@ export class PushRunner {
     return old === null || old === secret ? [secret] : [secret, old];
   }
 
-  /** The row went with its address (deleted, or expired and swept): a covered subscription is told, once, best effort. */
+  /**
+   * After the loop (row gone, address unusable, lease lost, a write failing on a deleted address,
+   * dropped by the sweep; not a pause, a TTL or a shutdown): if the address is gone, a covered
+   * subscription is told, once, best effort.
+   */
   private async endIfAddressGone(): Promise<void> {
     const c = this.d.control;
-    if (!this.ending || !c?.covers(this.record.id)) return;
+    if (!this.ending || this.closing.signal.aborted || !c?.covers(this.record.id)) return;
     this.ending = false;
     const { addressId, id, url } = this.record;
     if ((await this.d.service.findAddress(addressId)) !== null) {
