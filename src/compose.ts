@@ -18,6 +18,7 @@ import { ExpirySweeper } from './domain/expiry-sweeper.js';
 import { ReturnAddressService } from './domain/return-address-service.js';
 import { SigningSecrets } from './domain/signing-secrets.js';
 import type { AppDeps } from './http/route-deps.js';
+import { mcpWebhookControl } from './mcp/webhook-control.js';
 import { countingStoreErrors, ServiceMetrics } from './metrics/service-metrics.js';
 import { composePush, observePush, type Push } from './push/push.js';
 import type { Resolve } from './push/target-guard.js';
@@ -92,7 +93,18 @@ export async function compose(config: Config, log: FastifyBaseLogger, opts: Comp
     metrics,
   };
   // Webhook subscriptions (src/push/): the worker starts once HTTP listens (server.ts), stops before the hub.
-  const push = composePush({ config, store, consumers: deps.consumers, service, hub, log: log.child({ component: 'push' }), resolve: opts.pushResolve });
+  // MCP subscriptions also get the Events extension's gap and terminated bodies (mcp/webhook-control.ts).
+  const control = mcpWebhookControl(service, () => store.epochs.epoch());
+  const push = composePush({
+    config,
+    store,
+    consumers: deps.consumers,
+    service,
+    hub,
+    log: log.child({ component: 'push' }),
+    resolve: opts.pushResolve,
+    control,
+  });
   if (metrics) observePush(push, metrics.registry, store.subscriptions);
   const sweeper = new ExpirySweeper(service, config.sweepIntervalSeconds * 1000, log, [{ name: 'approvals', run: () => approvals.sweepDue() }]);
   let app: FastifyInstance | undefined;

@@ -218,6 +218,8 @@ export interface PushConfig {
   readonly maxPerInstance: number;
   /** PUSH_SEAL_KEY: base64 of 32 bytes sealing the subscriptions' secrets; unset, a key file in DATA_DIR (push-seal.key). */
   readonly sealSecret: Buffer | undefined;
+  /** PUSH_ROTATION_GRACE_MS: after a refresh brings a new secret, how long requests are signed with the old one too (0: never). */
+  readonly rotationGraceMs: number;
 }
 
 function pushConfig(env: Env): PushConfig {
@@ -242,6 +244,7 @@ function pushConfig(env: Env): PushConfig {
     sweepMs: int(env, 'PUSH_SWEEP_MS', 2_000, 50, 600_000),
     maxPerInstance: int(env, 'PUSH_MAX_SUBSCRIPTIONS_PER_INSTANCE', 1000, 1, 1_000_000),
     sealSecret,
+    rotationGraceMs: int(env, 'PUSH_ROTATION_GRACE_MS', 300_000, 0, 86_400_000),
   });
 }
 

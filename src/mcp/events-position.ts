@@ -27,8 +27,8 @@ export interface Start {
   truncated: boolean;
 }
 
-/** The first event (any state) with a sequence greater than `after`, or null. */
-async function firstAfter(service: ReturnAddressService, address: AddressRecord, after: number): Promise<EventRecord | null> {
+/** The first event (any state) with a sequence greater than `after`, or null (webhook-control.ts finds gaps with it too). */
+export async function firstKeptAfter(service: ReturnAddressService, address: AddressRecord, after: number): Promise<EventRecord | null> {
   const page = await service.listEvents(address, { after, limit: 1, wait: 0, filter: EVERY_EVENT });
   return page.events[0] ?? null;
 }
@@ -42,13 +42,13 @@ async function search(service: ReturnAddressService, address: AddressRecord, kno
   let lo = known;
   let hi: number | undefined;
   for (let step = FIRST_STEP; hi === undefined; step *= 2) {
-    const e = await firstAfter(service, address, lo + step);
+    const e = await firstKeptAfter(service, address, lo + step);
     if (done(e)) hi = lo + step;
     else lo = (e as EventRecord).sequence;
   }
   while (lo < hi) {
     const mid = Math.floor((lo + hi) / 2);
-    const e = await firstAfter(service, address, mid);
+    const e = await firstKeptAfter(service, address, mid);
     if (done(e)) hi = mid;
     else lo = (e as EventRecord).sequence;
   }
@@ -60,7 +60,7 @@ async function search(service: ReturnAddressService, address: AddressRecord, kno
  * after the cursor is its next sequence unless some were pruned or expired in between.
  */
 export async function truncatedAfter(service: ReturnAddressService, address: AddressRecord, after: number): Promise<boolean> {
-  const e = await firstAfter(service, address, after);
+  const e = await firstKeptAfter(service, address, after);
   return e !== null && e.sequence > after + 1;
 }
 
@@ -97,7 +97,7 @@ export async function startOf(
   if (maxAgeMs !== undefined) {
     const floor = now - maxAgeMs;
     const recent = (e: EventRecord | null) => e === null || e.createdAt >= floor;
-    const first = await firstAfter(service, address, cursor);
+    const first = await firstKeptAfter(service, address, cursor);
     // Every event up to `first` is older than the floor (events are stored in time order).
     if (!recent(first)) return { after: await search(service, address, (first as EventRecord).sequence, recent), truncated: true };
     if (pruned) return { after: cursor, truncated: first !== null && first.sequence > cursor + 1 };

@@ -5,13 +5,16 @@
 // after the schedule's last attempt, or a `webhook-delivery: abort` answer, the subscription is
 // paused with its reason until resumed. With nothing to send, it waits on the wakeup hub: a new
 // event on the address wakes it within milliseconds, and the sweep's interval bounds the wait.
+// A subscription the DeliveryControl covers (MCP) also gets a `gap` body before delivery resumes
+// past skipped events, and a `terminated` one when its address is gone (delivery-control.ts).
 // It tells its SubscriptionLag where its position is and what its pages saw (the lag in events).
 
 import type { PushConfig } from '../config.js';
 import type { EventFilter } from '../domain/event-filter.js';
-import type { EventRecord } from '../domain/model.js';
+import type { AddressRecord, EventRecord } from '../domain/model.js';
 import type { WakeupHub } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import type { ControlPost, DeliveryControl } from './delivery-control.js';
 import { type LastSequence, SubscriptionLag } from './subscription-lag.js';
 import type { SecretSeal } from './subscription-secret.js';
 import type { DeliveryState, PushStore, SubscriptionRecord, SubscriptionStore } from './subscription-store.js';
@@ -53,6 +56,8 @@ export interface RunnerDeps {
   agents?: WebhookAgents;
   /** The address's last sequence (the store's epochs.lastSequence), for the lag in events. */
   lastSequence?: LastSequence;
+  /** Control bodies for the subscriptions it covers (MCP); none when absent. */
+  control?: DeliveryControl | undefined;
 }
 
 export class PushRunner {
@@ -60,9 +65,18 @@ export class PushRunner {
   private readonly abort = new AbortController();
   private wakeNow: (() => void) | undefined;
   private filter: EventFilter;
+  /** The store's epoch, read once by a covered subscription. */
+  private epoch: string | undefined;
+  /** Whether the loop's end may be the address's (cleared only by an end for a known reason: paused, TTL over). */
+  private ending = true;
+  /** Set by a stop that is not the sweep's (shutdown): no terminated body is waited for or sent. */
+  private readonly closing = new AbortController();
+  /** The delivery loop. */
   readonly done: Promise<void>;
   /** How many sequences it is behind (push-metrics.ts, through the worker). */
   readonly lag: SubscriptionLag;
+  /** The loop, then the terminated body if the address went (the worker waits for it on shutdown). */
+  readonly ended: Promise<void>;
 
   constructor(
     private record: SubscriptionRecord,
@@ -75,6 +89,9 @@ export class PushRunner {
         this.d.log.warn({ err, subscription: record.id, address: record.addressId }, 'push delivery loop failed; the sweep restarts it');
       })
       .finally(() => this.lag.close());
+    this.ended = this.done
+      .then(() => this.endIfAddressGone())
+      .catch((err: unknown) => this.d.log.warn({ err, subscription: record.id, address: record.addressId }, 'push terminated body failed'));
   }
 
   get key(): string {
@@ -90,7 +107,9 @@ export class PushRunner {
     this.wakeNow?.();
   }
 
-  stop(): void {
+  /** Ends the loop; `dropped`: by the sweep, which no longer holds it (a terminated body follows if its address is gone), else a shutdown. */
+  stop(dropped = false): void {
+    if (!dropped) this.closing.abort();
     this.stopped = true;
     this.abort.abort();
     this.wake();
@@ -116,7 +135,11 @@ export class PushRunner {
     while (!this.stopped) {
       // The row as stored: a refresh, a resume or a delete since the last turn applies now.
       const fresh = await this.d.subscriptions.getSubscription(this.record.addressId, this.record.id);
-      if (fresh === null || fresh.pausedAt !== null || (fresh.expiresAt !== null && fresh.expiresAt <= this.d.now())) return;
+      if (fresh === null) return;
+      if (fresh.pausedAt !== null || (fresh.expiresAt !== null && fresh.expiresAt <= this.d.now())) {
+        this.ending = false;
+        return;
+      }
       if (fresh.filter !== this.record.filter) this.filter = storedFilter(fresh);
       this.record = fresh;
       const due = this.record.nextAttemptAt ?? 0;
@@ -129,6 +152,7 @@ export class PushRunner {
       if (!address) return;
       const cursor = (await store.consumers.position(address.id, name)) ?? 0;
       this.lag.at(cursor);
+      if (!(await this.epochKept(cursor))) continue;
       // The hub waiter is registered before the read: an event committed after the read wakes it.
       let woken = false;
       const waiter = this.d.hub.register(address.id, IDLE_RECHECK_MS, {
@@ -146,6 +170,7 @@ export class PushRunner {
       }
       this.lag.page(page);
       if (page.events.length === 0) {
+        if (page.nextCursor > cursor && !(await this.gapAnnounced(address, cursor, undefined))) continue;
         if (page.nextCursor > cursor) await this.seek(address.id, page.nextCursor); // passed over by the filter
         if (page.hasMore || woken) {
           waiter.cancel();
@@ -166,12 +191,14 @@ export class PushRunner {
       }
       waiter.cancel();
       let all = true;
+      let position = cursor;
       for (const e of page.events) {
         if (this.stopped) return;
-        if (!(await this.deliver(e))) {
+        if (!(await this.gapAnnounced(address, position, e)) || !(await this.deliver(e))) {
           all = false;
           break;
         }
+        position = e.sequence;
       }
       if (all && page.nextCursor > page.events.at(-1)!.sequence) await this.seek(address.id, page.nextCursor);
     }
@@ -182,10 +209,102 @@ export class PushRunner {
     this.lag.at(cursor);
   }
 
-  /** One attempt at `e`; true when it was delivered (and the position moved past it). */
-  private async deliver(e: EventRecord): Promise<boolean> {
+  /** A covered subscription after a restore (a new store epoch): a gap at its position first; false when that failed. */
+  private async epochKept(cursor: number): Promise<boolean> {
+    const c = this.d.control;
+    if (!c?.covers(this.record.id)) return true;
+    this.epoch ??= await c.epoch();
+    const seen = this.record.deliveredEpoch;
+    if (seen !== null && seen !== this.epoch && !(await this.send(c.gap(this.record.id, cursor, this.epoch), cursor))) return false;
+    if (seen !== this.epoch) await this.d.subscriptions.markDeliveredEpoch(this.record.addressId, this.record.id, this.epoch);
+    this.record = { ...this.record, deliveredEpoch: this.epoch };
+    return true;
+  }
+
+  /** Before `shown` (or with none), events after `position` that retention removed are announced to a covered subscription; false when that failed. */
+  private async gapAnnounced(address: AddressRecord, position: number, shown: EventRecord | undefined): Promise<boolean> {
+    const c = this.d.control;
+    if (!c?.covers(this.record.id) || shown?.sequence === position + 1 || this.epoch === undefined) return true;
+    const upTo = await c.prunedUpTo(address, position, shown);
+    return upTo === null || this.send(c.gap(this.record.id, upTo, this.epoch), upTo);
+  }
+
+  /** The secrets to sign with: the current one, and the one a refresh replaced while PUSH_ROTATION_GRACE_MS has not passed. */
+  private secrets(): string[] | null {
     const r = this.record;
     const secret = this.d.seal.open(r.addressId, r.id, r.secret);
+    if (secret === null) return null;
+    if (r.previousSecret === null || r.secretRotatedAt === null || this.d.now() >= r.secretRotatedAt + this.d.config.rotationGraceMs) return [secret];
+    const old = this.d.seal.open(r.addressId, r.id, r.previousSecret);
+    return old === null || old === secret ? [secret] : [secret, old];
+  }
+
+  /**
+   * After the loop (row gone, address unusable, lease lost, a write failing on a deleted address,
+   * dropped by the sweep; not a pause, a TTL or a shutdown): if the address is gone, a covered
+   * subscription is told, once, best effort.
+   */
+  private async endIfAddressGone(): Promise<void> {
+    const c = this.d.control;
+    if (!this.ending || this.closing.signal.aborted || !c?.covers(this.record.id)) return;
+    this.ending = false;
+    const { addressId, id, url } = this.record;
+    if ((await this.d.service.findAddress(addressId)) !== null) {
+      // Unsubscribed or its TTL over: the client's end, nothing to say.
+      if ((await this.d.subscriptions.getSubscription(addressId, id)) === null) return;
+      // The row is still there (paused, leased elsewhere, or locked by a deletion not yet committed,
+      // which the lease skips): a deletion notifies the hub once committed; wait that long, at most a lease.
+      await this.notified(addressId, this.d.config.leaseMs);
+      if (this.closing.signal.aborted || (await this.d.service.findAddress(addressId)) !== null) return;
+    }
+    const secret = this.secrets();
+    if (secret === null || this.closing.signal.aborted) return;
+    const post = c.terminated(id);
+    const free = await this.d.slot();
+    try {
+      const { timeoutMs, allowPrivate } = this.d.config;
+      const outcome = await postWebhook({
+        url,
+        secret,
+        ...post,
+        timeoutMs,
+        allowPrivate,
+        resolve: this.d.resolve,
+        now: this.d.now,
+        signal: this.closing.signal,
+      });
+      this.d.observer.attempt(outcome.status !== null && outcome.status >= 200 && outcome.status < 300 ? 'delivered' : 'failed');
+    } finally {
+      free();
+    }
+    // An address past its expiry is not usable before the sweeper deletes it: the row goes now, so it is said once.
+    await this.d.subscriptions.removeSubscription(addressId, id);
+  }
+
+  /** Resolves at the address's next change, after `ms`, or at shutdown. */
+  private notified(addressId: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const signal = this.closing.signal;
+      const waiter = this.d.hub.register(addressId, ms, { wake: () => done() });
+      const done = () => {
+        waiter.cancel();
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      signal.addEventListener('abort', done);
+      if (signal.aborted) done();
+    });
+  }
+
+  /** One attempt at `e`; true when it was delivered (and the position moved past it). */
+  private deliver(e: EventRecord): Promise<boolean> {
+    return this.send({ messageId: e.id, ...webhookRequest(this.record.id, e, this.d.baseUrl) }, e.sequence, e);
+  }
+
+  /** One attempt at a POST, an event's or (no `e`) a control body; true when it got a 2xx and the position moved to `position`. */
+  private async send(post: Omit<ControlPost, 'headers'> & { headers?: Record<string, string> }, position: number, e?: EventRecord): Promise<boolean> {
+    const r = this.record;
+    const secret = this.secrets();
     if (secret === null) {
       await this.settle({
         ...this.failedState(this.d.now(), null, 'the secret does not open with this instance key (set the same PUSH_SEAL_KEY on every instance)'),
@@ -201,8 +320,7 @@ export class PushRunner {
       outcome = await postWebhook({
         url: r.url,
         secret,
-        messageId: e.id,
-        ...webhookRequest(r.id, e, this.d.baseUrl),
+        ...post,
         timeoutMs: this.d.config.timeoutMs,
         allowPrivate: this.d.config.allowPrivate,
         resolve: this.d.resolve,
@@ -217,8 +335,8 @@ export class PushRunner {
     if (this.stopped && outcome.status === null) return false; // cut off by stop(): not a failure of the receiver
     if (outcome.status !== null && outcome.status >= 200 && outcome.status < 300) {
       this.d.observer.attempt('delivered');
-      this.d.observer.delivered(now - e.createdAt);
-      await this.seek(r.addressId, e.sequence);
+      if (e) this.d.observer.delivered(now - e.createdAt);
+      await this.seek(r.addressId, position);
       await this.settle({
         attempts: 0,
         nextAttemptAt: null,
@@ -226,7 +344,7 @@ export class PushRunner {
         pausedReason: null,
         lastAttemptAt: started,
         lastStatus: outcome.status,
-        lastError: null,
+        lastError: e ? null : r.lastError,
         lastSuccessAt: now,
       });
       return true;
@@ -237,17 +355,20 @@ export class PushRunner {
     const state = this.failedState(started, outcome.status, outcome.error);
     const schedule = this.d.config.retryScheduleMs;
     const verdict = failureVerdict(r.id, outcome.status);
-    if (verdict === 'skip') {
+    const what = e ? `event ${e.id}` : post.messageId;
+    if (verdict === 'skip' && e) {
+      await this.settle({ ...state, attempts: 0, lastError: `answered ${outcome.status}: not retried, ${what} given up` });
+      const c = this.d.control;
+      if (c?.covers(r.id) && this.epoch !== undefined) return this.send(c.gap(r.id, e.sequence, this.epoch), e.sequence); // the client is told it was skipped
       await this.seek(r.addressId, e.sequence);
-      await this.settle({ ...state, attempts: 0, lastError: `answered ${outcome.status}: not retried, event ${e.id} given up` });
       return true;
     }
     if (verdict === 'pause') {
-      await this.settle({ ...state, pausedAt: now, pausedReason: `the receiver answered ${outcome.status} (gone) to event ${e.id}: not retried` });
+      await this.settle({ ...state, pausedAt: now, pausedReason: `the receiver answered ${outcome.status} (gone) to ${what}: not retried` });
     } else if (outcome.abort) {
-      await this.settle({ ...state, pausedAt: now, pausedReason: `the receiver answered webhook-delivery: abort (status ${outcome.status}) to event ${e.id}` });
+      await this.settle({ ...state, pausedAt: now, pausedReason: `the receiver answered webhook-delivery: abort (status ${outcome.status}) to ${what}` });
     } else if (state.attempts >= schedule.length) {
-      await this.settle({ ...state, pausedAt: now, pausedReason: `${state.attempts} attempts at event ${e.id} failed; the last: ${outcome.error}` });
+      await this.settle({ ...state, pausedAt: now, pausedReason: `${state.attempts} attempts at ${what} failed; the last: ${outcome.error}` });
     } else {
       const delay = Math.max(schedule[state.attempts] ?? 0, outcome.retryAfterMs ?? 0);
       await this.settle({ ...state, nextAttemptAt: now + delay });

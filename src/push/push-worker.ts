@@ -10,6 +10,7 @@ import { hostname } from 'node:os';
 import type { PushConfig } from '../config.js';
 import type { Log, WakeupHub } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import type { DeliveryControl } from './delivery-control.js';
 import { type PushObserver, PushRunner } from './push-runner.js';
 import type { PushStore } from './subscription-store.js';
 import type { Subscriptions } from './subscriptions.js';
@@ -27,12 +28,16 @@ export interface PushWorkerDeps {
   log: Log;
   observer?: PushObserver;
   now?: () => number;
+  /** Control bodies (MCP subscriptions: gap, terminated). */
+  control?: DeliveryControl | undefined;
 }
 
 export class PushWorker {
   /** This instance's name in leases: unique per process start. */
   readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private readonly runners = new Map<string, PushRunner>();
+  /** Runners whose loop or terminated body is not over yet (shutdown stops and awaits them). */
+  private readonly live = new Set<PushRunner>();
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
   private again = false;
@@ -123,14 +128,17 @@ export class PushWorker {
         now: this.d.now ?? Date.now,
         agents: this.agents,
         ...(this.d.store.epochs ? { lastSequence: (id: string) => this.d.store.epochs!.lastSequence(id) } : {}),
+        control: this.d.control,
       });
       this.runners.set(key, runner);
+      this.live.add(runner);
+      void runner.ended.then(() => this.live.delete(runner));
       void runner.done.then(() => {
         if (this.runners.get(key) === runner) this.runners.delete(key);
       });
     }
     // Deleted, paused by a resume elsewhere, expired, or leased by another instance: stop here.
-    for (const [key, runner] of this.runners) if (!keep.has(key)) runner.stop();
+    for (const [key, runner] of this.runners) if (!keep.has(key)) runner.stop(true);
   }
 
   private slot(): Promise<() => void> {
@@ -155,8 +163,8 @@ export class PushWorker {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.sweeping;
-    for (const runner of this.runners.values()) runner.stop();
-    await Promise.all([...this.runners.values()].map((r) => r.done));
+    for (const runner of this.live) runner.stop();
+    await Promise.all([...this.live].map((r) => r.ended));
     this.agents.destroy();
     await this.d.subscriptions.subscriptions.releaseLeases(this.owner).catch(() => {});
   }

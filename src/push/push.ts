@@ -8,6 +8,7 @@ import type { Config } from '../config.js';
 import type { Consumers } from '../consumers/consumers.js';
 import type { Log, WakeupHub } from '../domain/ports.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
+import type { DeliveryControl } from './delivery-control.js';
 import { PushMetrics } from './push-metrics.js';
 import type { PushObserver } from './push-runner.js';
 import { PushWorker } from './push-worker.js';
@@ -32,6 +33,8 @@ export interface PushDeps {
   observer?: PushObserver;
   /** DNS for the target check (tests resolve names their own way); node:dns by default. */
   resolve?: Resolve;
+  /** Control bodies for the subscriptions it covers (MCP's gap and terminated: mcp/webhook-control.ts). */
+  control?: DeliveryControl;
 }
 
 /** The push series on the service's registry, when METRICS_PORT is set. */
@@ -56,6 +59,7 @@ export function composePush(d: PushDeps): Push {
     baseUrl: d.config.baseUrl,
     log: d.log,
     ...(d.observer ? { observer: d.observer } : {}),
+    control: d.control,
   });
   return { subscriptions, worker };
 }

@@ -1,7 +1,7 @@
 // What push subscriptions need from a store (design.md, "Push subscriptions"): one row per
 // subscription, deleted with its address; the delivery state of the event after its position; a
 // lease saying which instance delivers it. Both stores implement it (storage/*/…-subscriptions.ts,
-// migration 0019) and expose it as `subscriptions`. The position itself is the named consumer
+// migrations 0019 and 0020) and expose it as `subscriptions`. The position itself is the named consumer
 // push:<id> (src/consumers), never a column here.
 
 import type { ConsumerPositions } from '../consumers/consumer-positions.js';
@@ -36,6 +36,11 @@ export interface SubscriptionRecord {
   lastStatus: number | null;
   lastError: string | null;
   lastSuccessAt: number | null;
+  /** The secret a refresh replaced, sealed; it signs beside `secret` until secretRotatedAt + PUSH_ROTATION_GRACE_MS (migration 0020). */
+  previousSecret: Buffer | null;
+  secretRotatedAt: number | null;
+  /** The store epoch the subscription last delivered under (null: not yet known); a restore gives the store a new one. */
+  deliveredEpoch: string | null;
 }
 
 /** The delivery state the worker writes after each attempt, and resume clears. */
@@ -50,11 +55,14 @@ export type SaveResult = 'created' | 'replaced' | 'too_many' | 'address_gone';
 export interface SubscriptionStore {
   /**
    * Stores a subscription. A new id is refused past `maxPerAddress`; an existing id is replaced
-   * (url, secret, filter, expiry), its delivery state and lease kept: a refresh.
+   * (url, secret, filter, expiry, previous secret and rotation time), its delivery state, lease and
+   * delivered epoch kept: a refresh.
    */
   saveSubscription(s: SubscriptionRecord, maxPerAddress: number): Promise<SaveResult>;
   getSubscription(addressId: string, id: string): Promise<SubscriptionRecord | null>;
   listSubscriptions(addressId: string): Promise<SubscriptionRecord[]>;
+  /** Records the store epoch the subscription delivers under; false when there is no such subscription. */
+  markDeliveredEpoch(addressId: string, id: string, epoch: string): Promise<boolean>;
   /** Deletes one; false when there was none. */
   removeSubscription(addressId: string, id: string): Promise<boolean>;
   /** Writes the delivery state, only while `owner` holds the lease (false otherwise: another instance took over). */

@@ -95,8 +95,13 @@ export class Subscriptions {
       lastStatus: null,
       lastError: null,
       lastSuccessAt: null,
+      previousSecret: null,
+      secretRotatedAt: null,
+      deliveredEpoch: null,
     };
-    const existed = (await this.subscriptions.getSubscription(address.id, id)) !== null;
+    const old = await this.subscriptions.getSubscription(address.id, id);
+    const existed = old !== null;
+    if (old) Object.assign(record, this.rotation(old, shown, now));
     // The position first: a new subscription must never start before its consumer exists.
     const cursor = await this.consumers.start(address, pushConsumerName(id), input.after ?? (existed ? undefined : 0));
     const result = await this.subscriptions.saveSubscription(record, this.config.maxPerAddress);
@@ -111,6 +116,17 @@ export class Subscriptions {
     this.onChange(address.id);
     const stored = (await this.subscriptions.getSubscription(address.id, id)) ?? record;
     return { record: stored, cursor, secret: input.secret === undefined ? shown : undefined, created: result === 'created' };
+  }
+
+  /**
+   * A refresh with a different secret keeps the replaced one (sealed as it was) to sign beside the
+   * new one for PUSH_ROTATION_GRACE_MS from now; the same secret again keeps a rotation under way.
+   */
+  private rotation(old: SubscriptionRecord, secret: string, now: number): Pick<SubscriptionRecord, 'previousSecret' | 'secretRotatedAt'> {
+    const before = this.seal.open(old.addressId, old.id, old.secret);
+    if (before === secret) return { previousSecret: old.previousSecret, secretRotatedAt: old.secretRotatedAt };
+    if (before === null || this.config.rotationGraceMs === 0) return { previousSecret: null, secretRotatedAt: null };
+    return { previousSecret: old.secret, secretRotatedAt: now };
   }
 
   async list(address: AddressRecord): Promise<SubscriptionView[]> {

@@ -16,8 +16,8 @@ import { guardedLookup, hostOf, isPublicAddress, type Resolve, TargetRefused } f
 
 export interface Attempt {
   url: string;
-  /** whsec_… */
-  secret: string;
+  /** whsec_…; several during a secret rotation: one signature each, space-separated in webhook-signature. */
+  secret: string | readonly string[];
   /** webhook-id: the event's id, the same on every retry, so a receiver can drop a duplicate. */
   messageId: string;
   body: string;
@@ -126,7 +126,7 @@ export function postWebhook(a: Attempt): Promise<AttemptOutcome> {
   }
   // One instant for the signature and the header: two readings could straddle a second.
   const at = new Date(Math.floor(now() / 1000) * 1000);
-  const signature = new Webhook(a.secret).sign(a.messageId, at, a.body);
+  const signature = (typeof a.secret === 'string' ? [a.secret] : a.secret).map((s) => new Webhook(s).sign(a.messageId, at, a.body)).join(' ');
   const client = url.protocol === 'https:' ? https : http;
   const headers = {
     ...a.headers,

@@ -2,7 +2,9 @@
 // address holds, the same id again replaces url, secret, filter and expiry and keeps the delivery
 // state; a lease is held by one owner until it runs out, then another takes it; the delivery state is
 // written only by the lease's holder; paused and expired subscriptions are not leased; resume
-// clears a pause; expired ones are deleted; rows go with their address.
+// clears a pause; expired ones are deleted; rows go with their address; a refresh writes the
+// replaced secret and its rotation time (migration 0020) and keeps the delivered epoch, which only
+// markDeliveredEpoch writes.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { DeliveryState, SubscriptionRecord } from '../../src/push/subscription-store.js';
@@ -26,6 +28,9 @@ const sub = (addressId: string, id: string, over: Partial<SubscriptionRecord> = 
   lastStatus: null,
   lastError: null,
   lastSuccessAt: null,
+  previousSecret: null,
+  secretRotatedAt: null,
+  deliveredEpoch: null,
   ...over,
 });
 
@@ -128,5 +133,36 @@ describe('push subscriptions: store contract', () => {
     assert.equal(await store.subscriptions.removeSubscription(a, 'live'), false);
     assert.equal(await store.deleteAddress(a), true);
     assert.deepEqual(await store.subscriptions.listSubscriptions(a), [], 'gone with the address');
+  });
+
+  it('a refresh writes the previous secret and rotation time as given, and keeps the delivered epoch; markDeliveredEpoch writes only that', async () => {
+    const a = await address();
+    assert.equal(await store.subscriptions.saveSubscription(sub(a, 'r1', { deliveredEpoch: 'ep1' }), 10), 'created');
+    const created = await store.subscriptions.getSubscription(a, 'r1');
+    assert.equal(created?.deliveredEpoch, 'ep1');
+    assert.equal(created?.previousSecret, null);
+    assert.equal(created?.secretRotatedAt, null);
+    const rotated = sub(a, 'r1', {
+      secret: Buffer.from('sealed-new'),
+      previousSecret: Buffer.from('sealed'),
+      secretRotatedAt: 1_700_000_000_123,
+      deliveredEpoch: null,
+    });
+    assert.equal(await store.subscriptions.saveSubscription(rotated, 10), 'replaced');
+    const got = await store.subscriptions.getSubscription(a, 'r1');
+    assert.deepEqual(got?.secret, Buffer.from('sealed-new'));
+    assert.deepEqual(got?.previousSecret, Buffer.from('sealed'), 'the replaced secret, byte for byte');
+    assert.equal(got?.secretRotatedAt, 1_700_000_000_123);
+    assert.equal(got?.deliveredEpoch, 'ep1', 'a refresh does not write the delivered epoch');
+    assert.equal(await store.subscriptions.markDeliveredEpoch(a, 'r1', 'ep2'), true);
+    const marked = await store.subscriptions.getSubscription(a, 'r1');
+    assert.equal(marked?.deliveredEpoch, 'ep2');
+    assert.deepEqual(marked?.previousSecret, Buffer.from('sealed'), 'marking the epoch leaves the rotation');
+    assert.equal(await store.subscriptions.markDeliveredEpoch(a, 'missing', 'ep2'), false);
+    assert.equal(await store.subscriptions.saveSubscription(sub(a, 'r1'), 10), 'replaced');
+    const cleared = await store.subscriptions.getSubscription(a, 'r1');
+    assert.equal(cleared?.previousSecret, null, 'a refresh without a rotation clears it');
+    assert.equal(cleared?.secretRotatedAt, null);
+    assert.deepEqual((await store.subscriptions.listSubscriptions(a))[0]?.previousSecret, null);
   });
 });

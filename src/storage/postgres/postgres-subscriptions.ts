@@ -1,4 +1,4 @@
-// Push subscriptions in PostgreSQL (migration 0019), as in SQLite, shared by every instance: the lease
+// Push subscriptions in PostgreSQL (migrations 0019, 0020), as in SQLite, shared by every instance: the lease
 // (lease_owner, lease_until) makes exactly one instance deliver a subscription at a time; an
 // instance that dies stops renewing it, and another takes it once lease_until has passed.
 import type pg from 'pg';
@@ -20,10 +20,13 @@ interface Row {
   last_status: string | null;
   last_error: string | null;
   last_success_at: string | null;
+  previous_secret: Buffer | null;
+  secret_rotated_at: string | null;
+  delivered_epoch: string | null;
 }
 
 const COLUMNS =
-  'address_id, id, url, secret, filter, created_at, expires_at, paused_at, paused_reason, attempts, next_attempt_at, last_attempt_at, last_status, last_error, last_success_at';
+  'address_id, id, url, secret, filter, created_at, expires_at, paused_at, paused_reason, attempts, next_attempt_at, last_attempt_at, last_status, last_error, last_success_at, previous_secret, secret_rotated_at, delivered_epoch';
 
 const num = (v: string | null): number | null => (v === null ? null : Number(v));
 
@@ -43,6 +46,9 @@ const subscriptionOf = (r: Row): SubscriptionRecord => ({
   lastStatus: num(r.last_status),
   lastError: r.last_error,
   lastSuccessAt: num(r.last_success_at),
+  previousSecret: r.previous_secret,
+  secretRotatedAt: num(r.secret_rotated_at),
+  deliveredEpoch: r.delivered_epoch,
 });
 
 export class PostgresSubscriptions implements SubscriptionStore {
@@ -57,28 +63,21 @@ export class PostgresSubscriptions implements SubscriptionStore {
       let result: SaveResult;
       if ((address.rowCount ?? 0) === 0) result = 'address_gone';
       else {
-        const replaced = await client.query('UPDATE subscriptions SET url = $1, secret = $2, filter = $3, expires_at = $4 WHERE address_id = $5 AND id = $6', [
-          s.url,
-          s.secret,
-          s.filter,
-          s.expiresAt,
-          s.addressId,
-          s.id,
-        ]);
+        const replaced = await client.query(
+          `UPDATE subscriptions SET url = $1, secret = $2, filter = $3, expires_at = $4, previous_secret = $5, secret_rotated_at = $6
+           WHERE address_id = $7 AND id = $8`,
+          [s.url, s.secret, s.filter, s.expiresAt, s.previousSecret, s.secretRotatedAt, s.addressId, s.id],
+        );
         if ((replaced.rowCount ?? 0) > 0) result = 'replaced';
         else {
           const n = await client.query<{ n: string }>('SELECT count(*) AS n FROM subscriptions WHERE address_id = $1', [s.addressId]);
           if (Number(n.rows[0]?.n ?? 0) >= maxPerAddress) result = 'too_many';
           else {
-            await client.query('INSERT INTO subscriptions (address_id, id, url, secret, filter, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-              s.addressId,
-              s.id,
-              s.url,
-              s.secret,
-              s.filter,
-              s.createdAt,
-              s.expiresAt,
-            ]);
+            await client.query(
+              `INSERT INTO subscriptions (address_id, id, url, secret, filter, created_at, expires_at, previous_secret, secret_rotated_at, delivered_epoch)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+              [s.addressId, s.id, s.url, s.secret, s.filter, s.createdAt, s.expiresAt, s.previousSecret, s.secretRotatedAt, s.deliveredEpoch],
+            );
             result = 'created';
           }
         }
@@ -102,6 +101,11 @@ export class PostgresSubscriptions implements SubscriptionStore {
   async listSubscriptions(addressId: string): Promise<SubscriptionRecord[]> {
     const r = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM subscriptions WHERE address_id = $1 ORDER BY created_at, id`, [addressId]);
     return r.rows.map(subscriptionOf);
+  }
+
+  async markDeliveredEpoch(addressId: string, id: string, epoch: string): Promise<boolean> {
+    const r = await this.pool.query('UPDATE subscriptions SET delivered_epoch = $1 WHERE address_id = $2 AND id = $3', [epoch, addressId, id]);
+    return (r.rowCount ?? 0) > 0;
   }
 
   async removeSubscription(addressId: string, id: string): Promise<boolean> {

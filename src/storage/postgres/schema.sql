@@ -319,7 +319,10 @@ CREATE TABLE public.subscriptions (
     last_error text,
     last_success_at bigint,
     lease_owner text,
-    lease_until bigint
+    lease_until bigint,
+    previous_secret bytea,
+    secret_rotated_at bigint,
+    delivered_epoch text
 );
 
 ALTER TABLE ONLY public.addresses

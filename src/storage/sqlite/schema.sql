@@ -110,7 +110,7 @@ CREATE TABLE subscriptions (
   last_error      TEXT,
   last_success_at INTEGER,
   lease_owner     TEXT,
-  lease_until     INTEGER,
+  lease_until     INTEGER, previous_secret BLOB, secret_rotated_at INTEGER, delivered_epoch TEXT,
   PRIMARY KEY (address_id, id)
 ) STRICT;
 

@@ -1,4 +1,4 @@
-// Push subscriptions in SQLite (migration 0019): one row per subscription, deleted with its address
+// Push subscriptions in SQLite (migrations 0019, 0020): one row per subscription, deleted with its address
 // by the foreign key. Written through the store's durability barrier like every other write. One
 // process owns a SQLite file, so the lease only ever names this instance; it is kept anyway so the
 // worker runs the same on both stores.
@@ -21,10 +21,13 @@ interface Row {
   last_status: number | null;
   last_error: string | null;
   last_success_at: number | null;
+  previous_secret: Buffer | null;
+  secret_rotated_at: number | null;
+  delivered_epoch: string | null;
 }
 
 const COLUMNS =
-  'address_id, id, url, secret, filter, created_at, expires_at, paused_at, paused_reason, attempts, next_attempt_at, last_attempt_at, last_status, last_error, last_success_at';
+  'address_id, id, url, secret, filter, created_at, expires_at, paused_at, paused_reason, attempts, next_attempt_at, last_attempt_at, last_status, last_error, last_success_at, previous_secret, secret_rotated_at, delivered_epoch';
 
 export const subscriptionOf = (r: Row): SubscriptionRecord => ({
   addressId: r.address_id,
@@ -42,6 +45,9 @@ export const subscriptionOf = (r: Row): SubscriptionRecord => ({
   lastStatus: r.last_status,
   lastError: r.last_error,
   lastSuccessAt: r.last_success_at,
+  previousSecret: r.previous_secret,
+  secretRotatedAt: r.secret_rotated_at,
+  deliveredEpoch: r.delivered_epoch,
 });
 
 export class SqliteSubscriptions implements SubscriptionStore {
@@ -54,14 +60,16 @@ export class SqliteSubscriptions implements SubscriptionStore {
     private readonly durable: () => Promise<void>,
   ) {
     this.q = {
-      replace: db.prepare<[string, Buffer, string, number | null, string, string]>(
-        'UPDATE subscriptions SET url = ?, secret = ?, filter = ?, expires_at = ? WHERE address_id = ? AND id = ?',
+      replace: db.prepare<[string, Buffer, string, number | null, Buffer | null, number | null, string, string]>(
+        'UPDATE subscriptions SET url = ?, secret = ?, filter = ?, expires_at = ?, previous_secret = ?, secret_rotated_at = ? WHERE address_id = ? AND id = ?',
       ),
       addressExists: db.prepare<[string], number>('SELECT 1 FROM addresses WHERE id = ?').pluck(),
       count: db.prepare<[string], number>('SELECT count(*) FROM subscriptions WHERE address_id = ?').pluck(),
-      insert: db.prepare<[string, string, string, Buffer, string, number, number | null]>(
-        'INSERT INTO subscriptions (address_id, id, url, secret, filter, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      insert: db.prepare<[string, string, string, Buffer, string, number, number | null, Buffer | null, number | null, string | null]>(
+        `INSERT INTO subscriptions (address_id, id, url, secret, filter, created_at, expires_at, previous_secret, secret_rotated_at, delivered_epoch)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      epoch: db.prepare<[string, string, string]>('UPDATE subscriptions SET delivered_epoch = ? WHERE address_id = ? AND id = ?'),
       get: db.prepare<[string, string], Row>(`SELECT ${COLUMNS} FROM subscriptions WHERE address_id = ? AND id = ?`),
       list: db.prepare<[string], Row>(`SELECT ${COLUMNS} FROM subscriptions WHERE address_id = ? ORDER BY created_at, id`),
       remove: db.prepare<[string, string]>('DELETE FROM subscriptions WHERE address_id = ? AND id = ?'),
@@ -84,10 +92,10 @@ export class SqliteSubscriptions implements SubscriptionStore {
       paused: db.prepare<[], number>('SELECT count(*) FROM subscriptions WHERE paused_at IS NOT NULL').pluck(),
     };
     this.saveNow = db.transaction((s: SubscriptionRecord, max: number): SaveResult => {
-      if (this.q.replace.run(s.url, s.secret, s.filter, s.expiresAt, s.addressId, s.id).changes > 0) return 'replaced';
+      if (this.q.replace.run(s.url, s.secret, s.filter, s.expiresAt, s.previousSecret, s.secretRotatedAt, s.addressId, s.id).changes > 0) return 'replaced';
       if (this.q.addressExists.get(s.addressId) === undefined) return 'address_gone';
       if ((this.q.count.get(s.addressId) ?? 0) >= max) return 'too_many';
-      this.q.insert.run(s.addressId, s.id, s.url, s.secret, s.filter, s.createdAt, s.expiresAt);
+      this.q.insert.run(s.addressId, s.id, s.url, s.secret, s.filter, s.createdAt, s.expiresAt, s.previousSecret, s.secretRotatedAt, s.deliveredEpoch);
       return 'created';
     });
     this.leaseNow = db.transaction((owner: string, now: number, until: number, limit: number): Row[] => {
@@ -110,6 +118,12 @@ export class SqliteSubscriptions implements SubscriptionStore {
 
   async listSubscriptions(addressId: string): Promise<SubscriptionRecord[]> {
     return this.q.list.all(addressId).map(subscriptionOf);
+  }
+
+  async markDeliveredEpoch(addressId: string, id: string, epoch: string): Promise<boolean> {
+    const ok = this.q.epoch.run(epoch, addressId, id).changes > 0;
+    if (ok) await this.durable();
+    return ok;
   }
 
   async removeSubscription(addressId: string, id: string): Promise<boolean> {
