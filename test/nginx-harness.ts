@@ -159,16 +159,14 @@ export interface RunningNginx {
 }
 
 /** `nginx -t`, then nginx in the foreground on `conf`, ready once `probe` + /healthz answers at all. */
-export async function startNginx(dir: string, conf: string, probe: string, opts: { shell?: string } = {}): Promise<RunningNginx> {
-  const test = spawnSync('nginx', ['-t', '-p', dir, '-c', conf, '-g', 'daemon off;'], { encoding: 'utf8' });
+export async function startNginx(dir: string, conf: string, probe: string): Promise<RunningNginx> {
+  // daemon off; given on the command line when the file does not say it (Debian's does not).
+  const args = readFileSync(conf, 'utf8').includes('daemon off;') ? ['-p', dir, '-c', conf] : ['-p', dir, '-c', conf, '-g', 'daemon off;'];
+  const test = spawnSync('nginx', ['-t', ...args], { encoding: 'utf8' });
   const checked = `${test.stdout}${test.stderr}`.trim(); // nginx -t reports on stderr
   assert.equal(test.status, 0, `nginx -t:\n${checked}`);
   console.log(`  nginx -t: ${checked.replaceAll(dir, '<tmp>').split('\n').join(' | ')}`);
-  // daemon off; given on the command line when the file does not say it (Debian's does not).
-  const args = readFileSync(conf, 'utf8').includes('daemon off;') ? ['-p', dir, '-c', conf] : ['-p', dir, '-c', conf, '-g', 'daemon off;'];
-  const proc = opts.shell
-    ? spawn('sh', ['-c', `${opts.shell}; exec nginx "$@"`, 'sh', ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
-    : spawn('nginx', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn('nginx', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   proc.stderr.on('data', (d: Buffer) => {
     err += d.toString();

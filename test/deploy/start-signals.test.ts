@@ -40,7 +40,12 @@ async function gone(pid: number, boundMs: number): Promise<boolean> {
  * same signal, at once, while the service may still drain. So for npx the test waits for the
  * service's own pid (from its log) to end, and accepts npx ending by the signal it was sent.
  */
-async function startAndSignal(command: string, args: string[], signal: NodeJS.Signals, opts: { readyMs?: number; viaNpx?: boolean; group?: boolean } = {}): Promise<void> {
+async function startAndSignal(
+  command: string,
+  args: string[],
+  signal: NodeJS.Signals,
+  opts: { readyMs?: number; viaNpx?: boolean; group?: boolean } = {},
+): Promise<void> {
   const storage = await createTestStorage();
   const port = await freePort();
   const smtpPort = await freePort();
