@@ -13,7 +13,7 @@ import { Agent, request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { freePort, range, STORE, sleep } from '../helpers.js';
+import { freePort, range, STORE, sleep, within } from '../helpers.js';
 import { call, guideNginxConf, guideSite, nginxMissing, startNginx } from '../nginx-harness.js';
 import { type StressService, withService } from './filtered-waiters-helpers.js';
 
@@ -145,6 +145,12 @@ describe(`10,000 waiters through nginx as docs/deploy.md sets it up (${STORE})`,
             });
 
           const errors = () => all.flatMap((w) => w.errors);
+          // Every wait below is bounded by this, well inside the test's timeout: a run that is too
+          // slow fails with what it held, and the finally blocks still stop nginx and the service
+          // (a test cancelled by its timeout would leave them running).
+          const deadline = performance.now() + 220_000;
+          const inTime = (what: string) =>
+            assert.ok(performance.now() < deadline, `out of time: ${what}; held ${all.length}; errors: ${errors().slice(0, 5).join(' | ')}`);
           const t0 = performance.now();
           // Opened in batches, each awaited (streams: their 200; long-polls: held by the service), so
           // the set-up measures nginx and the service, not a burst of 10,000 TLS handshakes at once.
@@ -155,14 +161,18 @@ describe(`10,000 waiters through nginx as docs/deploy.md sets it up (${STORE})`,
               n,
             ]);
             all.push(...batch.map(([w]) => w));
-            await Promise.all(batch.filter(([w]) => w.kind === 'stream').map(([w, n]) => stream(w, n)));
+            inTime(`${i} waiters`);
+            await within(Promise.all(batch.filter(([w]) => w.kind === 'stream').map(([w, n]) => stream(w, n))), 60_000, () =>
+              assert.fail(`streams ${i}..${i + BATCH} got no answer within 60 s; errors: ${errors().slice(0, 5).join(' | ')}`),
+            );
             for (const [w, n] of batch.filter(([w]) => w.kind === 'long_poll')) poll(w, n, 0);
             const want = all.filter((w) => w.kind === 'long_poll').length;
             for (let k = 0; (await waiters(svc)).long_poll < want; k++) {
               assert.ok(k < 2000, `long-polls not held: ${JSON.stringify(await waiters(svc))} of ${want}; errors: ${errors().slice(0, 5).join(' | ')}`);
+              inTime(`${want} long-polls`);
               await sleep(10);
             }
-            if ((i + BATCH) % 2000 === 0) {
+            if ((i + BATCH) % 1000 === 0) {
               console.log(
                 `  ${i + BATCH} waiters at ${((performance.now() - t0) / 1000).toFixed(1)} s: ${JSON.stringify(await waiters(svc))}, errors ${errors().length}`,
               );
@@ -171,6 +181,7 @@ describe(`10,000 waiters through nginx as docs/deploy.md sets it up (${STORE})`,
           let held = await waiters(svc);
           for (let k = 0; held.long_poll + held.stream < WAITERS; k++) {
             assert.ok(k < 600, `the service holds ${JSON.stringify(held)}, not ${WAITERS}; errors: ${errors().slice(0, 5).join(' | ')}`);
+            inTime(`${WAITERS} waiters`);
             await sleep(100);
             held = await waiters(svc);
           }
