@@ -4,9 +4,12 @@
 // Half the waiters are long-polls (re-polled as a client does when a 25 s wait ends empty), half
 // event streams, spread over 100 addresses and 50 client addresses (127.0.1.x, which nginx passes
 // on in X-Forwarded-For) so that no per-address or per-client cap of the service is what is tested.
-// While all 10,000 wait: a delivery through nginx is 202 and wakes every waiter of its address,
-// /healthz through nginx answers, no waiter got an error, and nginx logged no
-// "worker_connections are not enough" (nor any other alert). Memory and set-up time are printed.
+// "All wait" is: 5,000 streams held by the service, 5,000 long-poll requests out, and the service
+// holding at least 95% of those at that instant (the rest are between a 25 s wait that ended and
+// the next; on PostgreSQL that hand-over takes a query). While all 10,000 wait: a delivery through
+// nginx is 202 and wakes every waiter of its address, /healthz through nginx answers, no waiter got
+// an error, and nginx logged no "worker_connections are not enough" (nor any other alert). Memory
+// and set-up time are printed.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
@@ -108,9 +111,14 @@ describe(`10,000 waiters through nginx as docs/deploy.md sets it up (${STORE})`,
             req.end();
             open.push(req);
           };
+          // Long-poll requests sent and not yet answered (a client re-asks at once, so between two
+          // waits a long-poll is in flight, not held: the service's count can lag this one).
+          let outstanding = 0;
+          let repolls = 0;
           const poll = (w: Waiter, i: number, after: number) => {
             if (stopping) return;
             const a = addresses[w.address];
+            outstanding++;
             get(w, i, `/api/v1/addresses/${a?.id}/events?after=${after}&wait=${WAIT}`, (res) => {
               let text = '';
               res.setEncoding('utf8');
@@ -118,6 +126,8 @@ describe(`10,000 waiters through nginx as docs/deploy.md sets it up (${STORE})`,
                 text += c;
               });
               res.on('end', () => {
+                outstanding--;
+                repolls++;
                 if (res.statusCode !== 200) return w.errors.push(`long-poll ${i}: ${res.statusCode} ${text}`);
                 const page = JSON.parse(text) as { events: { type: string }[]; next_cursor: number };
                 w.seen.push(...page.events.map((e) => e.type));
@@ -167,7 +177,9 @@ describe(`10,000 waiters through nginx as docs/deploy.md sets it up (${STORE})`,
             );
             for (const [w, n] of batch.filter(([w]) => w.kind === 'long_poll')) poll(w, n, 0);
             const want = all.filter((w) => w.kind === 'long_poll').length;
-            for (let k = 0; (await waiters(svc)).long_poll < want; k++) {
+            // Once the first 25 s waits end, some long-polls are always between two waits (on
+            // PostgreSQL ~1.2% under load, each re-ask being held after a query): 5% slack.
+            for (let k = 0; (await waiters(svc)).long_poll < want - Math.floor(want / 20); k++) {
               assert.ok(k < 2000, `long-polls not held: ${JSON.stringify(await waiters(svc))} of ${want}; errors: ${errors().slice(0, 5).join(' | ')}`);
               inTime(`${want} long-polls`);
               await sleep(10);
@@ -178,8 +190,12 @@ describe(`10,000 waiters through nginx as docs/deploy.md sets it up (${STORE})`,
               );
             }
           }
+          // All 10,000 wait: every stream held by the service, every long-poll client with its request
+          // out (exact), and the service holding at least 95% of them at this instant (the rest are
+          // between an answered 25 s wait and the next).
+          const lpWant = WAITERS / 2;
           let held = await waiters(svc);
-          for (let k = 0; held.long_poll + held.stream < WAITERS; k++) {
+          for (let k = 0; held.stream < WAITERS / 2 || held.long_poll < lpWant - lpWant / 20 || outstanding !== lpWant; k++) {
             assert.ok(k < 600, `the service holds ${JSON.stringify(held)}, not ${WAITERS}; errors: ${errors().slice(0, 5).join(' | ')}`);
             inTime(`${WAITERS} waiters`);
             await sleep(100);
@@ -192,7 +208,7 @@ describe(`10,000 waiters through nginx as docs/deploy.md sets it up (${STORE})`,
           const fds = workers.map((w) => openFiles(w).open);
           const serviceRss = rssMiB(svc.proc.pid ?? 0);
           console.log(
-            `  ${WAITERS} waiters held (${JSON.stringify(held)}) ${setupS.toFixed(1)} s after the first; nginx RSS ${nginxRss
+            `  ${WAITERS} waiters held (${JSON.stringify(held)}, long-polls out ${outstanding}, ${repolls} re-asked after a 25 s wait) ${setupS.toFixed(1)} s after the first; nginx RSS ${nginxRss
               .map((m) => m.toFixed(0))
               .join(' + ')} MiB (master + workers), worker open files ${fds.join(', ')}; service RSS ${serviceRss.toFixed(0)} MiB; test process RSS ${(
               process.memoryUsage().rss / 2 ** 20
