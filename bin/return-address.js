@@ -14,5 +14,20 @@ if (!existsSync(compiled)) {
   console.error('return-address: the CLI is not built yet (dist/ is missing). Run `npm run build` (or `npm install`) in the package directory.');
   process.exit(1);
 }
+// `npx return-address serve` (npm exec) starts this bin through `sh -c`, and Debian's sh (dash) does
+// not exec it: npm passes a SIGTERM or SIGINT sent to npx on to that shell alone, the shell dies, npm
+// exits with the signal, and the service would keep running, orphaned, holding its ports. So when
+// npm exec started the service, the loss of its parent is taken as SIGTERM: it drains and exits.
+// (Only then: a service a shell started in the background must outlive that shell.)
+if (process.argv[2] === 'serve' && process.env.npm_lifecycle_event === 'npx') {
+  const parent = process.ppid;
+  const watch = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(watch);
+    console.error(`return-address: the process npx started this through (pid ${parent}) has ended: stopping as on SIGTERM`);
+    process.kill(process.pid, 'SIGTERM');
+  }, 200);
+  watch.unref();
+}
 const { cli } = await import(pathToFileURL(compiled).href);
 await cli(process.argv.slice(2));

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { createTestStorage, freePort, type SpawnedService, STORE, sleep, spawnService } from '../helpers.js';
-import { call, edit, FIXTURES, nginxMissing, ROOT, runNginx } from '../nginx-harness.js';
+import { call, edit, guideSite, nginxMissing, ROOT, runNginx } from '../nginx-harness.js';
 
 async function exercise(origin: string, svc: SpawnedService, accessLog: string): Promise<string> {
   // Create through the proxy: every URL handed out names the public origin, and works there.
@@ -128,15 +128,7 @@ describe(`nginx in front of the service (${STORE})`, { skip: nginxMissing(), tim
     const origin = `https://127.0.0.1:${httpsPort}`;
     const svc = await spawnService({ BASE_URL: origin, TRUST_PROXY: '1' }, storage);
     try {
-      let site = readFileSync(join(ROOT, 'deploy/nginx/return-address.conf'), 'utf8');
-      site = edit(site, 'server 127.0.0.1:3000;', `server 127.0.0.1:${svc.port};`);
-      site = edit(site, /\n\s*listen \[::\]:80;/, '');
-      site = edit(site, /\n\s*listen \[::\]:443 ssl;/, '');
-      site = edit(site, 'listen 80;', `listen 127.0.0.1:${httpPort};`);
-      site = edit(site, 'listen 443 ssl;', `listen 127.0.0.1:${httpsPort} ssl;`);
-      site = edit(site, '/etc/letsencrypt/live/ra.example.com/fullchain.pem', join(FIXTURES, 'cert.pem'));
-      site = edit(site, '/etc/letsencrypt/live/ra.example.com/privkey.pem', join(FIXTURES, 'key.pem'));
-      site = edit(site, '/var/log/nginx/', `${dir}/`);
+      const site = guideSite(dir, svc.port, httpPort, httpsPort);
       const nginx = await runNginx(dir, site, httpPort);
       try {
         const redirect = await call(`http://127.0.0.1:${httpPort}`, 'GET', '/api/v1/addresses');

@@ -1,5 +1,5 @@
-// `npm start` and `return-address serve` (design.md, "Running it"): a signal sent to the process the user
-// started, npm or the bin, reaches the service, which drains (a long-poll in flight gets its empty
+// `npm start`, `npx return-address serve` and `return-address serve` (design.md, "Running it"): a
+// signal sent to the process the user started, npm, npx or the bin, reaches the service, which drains (a long-poll in flight gets its empty
 // page) and exits 0, and nothing keeps the ports afterwards. A start does not compile when dist/
 // is current: the stale check is tested on a scratch package directory.
 import assert from 'node:assert/strict';
@@ -20,7 +20,32 @@ function portIsFree(port: number): Promise<boolean> {
   });
 }
 
-async function startAndSignal(command: string, args: string[], signal: NodeJS.Signals): Promise<void> {
+/** Resolves once no process has the pid any more (bounded: an orphaned service never goes). */
+async function gone(pid: number, boundMs: number): Promise<boolean> {
+  const t0 = performance.now();
+  for (;;) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return true;
+    }
+    if (performance.now() - t0 > boundMs) return false;
+    await sleep(50);
+  }
+}
+
+/**
+ * `npx return-address serve` runs the bin through `sh -c`, which dash does not replace by node:
+ * npm forwards the signal to that shell only, and once the shell is gone npm ends itself with the
+ * same signal, at once, while the service may still drain. So for npx the test waits for the
+ * service's own pid (from its log) to end, and accepts npx ending by the signal it was sent.
+ */
+async function startAndSignal(
+  command: string,
+  args: string[],
+  signal: NodeJS.Signals,
+  opts: { readyMs?: number; viaNpx?: boolean; group?: boolean } = {},
+): Promise<void> {
   const storage = await createTestStorage();
   const port = await freePort();
   const smtpPort = await freePort();
@@ -51,7 +76,7 @@ async function startAndSignal(command: string, args: string[], signal: NodeJS.Si
       );
       if (ready) break;
       assert.equal(proc.exitCode, null, `the service exited before it was ready:\n${out}`);
-      assert.ok(performance.now() - t0 < 30_000, `not ready within 30 s:\n${out}`);
+      assert.ok(performance.now() - t0 < (opts.readyMs ?? 30_000), `not ready within ${(opts.readyMs ?? 30_000) / 1000} s:\n${out}`);
       await sleep(25);
     }
     console.log(`  ${[command, ...args].join(' ')} (${STORE}): ready ${Math.round(performance.now() - t0)} ms after spawn`);
@@ -60,10 +85,21 @@ async function startAndSignal(command: string, args: string[], signal: NodeJS.Si
     const poll = api(baseUrl, 'GET', `/api/v1/addresses/${a.id}/events?wait=25`, { token: a.token });
     await sleep(300); // the long-poll is waiting
     const signalled = performance.now();
-    proc.kill(signal);
+    // A terminal's Ctrl-C signals the whole foreground process group; `kill PID` the one process.
+    if (opts.group && proc.pid !== undefined) process.kill(-proc.pid, signal);
+    else proc.kill(signal);
     const page = await poll;
     const exit = await exited;
-    assert.deepEqual(exit, { code: 0, signal: null }, `exit status of ${command} after ${signal}; output:\n${out}`);
+    if (opts.viaNpx) {
+      const servicePid = Number(/"pid":(\d+)/.exec(out)?.[1]);
+      assert.ok(servicePid > 0, `the service's pid is in its log:\n${out}`);
+      assert.ok(await gone(servicePid, 15_000), `the service (pid ${servicePid}) still runs 15 s after npx exited: orphaned\n${out}`);
+      // npm re-sends the signal to itself once its child is gone (@npmcli/run-script): npx ends by it.
+      assert.ok(exit.code === 0 || exit.signal === signal, `exit status of npx after ${signal}: ${JSON.stringify(exit)}`);
+      console.log(`  npx ended with ${JSON.stringify(exit)}; the service (pid ${servicePid}) drained and exited`);
+    } else {
+      assert.deepEqual(exit, { code: 0, signal: null }, `exit status of ${command} after ${signal}; output:\n${out}`);
+    }
     assert.ok(performance.now() - signalled < 10_000, 'the drain did not wait out the 25 s long-poll');
     assert.equal(page.status, 200, page.text);
     assert.deepEqual(page.json, { events: [], next_cursor: 0, has_more: false });
@@ -86,6 +122,17 @@ async function startAndSignal(command: string, args: string[], signal: NodeJS.Si
 describe(`start and signals (${STORE})`, () => {
   it('SIGTERM to `npm start` drains and exits 0, the ports free', { timeout: 60_000 }, () => startAndSignal('npm', ['start'], 'SIGTERM'));
   it('SIGINT to `npm start` drains and exits 0, the ports free', { timeout: 60_000 }, () => startAndSignal('npm', ['start'], 'SIGINT'));
+  // The first npx run from a checkout links the package into npm's npx cache and runs its `prepare`
+  // (a full build): bounded generously.
+  it('SIGTERM to `npx return-address serve` drains the service and it exits, the ports free', { timeout: 300_000 }, () =>
+    startAndSignal('npx', ['return-address', 'serve'], 'SIGTERM', { readyMs: 240_000, viaNpx: true }),
+  );
+  // SIGINT to npx's pid alone cannot reach the service: npm passes it to the `sh -c` it started, and
+  // dash catches SIGINT while it waits for its child (so that a Ctrl-C ends it only if it ends the
+  // child), so nothing changes for the service; docs/deploy.md says so. Ctrl-C signals the group.
+  it('SIGINT to the group of `npx return-address serve` (Ctrl-C) drains the service and it exits, the ports free', { timeout: 300_000 }, () =>
+    startAndSignal('npx', ['return-address', 'serve'], 'SIGINT', { readyMs: 240_000, viaNpx: true, group: true }),
+  );
   it('SIGTERM to `return-address serve` (the bin) drains and exits 0, the ports free', { timeout: 60_000 }, () =>
     startAndSignal(process.execPath, ['bin/return-address.js', 'serve'], 'SIGTERM'),
   );
