@@ -40,6 +40,14 @@ async function gone(pid: number, boundMs: number): Promise<boolean> {
  * same signal, at once, while the service may still drain. So for npx the test waits for the
  * service's own pid (from its log) to end, and accepts npx ending by the signal it was sent.
  */
+/**
+ * npx from a checkout links the package into npm's npx cache and runs its `prepare` (a whole build)
+ * in the checkout itself: dist/ rewritten while the suite's other files import it (one saw a
+ * module half written). The signals are what is tested here, not the install: scripts off, the
+ * build the suite already made is used.
+ */
+const NPX_ENV = { npm_config_ignore_scripts: 'true' };
+
 async function startAndSignal(
   command: string,
   args: string[],
@@ -54,7 +62,7 @@ async function startAndSignal(
   // A process group of its own: the signal under test goes to `proc` alone (npm or the bin, as a user
   // would send it), and the cleanup below can still end the service npm started if the test fails.
   const proc = spawn(command, args, {
-    env: { ...process.env, PORT: String(port), SMTP_PORT: String(smtpPort), HOST: '127.0.0.1', BASE_URL: baseUrl, LOG_LEVEL: 'info', ...storage.env },
+    env: { ...process.env, ...(opts.viaNpx ? NPX_ENV : {}), PORT: String(port), SMTP_PORT: String(smtpPort), HOST: '127.0.0.1', BASE_URL: baseUrl, LOG_LEVEL: 'info', ...storage.env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
