@@ -44,11 +44,19 @@ async function until(what: string, check: () => boolean, timeoutMs = 30_000): Pr
 describe('python consume ends its handler with the whole process group', { skip: hasPython ? false : 'python3 is not installed' }, () => {
   let svc: TestService;
   let dir: string;
+  /** Processes a failed check would leave running (the file would then wait for them until its timeout). */
+  const leftovers: { consume?: ChildProcess; pidFile?: string } = {};
   before(async () => {
     svc = await startTestService();
     dir = mkdtempSync(join(tmpdir(), 'ra-pyconsume-'));
   });
   after(async () => {
+    if (leftovers.consume && leftovers.consume.exitCode === null && leftovers.consume.signalCode === null) leftovers.consume.kill('SIGKILL');
+    try {
+      if (leftovers.pidFile) process.kill(Number(readFileSync(leftovers.pidFile, 'utf8').trim()), 'SIGKILL');
+    } catch {
+      // gone already
+    }
     await svc?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -78,9 +86,13 @@ describe('python consume ends its handler with the whole process group', { skip:
       stderr += b.toString();
     });
     const exited = new Promise<number | null>((resolve) => consume.once('exit', (code) => resolve(code)));
-    await until('the handler to start its child', () => {
+    leftovers.consume = consume;
+    leftovers.pidFile = pidFile;
+    // The handler's pid file and consume's line naming the group come by two pipes: on a busy
+    // machine either can be first, so both are waited for.
+    await until('the handler to start its child, and consume to name its group', () => {
       try {
-        return /^\d+\s*$/.test(readFileSync(pidFile, 'utf8'));
+        return /^\d+\s*$/.test(readFileSync(pidFile, 'utf8')) && /process group \d+/.test(stderr);
       } catch {
         return false;
       }
