@@ -100,14 +100,17 @@ export async function request<T>(
 /**
  * Runs a read, retrying transient failures with capped exponential backoff (and jitter) until
  * `deadline`; a 500 only INTERNAL_ERROR_ATTEMPTS times in all. `token` is the client's read token
- * as it is now (rotate() may change it while a read waits).
+ * as it is now (rotate() may change it while a read waits). `read` is told whether the attempt before
+ * it failed: a long-poll then asks without waiting first (reading.ts), so that a service back from a
+ * restore says its new epoch at once.
  */
-export async function retrying<T>(read: () => Promise<T>, deadline: number, signal: AbortSignal | undefined, token: () => string): Promise<T> {
+export async function retrying<T>(read: (failed: boolean) => Promise<T>, deadline: number, signal: AbortSignal | undefined, token: () => string): Promise<T> {
   let internalErrors = 0;
   let used = token();
+  let failed = false;
   for (let attempt = 0; ; attempt++) {
     try {
-      return await read();
+      return await read(failed);
     } catch (err) {
       // This client rotated its own read token (rotate()) while the read waited: the service ended
       // that wait for the old token (credentials_rotated), so it is read again with the new one.
@@ -118,6 +121,7 @@ export async function retrying<T>(read: () => Promise<T>, deadline: number, sign
       const delay = Math.min(5000, 200 * 2 ** attempt) * (0.5 + Math.random() / 2);
       if (transient(err) && !tryLater(err) && ++internalErrors >= INTERNAL_ERROR_ATTEMPTS) throw err;
       if (!transient(err) || Date.now() + delay > deadline) throw err;
+      failed = true;
       await sleep(delay, signal);
     }
   }

@@ -27,14 +27,17 @@ export async function consume(ra: ReturnAddress, handled: Set<string>, handler: 
   for (;;) {
     if (opts.signal?.aborted) return;
     const wait = opts.idleSeconds ?? MAX_WAIT_SECONDS;
-    // A consumer reads one event a page: asking for the next one is what commits the last.
+    // A consumer reads one event a page: asking for the next one is what commits the last. After a
+    // failed read (the service down, restarting, restored) the next does not long-poll, when running
+    // until stopped: a service back from a restore says its new epoch at once, not after a long-poll
+    // past the end of its shorter queue. (With idleSeconds, a read that did not wait would end the run.)
     const page = await retrying(
-      () =>
+      (failed) =>
         ra.page({
           after: position,
           consumer: opts.consumer,
           limit: named ? 1 : 20,
-          wait,
+          wait: failed && opts.idleSeconds === undefined ? 0 : wait,
           type: opts.type,
           match: opts.match,
           state: opts.state,
@@ -132,8 +135,9 @@ export async function waitFor(ra: ReturnAddress, opts: WaitOptions = {}): Promis
   let after = opts.after ?? ra.cursor;
   for (;;) {
     const wait = Math.min(MAX_WAIT_SECONDS, Math.max(0, Math.ceil((deadline - Date.now()) / 1000)));
+    // After a failed read, the next does not wait (as in consume): an empty answer loops to a long-poll.
     const page = await retrying(
-      () => ra.page({ after, limit: 1, wait, type: opts.type, match: opts.match, state: opts.state, signal: opts.signal }),
+      (failed) => ra.page({ after, limit: 1, wait: failed ? 0 : wait, type: opts.type, match: opts.match, state: opts.state, signal: opts.signal }),
       deadline,
       opts.signal,
       token,
