@@ -228,7 +228,10 @@ describe('return-address CLI help', () => {
   // the CLI's own variables from where the CLI and the client read or set them.
   const source = (path: string) => readFileSync(path, 'utf8');
   const settings = new Set([...source('src/config.ts').matchAll(/\(env, '([A-Z0-9_]+)'/g)].map((m) => m[1]));
-  const cliCode = [...readdirSync('src/cli').map((f) => source(join('src/cli', f))), source('packages/client/src/index.ts')].join('\n');
+  const clientFiles = readdirSync('packages/client/src')
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => join('packages/client/src', f));
+  const cliCode = [...readdirSync('src/cli').map((f) => join('src/cli', f)), ...clientFiles].map(source).join('\n');
   const cliVariables = new Set(
     [...cliCode.matchAll(/(?:process\.env\.|envVar\(')([A-Z][A-Z0-9_]+)|\b([A-Z][A-Z0-9_]+): (?:event|String)\b/g)].map((m) => m[1] ?? m[2]),
   );
