@@ -13,7 +13,7 @@ const dir = mkdtempSync(join(os.tmpdir(), 'recount-'));
 const path = join(dir, 'x.db');
 const s1 = new SqliteStore(path);
 const a = {
-  id: 'addr_' + 'a'.repeat(26),
+  id: `addr_${'a'.repeat(26)}`,
   slug: 'aaaaaaaaaaaa',
   name: 'n',
   taskId: null,

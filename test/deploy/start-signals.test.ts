@@ -62,7 +62,16 @@ async function startAndSignal(
   // A process group of its own: the signal under test goes to `proc` alone (npm or the bin, as a user
   // would send it), and the cleanup below can still end the service npm started if the test fails.
   const proc = spawn(command, args, {
-    env: { ...process.env, ...(opts.viaNpx ? NPX_ENV : {}), PORT: String(port), SMTP_PORT: String(smtpPort), HOST: '127.0.0.1', BASE_URL: baseUrl, LOG_LEVEL: 'info', ...storage.env },
+    env: {
+      ...process.env,
+      ...(opts.viaNpx ? NPX_ENV : {}),
+      PORT: String(port),
+      SMTP_PORT: String(smtpPort),
+      HOST: '127.0.0.1',
+      BASE_URL: baseUrl,
+      LOG_LEVEL: 'info',
+      ...storage.env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
