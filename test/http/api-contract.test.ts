@@ -299,7 +299,8 @@ describe('limits and expiry', () => {
 
   // The sweeper runs only in a started service.
   it('after expiresAt deliveries get 410 while reads work; after the grace period the sweeper deletes it', async () => {
-    const svc = await startTestService({ DEFAULT_TTL_SECONDS: '1', EXPIRED_GRACE_SECONDS: '1', SWEEP_INTERVAL_SECONDS: '1' });
+    // A grace of 4 s, not 1: on a busy machine the delivery meant for the grace period came after it ended.
+    const svc = await startTestService({ DEFAULT_TTL_SECONDS: '1', EXPIRED_GRACE_SECONDS: '4', SWEEP_INTERVAL_SECONDS: '1' });
     try {
       const a = await createAddress(svc.baseUrl);
       const ev = (await deliver(svc.baseUrl, a, {})).json.event;
