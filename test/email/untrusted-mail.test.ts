@@ -167,8 +167,9 @@ describe('untrusted mail over real SMTP, with a liveness probe', () => {
 
   it('a mail that passes the time budget within the heap limit: the worker is ended after MAIL_PARSE_TIMEOUT_MS', async () => {
     const a = await createAddress(timeCapped.baseUrl);
-    // ~150,000 short lines: seconds of postal-mime work, little memory.
-    const raw = Buffer.from(`${headers()}\r\n${'ab\r\n'.repeat(150_000)}`);
+    // ~400,000 short lines: several seconds of postal-mime work, little memory (150,000 took 1.3-2.6 s
+    // here, so a quiet moment could parse them inside the 1.5 s budget and the test then failed).
+    const raw = Buffer.from(`${headers()}\r\n${'ab\r\n'.repeat(400_000)}`);
     const started = performance.now();
     const reply = await withProbe(timeCapped, () => sendExact(timeCapped.smtpPort, a.email!, raw));
     assert.equal(reply.code, 250, reply.text);
