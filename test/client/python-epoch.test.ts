@@ -5,9 +5,9 @@
 // next event gets a sequence the client's cursor already passed, which a cursor alone would skip.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { after, before, describe, it } from 'node:test';
-import { restorer, stopService } from '../epoch/restore-helper.js';
-import { createAddress, createTestStorage, deliver, type SpawnedService, STORE, spawnService, type TestStorage } from '../helpers.js';
+import { describe, it } from 'node:test';
+import { restorableService, restorer } from '../epoch/restore-helper.js';
+import { createAddress, deliver, STORE } from '../helpers.js';
 
 const hasPython = spawnSync('python3', ['--version']).status === 0;
 
@@ -32,25 +32,16 @@ for phase in (1, 2):
 `;
 
 describe(`python consume and a restore (${STORE})`, { skip: hasPython ? false : 'python3 is not installed' }, () => {
-  let storage: TestStorage;
-  let svc: SpawnedService;
-  before(async () => {
-    storage = await createTestStorage();
-    svc = await spawnService({}, storage);
-  });
-  after(async () => {
-    await stopService(svc);
-    await storage.drop();
-  });
+  const s = restorableService();
 
   it('re-reads from the start on a new epoch, hands each event id over once, and reaches an event at a reused sequence', async () => {
-    const r = restorer(storage);
-    const a = await createAddress(svc.baseUrl);
-    for (let i = 1; i <= 2; i++) assert.equal((await deliver(svc.baseUrl, a, { data: i })).status, 202);
+    const r = restorer(s.storage);
+    const a = await createAddress(s.svc.baseUrl);
+    for (let i = 1; i <= 2; i++) assert.equal((await deliver(s.svc.baseUrl, a, { data: i })).status, 202);
     await r.backup();
-    assert.equal((await deliver(svc.baseUrl, a, { data: 3 })).status, 202);
+    assert.equal((await deliver(s.svc.baseUrl, a, { data: 3 })).status, 202);
 
-    const py = spawn('python3', ['-c', SCRIPT, svc.baseUrl, a.id, a.token], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const py = spawn('python3', ['-c', SCRIPT, s.svc.baseUrl, a.id, a.token], { stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     py.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -75,8 +66,8 @@ describe(`python consume and a restore (${STORE})`, { skip: hasPython ? false : 
       assert.deepEqual([first.page.last_sequence, first.page.events, first.page.plain], [3, 3, true], 'a Page is still the plain page');
       assert.deepEqual(phase1, { phase: 1, handled: [1, 2, 3], epoch: first.page.epoch, cursor: 3 });
 
-      svc = await r.restore(svc);
-      const fresh = await deliver(svc.baseUrl, a, { data: 'new' });
+      s.svc = await r.restore(s.svc);
+      const fresh = await deliver(s.svc.baseUrl, a, { data: 'new' });
       assert.equal(fresh.status, 202);
       // SQLite: the backup held sequences 1-2, so the new event is sequence 3 again, which the cursor passed.
       if (STORE === 'sqlite') assert.equal(fresh.json.event.sequence, 3);

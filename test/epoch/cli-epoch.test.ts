@@ -7,29 +7,20 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { runCli } from '../forward/cli-process.js';
-import { createTestStorage, deliver, type SpawnedService, STORE, spawnService, type TestStorage } from '../helpers.js';
+import { deliver, STORE } from '../helpers.js';
 import { result } from '../mcp/mcp-modern-client.js';
-import { restorer, stopService } from './restore-helper.js';
+import { restorableService, restorer } from './restore-helper.js';
 
 describe(`the CLI and a restore (${STORE})`, () => {
-  let storage: TestStorage;
-  let svc: SpawnedService;
-  before(async () => {
-    storage = await createTestStorage();
-    svc = await spawnService({}, storage);
-  });
-  after(async () => {
-    await stopService(svc);
-    await storage.drop();
-  });
+  const s = restorableService();
 
   it('consume and events notice a new epoch, read again from the start and run each event id once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ra-cli-epoch-'));
     const file = join(dir, 'addr.json');
     const out = join(dir, 'handled.jsonl');
-    const created = await runCli(['create', '--url', svc.baseUrl, '--save', file]);
+    const created = await runCli(['create', '--url', s.svc.baseUrl, '--save', file]);
     assert.equal(created.code, 0, created.stderr);
     const saved = () => JSON.parse(readFileSync(file, 'utf8'));
     const a = { id: saved().address.id, token: saved().credentials.read_token, inboxUrl: saved().endpoints.inbox_url };
@@ -40,10 +31,10 @@ describe(`the CLI and a restore (${STORE})`, () => {
         .map((l) => JSON.parse(l).data);
     const consume = () => runCli(['consume', '--save', file, '--exec', `cat >> ${out}`, '--until-idle', '0']);
 
-    const r = restorer(storage);
-    for (let i = 1; i <= 2; i++) assert.equal((await deliver(svc.baseUrl, a as never, { data: i })).status, 202);
+    const r = restorer(s.storage);
+    for (let i = 1; i <= 2; i++) assert.equal((await deliver(s.svc.baseUrl, a as never, { data: i })).status, 202);
     await r.backup();
-    assert.equal((await deliver(svc.baseUrl, a as never, { data: 3 })).status, 202);
+    assert.equal((await deliver(s.svc.baseUrl, a as never, { data: 3 })).status, 202);
 
     // An MCP Events cursor from this epoch, for after the restore.
     const mcpUrl = saved().endpoints.mcp_url;
@@ -58,8 +49,8 @@ describe(`the CLI and a restore (${STORE})`, () => {
     assert.match(before.epoch, /^[0-9a-f]{32}$/, 'the epoch is saved with the cursor');
     assert.equal(before.handled.length, 3);
 
-    svc = await r.restore(svc);
-    const fresh = await deliver(svc.baseUrl, a as never, { data: 'new' });
+    s.svc = await r.restore(s.svc);
+    const fresh = await deliver(s.svc.baseUrl, a as never, { data: 'new' });
     assert.equal(fresh.status, 202);
     if (STORE === 'sqlite') assert.equal(fresh.json.event.sequence, 3, 'a sequence the saved cursor passed');
 

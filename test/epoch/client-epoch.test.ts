@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { MAX_WAIT_SECONDS, pageEpoch, ReturnAddress } from '@return-address/client';
-import { createTestStorage, type SpawnedService, STORE, sleep, spawnService, startTestService, type TestService, type TestStorage } from '../helpers.js';
-import { restorer, stopService } from './restore-helper.js';
+import { STORE, sleep, startTestService, type TestService } from '../helpers.js';
+import { restorableService, restorer } from './restore-helper.js';
 
 describe(`the client and a new epoch (${STORE})`, () => {
   let svc: TestService;
@@ -55,16 +55,7 @@ describe(`the client and a new epoch (${STORE})`, () => {
 });
 
 describe(`the client's consume() and a real restore (${STORE})`, () => {
-  let storage: TestStorage;
-  let svc: SpawnedService;
-  before(async () => {
-    storage = await createTestStorage();
-    svc = await spawnService({}, storage);
-  });
-  after(async () => {
-    await stopService(svc);
-    await storage.drop();
-  });
+  const s = restorableService();
 
   it('after the failed read, reads without waiting, sees the new epoch and handles the new event once', async () => {
     // Every read of the events, with what it asked and what came of it.
@@ -96,8 +87,8 @@ describe(`the client's consume() and a real restore (${STORE})`, () => {
       for (const end = Date.now() + ms; !holds(); await sleep(50)) assert.ok(Date.now() < end, `${what}: not within ${ms} ms; reads ${JSON.stringify(reads)}`);
     };
 
-    const ra = await ReturnAddress.create({ url: svc.baseUrl, fetch: recording });
-    const r = restorer(storage);
+    const ra = await ReturnAddress.create({ url: s.svc.baseUrl, fetch: recording });
+    const r = restorer(s.storage);
     for (let i = 1; i <= 2; i++) await ra.deliver({ data: i });
     await r.backup();
     await ra.deliver({ data: 3 });
@@ -112,7 +103,7 @@ describe(`the client's consume() and a real restore (${STORE})`, () => {
       const oldEpoch = ra.epoch;
       assert.match(oldEpoch ?? '', /^[0-9a-f]{32}$/);
 
-      svc = await r.restore(svc);
+      s.svc = await r.restore(s.svc);
       // The long-poll's wait is MAX_WAIT_SECONDS (25 s) from the first read after the restart; the
       // retry backoff is at most 5 s. Without the read that does not wait, this takes 25 s or more.
       await until('consume sees the new epoch', () => ra.epoch !== oldEpoch, (MAX_WAIT_SECONDS - 5) * 1000);

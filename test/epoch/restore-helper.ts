@@ -7,8 +7,26 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { runCli } from '../forward/cli-process.js';
-import { type SpawnedService, STORE, spawnService, type TestStorage } from '../helpers.js';
+import { createTestStorage, type SpawnedService, STORE, spawnService, type TestStorage } from '../helpers.js';
+
+/**
+ * For one describe(): a spawned service on storage of its own, started before its tests and
+ * stopped and dropped after them. `svc` is the service now running (a restore replaces it).
+ */
+export function restorableService(): { storage: TestStorage; svc: SpawnedService } {
+  const state = {} as { storage: TestStorage; svc: SpawnedService };
+  before(async () => {
+    state.storage = await createTestStorage();
+    state.svc = await spawnService({}, state.storage);
+  });
+  after(async () => {
+    await stopService(state.svc);
+    await state.storage.drop();
+  });
+  return state;
+}
 
 export async function stopService(svc: SpawnedService): Promise<void> {
   svc.proc.kill('SIGTERM');

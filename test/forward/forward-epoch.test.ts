@@ -3,11 +3,11 @@
 // next event gets a sequence the forwarder already passed), it says so in one notice, reads again
 // from the start and sends the handler only what it had not sent: each event id once.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { ReturnAddress } from '@return-address/client';
 import { forward } from '../../src/forward/forwarder.js';
-import { restorer, stopService } from '../epoch/restore-helper.js';
-import { createAddress, createTestStorage, deliver, type SpawnedService, STORE, spawnService, type TestStorage } from '../helpers.js';
+import { restorableService, restorer } from '../epoch/restore-helper.js';
+import { createAddress, deliver, STORE } from '../helpers.js';
 import { startLocalHandler } from './local-handler.js';
 
 async function until(what: string, check: () => boolean, timeoutMs = 60_000): Promise<void> {
@@ -19,22 +19,13 @@ async function until(what: string, check: () => boolean, timeoutMs = 60_000): Pr
 }
 
 describe(`forward and a restore (${STORE})`, () => {
-  let storage: TestStorage;
-  let svc: SpawnedService;
-  before(async () => {
-    storage = await createTestStorage();
-    svc = await spawnService({}, storage);
-  });
-  after(async () => {
-    await stopService(svc);
-    await storage.drop();
-  });
+  const s = restorableService();
 
   it('a running forwarder reads again from the start on a new epoch and sends each event id once', async () => {
-    const r = restorer(storage);
-    const a = await createAddress(svc.baseUrl);
+    const r = restorer(s.storage);
+    const a = await createAddress(s.svc.baseUrl);
     const h = await startLocalHandler();
-    const ra = ReturnAddress.fromCreated(a.body, { url: svc.baseUrl });
+    const ra = ReturnAddress.fromCreated(a.body, { url: s.svc.baseUrl });
     const stop = new AbortController();
     const notices: string[] = [];
     const data = () => h.received.map((x) => JSON.parse(x.body.toString()).data);
@@ -45,14 +36,14 @@ describe(`forward and a restore (${STORE})`, () => {
       onNotice: (m) => notices.push(m),
     });
     try {
-      for (let i = 1; i <= 2; i++) assert.equal((await deliver(svc.baseUrl, a, { data: i })).status, 202);
+      for (let i = 1; i <= 2; i++) assert.equal((await deliver(s.svc.baseUrl, a, { data: i })).status, 202);
       await until('events 1 and 2 forwarded', () => h.received.length >= 2);
       await r.backup();
-      assert.equal((await deliver(svc.baseUrl, a, { data: 3 })).status, 202);
+      assert.equal((await deliver(s.svc.baseUrl, a, { data: 3 })).status, 202);
       await until('event 3 forwarded', () => h.received.length >= 3);
 
-      svc = await r.restore(svc);
-      const fresh = await deliver(svc.baseUrl, a, { data: 'new' });
+      s.svc = await r.restore(s.svc);
+      const fresh = await deliver(s.svc.baseUrl, a, { data: 'new' });
       assert.equal(fresh.status, 202);
       if (STORE === 'sqlite') assert.equal(fresh.json.event.sequence, 3, 'a sequence the forwarder already passed');
       await until('the new event forwarded', () => data().includes('new'));
