@@ -1,13 +1,12 @@
 // ask(): a question to a person, as an approval whose answer is waited for.
-import type { ReturnAddress } from './client.js';
-import type { AskOptions, AskResult } from './types.js';
+import type { AskOptions, AskResult, LoopClient } from './types.js';
 
 /**
  * Asks a person: creates an approval, hands its URL to `onUrl` (send it through your own channel),
  * then waits for the approval's first event (approval.decided, .expired or .cancelled, matched on
  * data.approval_id) and returns it. The event stays unacknowledged: ack it once acted upon.
  */
-export async function ask(ra: ReturnAddress, question: string, opts: AskOptions = {}): Promise<AskResult> {
+export async function ask(ra: LoopClient, question: string, opts: AskOptions = {}): Promise<AskResult> {
   const approval = await ra.createApproval({
     question,
     ...(opts.details !== undefined ? { details: opts.details } : {}),

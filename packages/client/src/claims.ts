@@ -1,8 +1,7 @@
 // consumeClaims(): a worker among several on one address, on claims and their leases.
-import type { ReturnAddress } from './client.js';
 import { ReturnAddressError } from './errors.js';
 import { MAX_WAIT_SECONDS, retrying } from './http.js';
-import type { Claim, ClaimConsumeOptions, ClaimOptions, Event } from './types.js';
+import type { Claim, ClaimConsumeOptions, ClaimOptions, Event, LoopClient } from './types.js';
 
 /**
  * A worker among several sharing this address (claims, at-least-once): claims one event at a
@@ -10,7 +9,7 @@ import type { Claim, ClaimConsumeOptions, ClaimOptions, Event } from './types.js
  * when it throws. The lease is extended while the handler runs. An ack answered lease_lost (the
  * lease ran out and another worker took the event) is reported to `onError` and skipped.
  */
-export async function consumeClaims(ra: ReturnAddress, handler: (event: Event, claim: Claim) => unknown, opts: ClaimConsumeOptions = {}): Promise<void> {
+export async function consumeClaims(ra: LoopClient, handler: (event: Event, claim: Claim) => unknown, opts: ClaimConsumeOptions = {}): Promise<void> {
   const token = () => ra.token;
   const leaseSeconds = opts.leaseSeconds ?? 60;
   const ask: ClaimOptions = { max: 1, lease_seconds: leaseSeconds, wait: opts.idleSeconds ?? MAX_WAIT_SECONDS, max_deliveries: opts.maxDeliveries ?? 5 };

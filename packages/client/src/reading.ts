@@ -1,10 +1,9 @@
 // The read loops: consume() (every event at-least-once, across a restore), events() (a walk to the
 // queue's end) and waitFor() (the first matching event). Each is a function of the client, which
 // keeps its methods as one-line calls of these.
-import type { ReturnAddress } from './client.js';
 import { MAX_WAIT_SECONDS, retrying, sleep } from './http.js';
 import { pageEpoch } from './pages.js';
-import type { ConsumeOptions, Event, EventsOptions, WaitOptions, WaitResult } from './types.js';
+import type { ConsumeOptions, Event, EventsOptions, LoopClient, WaitOptions, WaitResult } from './types.js';
 
 /** How many handled event ids consume() remembers, to skip them when a restore makes it read again. */
 const HANDLED_IDS = 10_000;
@@ -16,7 +15,7 @@ const HANDLED_IDS = 10_000;
  * A handler that throws is retried with backoff (1 s doubling to 60 s) on the same event: nothing
  * is skipped and the order holds. A crash re-delivers what was not committed: dedupe by event id.
  */
-export async function consume(ra: ReturnAddress, handled: Set<string>, handler: (event: Event) => unknown, opts: ConsumeOptions = {}): Promise<void> {
+export async function consume(ra: LoopClient, handled: Set<string>, handler: (event: Event) => unknown, opts: ConsumeOptions = {}): Promise<void> {
   const token = () => ra.token;
   const named = opts.consumer !== undefined;
   let position: number | undefined = opts.after ?? (named ? undefined : ra.cursor);
@@ -105,7 +104,7 @@ export async function consume(ra: ReturnAddress, handled: Set<string>, handler: 
  * Walks every event after `after` (default the cursor) in sequence order, page by page, until
  * the queue's end; it does not move `cursor`. Transient failures are retried a few times.
  */
-export async function* events(ra: ReturnAddress, opts: EventsOptions = {}): AsyncGenerator<Event, void, undefined> {
+export async function* events(ra: LoopClient, opts: EventsOptions = {}): AsyncGenerator<Event, void, undefined> {
   const token = () => ra.token;
   let after = opts.after ?? ra.cursor;
   for (;;) {
@@ -129,7 +128,7 @@ export async function* events(ra: ReturnAddress, opts: EventsOptions = {}): Asyn
  * was scanned. (The CLI's filtered `wait` does not save that cursor: see consume() for reading
  * every event at-least-once.) An error that persists to the deadline is thrown.
  */
-export async function waitFor(ra: ReturnAddress, opts: WaitOptions = {}): Promise<WaitResult> {
+export async function waitFor(ra: LoopClient, opts: WaitOptions = {}): Promise<WaitResult> {
   const token = () => ra.token;
   const deadline = Date.now() + (opts.timeout ?? 300) * 1000;
   let after = opts.after ?? ra.cursor;

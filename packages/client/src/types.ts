@@ -147,3 +147,28 @@ export interface EventsOptions extends FilterOptions {
   limit?: number;
   signal?: AbortSignal;
 }
+
+/**
+ * What the loops (reading.ts, claims.ts, approvals.ts) use of a client. `ReturnAddress` has all of
+ * it; the loops name this instead of the class, so none of them imports client.ts, which imports them.
+ */
+export interface LoopClient {
+  token: string;
+  cursor: number;
+  epoch: string | undefined;
+  page(q?: PageOptions): Promise<EventPage>;
+  waitFor(opts?: WaitOptions): Promise<WaitResult>;
+  ack(eventId: string): Promise<Event>;
+  claim(opts?: ClaimOptions, signal?: AbortSignal): Promise<Claim[]>;
+  ackClaim(leaseId: string): Promise<Event>;
+  extendClaim(leaseId: string, leaseSeconds?: number): Promise<string>;
+  nackClaim(leaseId: string, opts?: { delay_seconds?: number; reason?: string; dead?: boolean }): Promise<Event>;
+  createApproval(body: {
+    question: string;
+    details?: string;
+    options?: { id: string; label: string }[];
+    fields?: ApprovalFieldSpec[];
+    expires_in_seconds?: number;
+    max_responses?: number;
+  }): Promise<Approval>;
+}
