@@ -8,5 +8,7 @@ export const noChromium = existsSync(CHROMIUM) ? false : `no chromium at ${CHROM
 if (noChromium) console.log(`# browser tests skipped: ${noChromium}`);
 
 export function launchBrowser(): Promise<Browser> {
-  return puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  // 120 s to start, not puppeteer's 30 s: under CI's load (four test files at once) Chromium once
+  // took longer than 30 s to print its endpoint, and the whole browser suite was cancelled.
+  return puppeteer.launch({ executablePath: CHROMIUM, headless: true, timeout: 120_000, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
 }

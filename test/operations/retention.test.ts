@@ -31,7 +31,7 @@ describe('retention of acknowledged events', () => {
   });
   after(() => svc.stop());
 
-  it('deletes exactly the events acknowledged longer ago than the retention, in batches, keeping the quotas exact', async () => {
+  it('deletes exactly the events acknowledged longer ago than the retention, in batches, keeping the quotas exact', async (t) => {
     const a = await createAddress(svc.baseUrl);
     const b = await createAddress(svc.baseUrl);
     const oldA = await deliverN(svc, a, 12, 'a');
@@ -39,6 +39,7 @@ describe('retention of acknowledged events', () => {
     for (const id of oldA.slice(0, 9)) assert.equal((await ack(svc, a, id)).status, 200);
     for (const id of oldB.slice(0, 4)) assert.equal((await ack(svc, b, id)).status, 200);
     await sleep(RETAIN_SECONDS * 1000 + 100);
+    const lateFrom = Date.now();
     // Acknowledged after the cutoff: kept. Never acknowledged: kept.
     assert.equal((await ack(svc, a, oldA[9]!)).status, 200);
     const newA = await deliverN(svc, a, 2, 'a2');
@@ -47,13 +48,26 @@ describe('retention of acknowledged events', () => {
     const concurrent = Promise.all([deliverN(svc, b, 5, 'b2'), ack(svc, a, newA[0]!)]);
     const deleted = await svc.service.sweepAcknowledged(4);
     await concurrent;
-    assert.equal(deleted, 13);
     // A second sweep finds nothing: run at once, while the late acks are still young.
-    assert.equal(await svc.service.sweepAcknowledged(4), 0);
+    const second = await svc.service.sweepAcknowledged(4);
 
     const left = async (x: Addr) =>
       (await api(svc.baseUrl, 'GET', `/api/v1/addresses/${x.id}/events?limit=100`, { token: x.token })).json.events.map((e: { id: string }) => e.id);
-    assert.deepEqual(await left(a), [...oldA.slice(9), ...newA]);
+    // The two late acks are young only while less than the retention has passed since the first of
+    // them. A machine so busy that the sweeps ended after that (once in CI, with 5 s and with 10 s)
+    // cannot show that they are kept: then only what holds either way is checked, and it says so.
+    if (Date.now() - lateFrom < RETAIN_SECONDS * 1000) {
+      assert.equal(deleted, 13);
+      assert.equal(second, 0);
+      assert.deepEqual(await left(a), [...oldA.slice(9), ...newA]);
+    } else {
+      t.diagnostic(`the sweeps ended ${Date.now() - lateFrom} ms after the late acks, past the ${RETAIN_SECONDS} s retention: the late acks may be gone`);
+      assert.ok(deleted >= 13 && deleted + second <= 15, `deleted ${deleted} then ${second}: the 13 old acks, and at most the 2 late ones`);
+      assert.deepEqual(
+        (await left(a)).filter((id: string) => id !== oldA[9] && id !== newA[0]),
+        [...oldA.slice(10), newA[1]],
+      );
+    }
     assert.deepEqual((await left(b)).slice(0, 3), oldB.slice(4));
     assert.equal((await left(b)).length, 3 + 5);
     for (const c of await countersAgainstRows(svc.storage)) {
