@@ -10,7 +10,7 @@ import { consume, events, waitFor } from './reading.js';
 import type {
   Address,
   Approval,
-  ApprovalFieldSpec,
+  ApprovalRequest,
   AskOptions,
   AskResult,
   Claim,
@@ -306,14 +306,7 @@ export class ReturnAddress {
   }
 
   /** Creates an approval (POST …/approvals); its `url` is shown only here. Not retried: a retry could create a second one. */
-  createApproval(body: {
-    question: string;
-    details?: string;
-    options?: { id: string; label: string }[];
-    fields?: ApprovalFieldSpec[];
-    expires_in_seconds?: number;
-    max_responses?: number;
-  }): Promise<Approval> {
+  createApproval(body: ApprovalRequest): Promise<Approval> {
     return request<{ approval: Approval }>(this.fetch, 'POST', `${this.base}/approvals`, { token: this.token, json: body }).then((r) => r.approval);
   }
 

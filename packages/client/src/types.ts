@@ -163,12 +163,15 @@ export interface LoopClient {
   ackClaim(leaseId: string): Promise<Event>;
   extendClaim(leaseId: string, leaseSeconds?: number): Promise<string>;
   nackClaim(leaseId: string, opts?: { delay_seconds?: number; reason?: string; dead?: boolean }): Promise<Event>;
-  createApproval(body: {
-    question: string;
-    details?: string;
-    options?: { id: string; label: string }[];
-    fields?: ApprovalFieldSpec[];
-    expires_in_seconds?: number;
-    max_responses?: number;
-  }): Promise<Approval>;
+  createApproval(body: ApprovalRequest): Promise<Approval>;
+}
+
+/** The body of POST …/approvals (ReturnAddress.createApproval). */
+export interface ApprovalRequest {
+  question: string;
+  details?: string;
+  options?: { id: string; label: string }[];
+  fields?: ApprovalFieldSpec[];
+  expires_in_seconds?: number;
+  max_responses?: number;
 }
