@@ -21,7 +21,7 @@ function healthz(baseUrl: string, timeoutMs: number): Promise<number> {
   });
 }
 
-export function startLivenessProbe(baseUrl: string, intervalMs = 100): LivenessProbe {
+export function startLivenessProbe(baseUrl: string, intervalMs = 100, timeoutMs = 5000): LivenessProbe {
   let running = true;
   let maxMs = 0;
   let answers = 0;
@@ -29,12 +29,12 @@ export function startLivenessProbe(baseUrl: string, intervalMs = 100): LivenessP
   const loop = (async () => {
     while (running) {
       try {
-        const ms = await healthz(baseUrl, 5000);
+        const ms = await healthz(baseUrl, timeoutMs);
         maxMs = Math.max(maxMs, ms);
         answers++;
       } catch (err) {
         failures.push((err as Error).message);
-        maxMs = Math.max(maxMs, 5000);
+        maxMs = Math.max(maxMs, timeoutMs);
       }
       await new Promise((r) => setTimeout(r, intervalMs));
     }
