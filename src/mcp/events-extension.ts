@@ -19,6 +19,7 @@ import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { TRUST_INGRESSES, type TrustIngress, UNTRUSTED_CONTENT } from '../domain/trust.js';
 import type { EpochStore } from '../epoch/epoch-store.js';
 import { Event } from '../http/schemas.js';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../storage/store-unavailable.js';
 import { epochMeta, epochMetaMembers } from './event-results.js';
 import { prunedBefore, startOf } from './events-position.js';
 
@@ -53,6 +54,18 @@ export class EventsError extends Error {
   ) {
     super(message);
   }
+}
+
+/**
+ * A store outage over MCP (design.md, "Honest status"): as the HTTP API's 503 `unavailable`, a
+ * temporary condition, not a bug; nothing was changed and the same request may be sent again.
+ */
+export function unavailableEventsError(): EventsError {
+  return new EventsError(
+    -32603,
+    `Service unavailable: storage cannot be reached or written right now; nothing was changed. Retry after ${UNAVAILABLE_RETRY_AFTER_SECONDS} s.`,
+    { code: 'unavailable', retryAfterSeconds: UNAVAILABLE_RETRY_AFTER_SECONDS },
+  );
 }
 
 const invalid = (message: string) => new EventsError(INVALID_PARAMS, `Invalid params: ${message}`);

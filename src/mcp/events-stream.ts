@@ -16,6 +16,7 @@ import type { AddressRecord, EventRecord } from '../domain/model.js';
 import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import type { EpochStore } from '../epoch/epoch-store.js';
+import { isStoreUnavailable } from '../storage/store-unavailable.js';
 import { EPOCH_META, epochMeta, epochMetaMembers } from './event-results.js';
 import {
   CREDENTIALS_ROTATED,
@@ -30,6 +31,7 @@ import {
   readInteger,
   readSubscription,
   staleCursor,
+  unavailableEventsError,
 } from './events-extension.js';
 import { type Start, startOf } from './events-position.js';
 
@@ -132,6 +134,11 @@ export class EventStreams {
             // The read token this stream was opened with was rotated away (design.md, "Credential rotation").
             const data = JSON.stringify({ code: err.code, reason: err.message });
             res.write(notify('terminated', `"error":{"code":${CREDENTIALS_ROTATED},"message":"Unauthorized","data":${data}}`));
+          } else if (isStoreUnavailable(err)) {
+            // A store outage: the stream ends, and a new one from the last cursor may follow after the wait.
+            log.warn({ err }, 'events/stream ended: the store is unavailable');
+            const e = unavailableEventsError();
+            res.write(notify('error', `"error":${JSON.stringify({ code: e.code, message: e.message, data: e.data })}`));
           } else if (err !== undefined) {
             log.error({ err }, 'events/stream failed');
             res.write(notify('error', '"error":{"code":-32603,"message":"Internal error: the stream stopped; open a new one with your last cursor."}'));

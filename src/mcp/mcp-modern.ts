@@ -12,8 +12,9 @@ import type { ReturnAddressService } from '../domain/return-address-service.js';
 import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import type { EpochStore } from '../epoch/epoch-store.js';
 import type { Subscriptions } from '../push/subscriptions.js';
+import { isStoreUnavailable, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../storage/store-unavailable.js';
 import type { CallbackVerifier } from './callback-verification.js';
-import { EVENTS_EXTENSION, EventsError, listEventTypes, pollEvents } from './events-extension.js';
+import { EVENTS_EXTENSION, EventsError, listEventTypes, pollEvents, unavailableEventsError } from './events-extension.js';
 import type { EventStreams } from './events-stream.js';
 import { subscribeEvents, unsubscribeEvents } from './events-subscribe.js';
 import type { McpToolServer } from './in-process.js';
@@ -189,8 +190,9 @@ export async function answerModern(request: FastifyRequest, reply: FastifyReply,
         reply.hijack();
         await deps.streams.start(deps.address, id, params, reply.raw, request.log).catch((err: unknown) => {
           if (reply.raw.headersSent) throw err;
-          const status = err instanceof EventsError && err.code === -32025 ? 429 : 200;
-          reply.raw.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...(status === 429 ? { 'retry-after': '10' } : {}) });
+          const status = err instanceof EventsError && err.code === -32025 ? 429 : isStoreUnavailable(err) ? 503 : 200;
+          const retryAfter = status === 429 ? { 'retry-after': '10' } : status === 503 ? { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) } : {};
+          reply.raw.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...retryAfter });
           reply.raw.end(eventsErrorJson(id, err, request));
         });
         return reply;
@@ -209,12 +211,19 @@ export async function answerModern(request: FastifyRequest, reply: FastifyReply,
         );
     }
   } catch (err) {
-    return sendJson(reply, 200, eventsErrorJson(id, err, request));
+    // A store outage is the HTTP API's 503 with Retry-After: a client and a proxy both know to retry.
+    if (isStoreUnavailable(err)) reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+    return sendJson(reply, isStoreUnavailable(err) ? 503 : 200, eventsErrorJson(id, err, request));
   }
 }
 
 function eventsErrorJson(id: Id, err: unknown, request: FastifyRequest): string {
   if (err instanceof EventsError) return errorJson(id, err.code, err.message, err.data);
+  if (isStoreUnavailable(err)) {
+    request.log.warn({ err }, 'MCP request failed: the store is unavailable');
+    const e = unavailableEventsError();
+    return errorJson(id, e.code, e.message, e.data);
+  }
   const status = (err as { status?: number }).status;
   if (typeof status === 'number' && status < 500) return errorJson(id, INVALID_PARAMS, (err as Error).message);
   request.log.error({ err }, 'MCP request failed');

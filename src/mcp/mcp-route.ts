@@ -197,6 +197,13 @@ export const mcpRoutes =
               anyOf: [ErrorBody, JsonRpcError],
             },
             429: { description: 'Revision 2026-07-28: events/stream beyond MAX_STREAMS_PER_ADDRESS open streams (JSON-RPC error -32025).', ...JsonRpcError },
+            503: {
+              description:
+                "Storage cannot be reached or written right now; nothing was changed; retry after the Retry-After seconds. `unavailable` in the API's " +
+                'error body when the token check met the outage, else a JSON-RPC error whose data is {code: "unavailable", retryAfterSeconds} (a tool call ' +
+                'in revisions before 2026-07-28 is an isError result with the error code unavailable).',
+              anyOf: [ErrorBody, JsonRpcError],
+            },
             400: {
               description:
                 "`invalid_request` / `invalid_json` in the API's error body: a wrong Accept or MCP-Protocol-Version header, " +

@@ -21,6 +21,7 @@ import { MAX_FILTER_COST, MAX_MATCH_ARRAY_MEMBERS, MAX_MATCH_CONDITIONS, MAX_TYP
 import { addressView, eventJson, eventPageJson } from '../domain/representation.js';
 import { UNTRUSTED_CONTENT } from '../domain/trust.js';
 import { EventsQuery } from '../http/schemas.js';
+import { isStoreUnavailable, unavailableError } from '../storage/store-unavailable.js';
 import { registerApprovalTools } from './approval-tools.js';
 import { registerClaimTools } from './claim-tools.js';
 import { AddressOutput, EVENT_TOOLS, EventOutput, epochMeta, jsonResult } from './event-results.js';
@@ -217,9 +218,10 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       }
       return result;
     } catch (err) {
-      const e = err instanceof ApiError ? err : null;
-      if (!e || e.status >= 500) ctx.log.error({ err, tool }, 'MCP tool failed');
-      const body = e && e.status < 500 ? errorBody(e.code, e.message) : internalErrorBody();
+      // A store outage is the HTTP API's 503 `unavailable` (retry after a few seconds), not an internal error.
+      const e = err instanceof ApiError ? err : isStoreUnavailable(err) ? unavailableError(err) : null;
+      if (!e || e.status >= 500) ctx.log[e?.code === 'unavailable' ? 'warn' : 'error']({ err, tool }, 'MCP tool failed');
+      const body = e && (e.status < 500 || e.code === 'unavailable') ? errorBody(e.code, e.message) : internalErrorBody();
       return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
     }
   };

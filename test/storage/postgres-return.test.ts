@@ -15,12 +15,14 @@ import {
   deliver,
   freePort,
   onlyPostgres,
+  type Res,
   sleep,
   startTestService,
   type TestService,
   type TestStorage,
 } from '../helpers.js';
 import { startLivenessProbe } from '../liveness-probe.js';
+import { call, openPush } from '../mcp/mcp-modern-client.js';
 
 /** A TCP proxy to 127.0.0.1:5432 that can be cut and restored. */
 async function pgProxy(): Promise<{ port: number; cut(): void; restore(): void; close(): Promise<void> }> {
@@ -143,5 +145,41 @@ describe('readiness and warnings through a PostgreSQL outage', { skip: onlyPostg
     probe = undefined;
     assert.deepEqual(failures, []);
     assert.ok(maxMs < 1000, `healthz answered within 1 s (slowest ${maxMs} ms)`);
+  });
+
+  it('over MCP an outage is "unavailable, retry after 5 s" (503 with Retry-After; an open events/stream ends saying so), never -32603 Internal error', {
+    timeout: 60_000,
+  }, async () => {
+    const a = await createAddress(svc.baseUrl);
+    const poll = { name: 'return_address.event', arguments: {}, cursor: null };
+    assert.equal((await call(a.mcpUrl, a.token, 'events/poll', poll)).status, 200);
+    const stream = await openPush(a.mcpUrl, a.token, { name: 'return_address.event', arguments: {}, cursor: null, heartbeatMs: 1000 });
+    assert.equal(stream.status, 200);
+    proxy.cut();
+    try {
+      // Whether the token check (an API error body) or the method itself (a JSON-RPC error) met the
+      // outage, the answer is 503 with Retry-After and the code unavailable.
+      const unavailable = (r: Res) => {
+        assert.equal(r.status, 503, r.text);
+        assert.equal(r.headers.get('retry-after'), '5');
+        const code = r.json.jsonrpc === '2.0' ? r.json.error.data.code : r.json.error.code;
+        assert.equal(code, 'unavailable', r.text);
+      };
+      unavailable(await call(a.mcpUrl, a.token, 'events/poll', poll));
+      unavailable(await call(a.mcpUrl, a.token, 'tools/call', { name: 'list_events', arguments: {} }));
+      const ended = await stream.next((m) => m.method === 'notifications/events/error', 30_000);
+      assert.equal(ended.params.error.data.code, 'unavailable', JSON.stringify(ended));
+      assert.equal(ended.params.error.data.retryAfterSeconds, 5);
+      await stream.ended;
+    } finally {
+      stream.close();
+      proxy.restore();
+    }
+    let back = await call(a.mcpUrl, a.token, 'events/poll', poll);
+    for (let i = 0; i < 100 && back.status !== 200; i++) {
+      await sleep(100);
+      back = await call(a.mcpUrl, a.token, 'events/poll', poll);
+    }
+    assert.equal(back.status, 200, back.text);
   });
 });
