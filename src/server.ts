@@ -95,7 +95,12 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         await sweeper.stop();
         // Before the store closes: messages being stored get their 250, then SMTP clients get 421.
         await started.smtp.close();
-        await started.app.close();
+        // Fastify closes the connections idle when close() starts; a request answered after that
+        // (a long-poll ended by the hub's shutdown, answered after a query on PostgreSQL) left its
+        // keep-alive connection open until the socket timeout, and a proxy's pooled connections
+        // held a stop for 55 s: closed as they become idle.
+        const idle = setInterval(() => started.app.server.closeIdleConnections(), 100);
+        await started.app.close().finally(() => clearInterval(idle));
         await metricsListener?.close();
         await store.close();
       })());
