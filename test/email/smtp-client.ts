@@ -46,8 +46,8 @@ export class RawSmtp {
   }
 
   /** Connects and reads the greeting; then EHLO. */
-  static async ready(port: number): Promise<RawSmtp> {
-    const s = await RawSmtp.open(port);
+  static async ready(port: number, timeoutMs?: number): Promise<RawSmtp> {
+    const s = await RawSmtp.open(port, '127.0.0.1', timeoutMs);
     const greeting = await s.reply();
     if (greeting.code !== 220) throw new Error(`greeting: ${greeting.text}`);
     const ehlo = await s.cmd('EHLO test.example');
@@ -144,9 +144,9 @@ export function dotStuff(message: string | Buffer): Buffer {
 /** One whole transaction on a fresh connection. */
 export async function sendRaw(
   port: number,
-  opts: { from: string; rcpts: string[]; message: string | Buffer },
+  opts: { from: string; rcpts: string[]; message: string | Buffer; timeoutMs?: number },
 ): Promise<{ mail: Reply; rcpt: Reply[]; data: Reply | null; final: Reply | null }> {
-  const s = await RawSmtp.ready(port);
+  const s = await RawSmtp.ready(port, opts.timeoutMs);
   try {
     const mail = await s.cmd(`MAIL FROM:<${opts.from}>`);
     const rcpt: Reply[] = [];
