@@ -57,7 +57,7 @@ export class EventsError extends Error {
 }
 
 /**
- * A store outage over MCP (design.md, "Honest status"): as the HTTP API's 503 `unavailable`, a
+ * A store outage over MCP (design.md, "Bounded work": honest status): as the HTTP API's 503 `unavailable`, a
  * temporary condition, not a bug; nothing was changed and the same request may be sent again.
  */
 export function unavailableEventsError(): EventsError {

@@ -4,7 +4,7 @@
 // written only by the lease's holder; paused and expired subscriptions are not leased; resume
 // clears a pause; expired ones are deleted; rows go with their address; a refresh writes the
 // replaced secret and its rotation time (migration 0020) and keeps the delivered epoch, which only
-// markDeliveredEpoch writes.
+// markDeliveredEpoch writes; the holder's renewal is never skipped for a row lock of its own writes.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { DeliveryState, SubscriptionRecord } from '../../src/push/subscription-store.js';
@@ -94,6 +94,25 @@ describe('push subscriptions: store contract', () => {
     assert.equal(await store.subscriptions.recordDelivery(a, 'l1', 'B', failed), true);
     await store.subscriptions.releaseLeases('B');
     assert.deepEqual(mine(await store.subscriptions.leaseSubscriptions('C', t + 2001, 1000, 1000), a), ['l1'], 'released: C takes it at once');
+  });
+
+  it("the holder's renewal is never left out by its own delivery writes in flight at that moment", async () => {
+    // On PostgreSQL a delivery write holds the row's lock for its UPDATE; a renewal that skipped
+    // locked rows left the subscription out of the sweep, which stopped its runner mid-attempt and
+    // sent the event twice (once in CI). On SQLite writes are serial, and the rule holds the same.
+    const a = await address();
+    await store.subscriptions.saveSubscription(sub(a, 'r1'), 10);
+    const t = 40_000_000;
+    assert.deepEqual(mine(await store.subscriptions.leaseSubscriptions('H', t, 60_000, 1000), a), ['r1']);
+    for (let round = 0; round < 60; round++) {
+      const [renewed, ...writes] = await Promise.all([
+        store.subscriptions.leaseSubscriptions('H', t + round, 60_000, 1000),
+        ...Array.from({ length: 4 }, () => store.subscriptions.recordDelivery(a, 'r1', 'H', failed)),
+      ]);
+      assert.deepEqual(mine(renewed as SubscriptionRecord[], a), ['r1'], `round ${round}: the renewal returned the held subscription`);
+      assert.deepEqual(writes, [true, true, true, true], 'the holder may write');
+    }
+    assert.deepEqual(mine(await store.subscriptions.leaseSubscriptions('Other', t + 100, 60_000, 1000), a), [], 'still held');
   });
 
   it('parallel leasing by two owners never gives one subscription to both', async () => {

@@ -129,7 +129,7 @@ describe(`untrusted input at full size (${STORE})`, () => {
       assert.ok(cpu < 10, `the capture took ${cpu.toFixed(2)} CPU s (one HMAC per v1 entry took about 60)`);
       // Its largest step on the loop is SQLite writing the 25 MiB row: about 200 ms on an idle machine,
       // 3.4 s once beside the whole suite, with 1.2 CPU s in all (the write waited for a busy disk;
-      // design.md, "A maximum-size event on SQLite"). What it guards against held the loop a minute.
+      // design.md, "Bounded work": a maximum-size event on SQLite). What it guards against held the loop a minute.
       assert.ok(stripeStall < 10_000, `the service's event loop stalled ${Math.round(stripeStall)} ms beside the capture`);
     } finally {
       // A failed assertion must not leave a probe polling a stopped service (the file would hang).

@@ -131,19 +131,33 @@ export class PostgresSubscriptions implements SubscriptionStore {
   }
 
   async leaseSubscriptions(owner: string, now: number, leaseMs: number, limit: number): Promise<SubscriptionRecord[]> {
+    const returning = COLUMNS.split(', ')
+      .map((c) => `s.${c}`)
+      .join(', ');
+    // The owner's own leases are renewed first, waiting for a row lock rather than skipping it: the
+    // lock is this instance's own delivery write (a short UPDATE), and a renewal that skipped it left
+    // the subscription out of the sweep, which stopped its runner mid-attempt and sent the event
+    // again. Only taking others' free or run-out leases skips locked rows.
+    const renewed = await this.pool.query<Row>(
+      `UPDATE subscriptions s SET lease_until = $3
+       WHERE lease_owner = $1 AND paused_at IS NULL AND (expires_at IS NULL OR expires_at > $2)
+       RETURNING ${returning}`,
+      [owner, now, now + leaseMs],
+    );
+    const room = limit - renewed.rows.length;
+    if (room <= 0) return renewed.rows.map(subscriptionOf);
     // SKIP LOCKED: two instances leasing at once take different rows instead of waiting on each other.
-    const r = await this.pool.query<Row>(
+    const taken = await this.pool.query<Row>(
       `UPDATE subscriptions s SET lease_owner = $1, lease_until = $3
        FROM (SELECT address_id, id FROM subscriptions
-             WHERE paused_at IS NULL AND (expires_at IS NULL OR expires_at > $2) AND (lease_owner IS NULL OR lease_owner = $1 OR lease_until < $2)
+             WHERE paused_at IS NULL AND (expires_at IS NULL OR expires_at > $2) AND lease_owner IS DISTINCT FROM $1
+               AND (lease_owner IS NULL OR lease_until < $2)
              ORDER BY address_id, id LIMIT $4 FOR UPDATE SKIP LOCKED) t
        WHERE s.address_id = t.address_id AND s.id = t.id
-       RETURNING ${COLUMNS.split(', ')
-         .map((c) => `s.${c}`)
-         .join(', ')}`,
-      [owner, now, now + leaseMs, limit],
+       RETURNING ${returning}`,
+      [owner, now, now + leaseMs, room],
     );
-    return r.rows.map(subscriptionOf);
+    return [...renewed.rows, ...taken.rows].map(subscriptionOf);
   }
 
   async releaseLeases(owner: string): Promise<void> {
