@@ -213,6 +213,25 @@ describe(`a rotated read token ends the waits it opened (${STORE})`, () => {
     assert.equal(got.event?.data, 'after rotate');
   });
 
+  it("…and when the wait's 401 comes back before rotate()'s own answer (a busy machine), it still reads again with the new token", async () => {
+    // rotate()'s answer is held 500 ms after it arrived, so the ended wait hears credentials_rotated
+    // while the client still holds the old token (the order a CPU hog once produced here).
+    const slowRotate: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (String(input).endsWith('/rotate')) await sleep(500);
+      return res;
+    };
+    const ra = await ReturnAddress.create({ url: svc.baseUrl, fetch: slowRotate });
+    const base = svc.running.hub.tokenWatches();
+    const waiting = ra.waitFor({ timeout: 20 });
+    await watching(svc, base + 1, 'the client long-polls with its first token');
+    await ra.rotate({ readToken: true });
+    await watching(svc, base + 1, 'the client waits again, with the new token');
+    const d = await api(svc.baseUrl, 'POST', ra.inboxUrl!, { json: { data: 'after a slow rotate' } });
+    assert.equal(d.status, 202, d.text);
+    assert.equal((await waiting).event?.data, 'after a slow rotate');
+  });
+
   it("a webhook subscription is the owner's, not a reader's: it goes on delivering after the read token is rotated", async () => {
     const rx = await startReceiver();
     try {

@@ -10,14 +10,13 @@ import type { Claim, ClaimConsumeOptions, ClaimOptions, Event, LoopClient } from
  * lease ran out and another worker took the event) is reported to `onError` and skipped.
  */
 export async function consumeClaims(ra: LoopClient, handler: (event: Event, claim: Claim) => unknown, opts: ClaimConsumeOptions = {}): Promise<void> {
-  const token = () => ra.token;
   const leaseSeconds = opts.leaseSeconds ?? 60;
   const ask: ClaimOptions = { max: 1, lease_seconds: leaseSeconds, wait: opts.idleSeconds ?? MAX_WAIT_SECONDS, max_deliveries: opts.maxDeliveries ?? 5 };
   if (opts.type !== undefined) ask.type = opts.type;
   if (opts.match !== undefined) ask.match = opts.match;
   for (;;) {
     if (opts.signal?.aborted) return;
-    const claims = await retrying(() => ra.claim(ask, opts.signal), Number.POSITIVE_INFINITY, opts.signal, token);
+    const claims = await retrying(() => ra.claim(ask, opts.signal), Number.POSITIVE_INFINITY, opts.signal, ra);
     if (claims.length === 0 && opts.idleSeconds !== undefined) return;
     for (const c of claims) {
       const keepAlive = setInterval(
@@ -35,7 +34,7 @@ export async function consumeClaims(ra: LoopClient, handler: (event: Event, clai
         clearInterval(keepAlive);
       }
       try {
-        if (failure === undefined) await retrying(() => ra.ackClaim(c.lease_id), Number.POSITIVE_INFINITY, opts.signal, token);
+        if (failure === undefined) await retrying(() => ra.ackClaim(c.lease_id), Number.POSITIVE_INFINITY, opts.signal, ra);
         else {
           opts.onError?.(failure.err, c);
           const delay = Math.min(60, 2 ** (c.delivery_count - 1));
@@ -43,7 +42,7 @@ export async function consumeClaims(ra: LoopClient, handler: (event: Event, clai
             () => ra.nackClaim(c.lease_id, { delay_seconds: delay, reason: String((failure.err as Error)?.message ?? failure.err).slice(0, 500) }),
             Number.POSITIVE_INFINITY,
             opts.signal,
-            token,
+            ra,
           );
         }
       } catch (err) {

@@ -42,6 +42,8 @@ import type {
 export class ReturnAddress {
   readonly url: string;
   readonly id: string;
+  /** The rotate() under way, if any: it settles once the new token is in place. */
+  rotation: Promise<unknown> | undefined;
   /** The read token; rotate() replaces it when it rotates the token. */
   token: string;
   /** The secret delivery URL; known when this client created the address or was given the create response (rotate() replaces it). */
@@ -196,10 +198,22 @@ export class ReturnAddress {
    */
   async rotate(what: { inboxSecret?: boolean; readToken?: boolean }): Promise<RotateCredentialsResponse> {
     const json = { inbox_secret: what.inboxSecret === true, read_token: what.readToken === true };
-    const body = await request<RotateCredentialsResponse>(this.fetch, 'POST', `${this.base}/rotate`, { token: this.token, json });
-    if (body.credentials.read_token !== undefined) this.token = body.credentials.read_token;
-    if (body.endpoints.inbox_url !== undefined) this.inboxUrl = body.endpoints.inbox_url;
-    return body;
+    const done = request<RotateCredentialsResponse>(this.fetch, 'POST', `${this.base}/rotate`, { token: this.token, json }).then((body) => {
+      if (body.credentials.read_token !== undefined) this.token = body.credentials.read_token;
+      if (body.endpoints.inbox_url !== undefined) this.inboxUrl = body.endpoints.inbox_url;
+      return body;
+    });
+    // A wait this rotation ends may hear so before this answer arrives: it waits for the new token here.
+    const settled = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.rotation = settled;
+    try {
+      return await done;
+    } finally {
+      if (this.rotation === settled) this.rotation = undefined;
+    }
   }
 
   /** The address's sender policy (GET …/sender-policy): `sender_policy` null when none is set. */

@@ -99,14 +99,19 @@ export async function request<T>(
 
 /**
  * Runs a read, retrying transient failures with capped exponential backoff (and jitter) until
- * `deadline`; a 500 only INTERNAL_ERROR_ATTEMPTS times in all. `token` is the client's read token
- * as it is now (rotate() may change it while a read waits). `read` is told whether the attempt before
+ * `deadline`; a 500 only INTERNAL_ERROR_ATTEMPTS times in all. `credentials` is the client: its read
+ * token as it is now, and the rotate() under way (either may change while a read waits). `read` is told whether the attempt before
  * it failed: a long-poll then asks without waiting first (reading.ts), so that a service back from a
  * restore says its new epoch at once.
  */
-export async function retrying<T>(read: (failed: boolean) => Promise<T>, deadline: number, signal: AbortSignal | undefined, token: () => string): Promise<T> {
+export async function retrying<T>(
+  read: (failed: boolean) => Promise<T>,
+  deadline: number,
+  signal: AbortSignal | undefined,
+  credentials: { readonly token: string; readonly rotation?: Promise<unknown> | undefined },
+): Promise<T> {
   let internalErrors = 0;
-  let used = token();
+  let used = credentials.token;
   let failed = false;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -114,9 +119,13 @@ export async function retrying<T>(read: (failed: boolean) => Promise<T>, deadlin
     } catch (err) {
       // This client rotated its own read token (rotate()) while the read waited: the service ended
       // that wait for the old token (credentials_rotated), so it is read again with the new one.
-      if (err instanceof ReturnAddressError && err.code === 'credentials_rotated' && token() !== used) {
-        used = token();
-        continue;
+      if (err instanceof ReturnAddressError && err.code === 'credentials_rotated') {
+        // The wait can be ended before rotate()'s own answer has come back with the new token.
+        if (credentials.token === used) await credentials.rotation;
+        if (credentials.token !== used) {
+          used = credentials.token;
+          continue;
+        }
       }
       const delay = Math.min(5000, 200 * 2 ** attempt) * (0.5 + Math.random() / 2);
       if (transient(err) && !tryLater(err) && ++internalErrors >= INTERNAL_ERROR_ATTEMPTS) throw err;

@@ -16,7 +16,6 @@ const HANDLED_IDS = 10_000;
  * is skipped and the order holds. A crash re-delivers what was not committed: dedupe by event id.
  */
 export async function consume(ra: LoopClient, handled: Set<string>, handler: (event: Event) => unknown, opts: ConsumeOptions = {}): Promise<void> {
-  const token = () => ra.token;
   const named = opts.consumer !== undefined;
   let position: number | undefined = opts.after ?? (named ? undefined : ra.cursor);
   const retryDelay = opts.retryDelayMs ?? 1000;
@@ -44,7 +43,7 @@ export async function consume(ra: LoopClient, handled: Set<string>, handler: (ev
         }),
       Number.POSITIVE_INFINITY,
       opts.signal,
-      token,
+      ra,
     );
     // A restore (a new epoch) gives sequences again to new events: read the address again from the
     // start, skipping the ids handled already (at-least-once holds). Named consumers' positions are
@@ -75,7 +74,7 @@ export async function consume(ra: LoopClient, handled: Set<string>, handler: (ev
       }
       handled.add(event.id);
       if (handled.size > HANDLED_IDS) handled.delete(handled.values().next().value as string);
-      if (opts.ack ?? true) await retrying(() => ra.ack(event.id), Number.POSITIVE_INFINITY, opts.signal, token);
+      if (opts.ack ?? true) await retrying(() => ra.ack(event.id), Number.POSITIVE_INFINITY, opts.signal, ra);
       // Past the page's last event the examined non-matching ones are confirmed too.
       position = i === page.events.length - 1 ? page.next_cursor : event.sequence;
       if (!named) ra.cursor = position;
@@ -87,12 +86,7 @@ export async function consume(ra: LoopClient, handled: Set<string>, handler: (ev
       if (opts.idleSeconds !== undefined && !page.has_more) {
         // Confirm how far the (filtered) scan got before returning.
         if (named)
-          await retrying(
-            () => ra.page({ after: position, consumer: opts.consumer, limit: 1, signal: opts.signal }),
-            Number.POSITIVE_INFINITY,
-            opts.signal,
-            token,
-          );
+          await retrying(() => ra.page({ after: position, consumer: opts.consumer, limit: 1, signal: opts.signal }), Number.POSITIVE_INFINITY, opts.signal, ra);
         else await opts.onCommit?.(position);
         return;
       }
@@ -105,14 +99,13 @@ export async function consume(ra: LoopClient, handled: Set<string>, handler: (ev
  * the queue's end; it does not move `cursor`. Transient failures are retried a few times.
  */
 export async function* events(ra: LoopClient, opts: EventsOptions = {}): AsyncGenerator<Event, void, undefined> {
-  const token = () => ra.token;
   let after = opts.after ?? ra.cursor;
   for (;;) {
     const page = await retrying(
       () => ra.page({ after, limit: opts.limit, type: opts.type, match: opts.match, state: opts.state, signal: opts.signal }),
       Date.now() + 30_000,
       opts.signal,
-      token,
+      ra,
     );
     for (const e of page.events) yield e;
     after = page.next_cursor;
@@ -129,7 +122,6 @@ export async function* events(ra: LoopClient, opts: EventsOptions = {}): AsyncGe
  * every event at-least-once.) An error that persists to the deadline is thrown.
  */
 export async function waitFor(ra: LoopClient, opts: WaitOptions = {}): Promise<WaitResult> {
-  const token = () => ra.token;
   const deadline = Date.now() + (opts.timeout ?? 300) * 1000;
   let after = opts.after ?? ra.cursor;
   for (;;) {
@@ -139,7 +131,7 @@ export async function waitFor(ra: LoopClient, opts: WaitOptions = {}): Promise<W
       (failed) => ra.page({ after, limit: 1, wait: failed ? 0 : wait, type: opts.type, match: opts.match, state: opts.state, signal: opts.signal }),
       deadline,
       opts.signal,
-      token,
+      ra,
     );
     after = page.next_cursor;
     const event = page.events[0];

@@ -154,6 +154,8 @@ export interface EventsOptions extends FilterOptions {
  */
 export interface LoopClient {
   token: string;
+  /** The rotate() under way, if any (settles once the new token is in place). */
+  readonly rotation?: Promise<unknown> | undefined;
   cursor: number;
   epoch: string | undefined;
   page(q?: PageOptions): Promise<EventPage>;
