@@ -58,6 +58,23 @@ export function call(
   });
 }
 
+/**
+ * With the service down, a sender posting through the proxy (with and without a query) gets the
+ * service's own shape: JSON 503 `unavailable` with Retry-After 5, as the guide's nginx and Caddy
+ * configurations answer it, not the proxy's own 502 page.
+ */
+export async function sendersGetUnavailable(origin: string, inboxUrl: string): Promise<void> {
+  for (const path of [new URL(inboxUrl).pathname, `${new URL(inboxUrl).pathname}?token=aa_read_x`]) {
+    const r = await call(origin, 'POST', path, { json: { data: 'while down' } });
+    assert.equal(r.status, 503, r.text);
+    assert.match(String(r.headers['content-type']), /^application\/json/);
+    assert.equal(r.headers['retry-after'], '5');
+    const body = JSON.parse(r.text);
+    assert.equal(body.error.code, 'unavailable');
+    assert.deepEqual(Object.keys(body.error).sort(), ['code', 'message']);
+  }
+}
+
 /** Replaces `from` with `to` in a configuration, failing loudly when the file no longer has it. */
 export function edit(conf: string, from: string | RegExp, to: string): string {
   assert.ok(typeof from === 'string' ? conf.includes(from) : from.test(conf), `the nginx configuration no longer contains ${from}`);

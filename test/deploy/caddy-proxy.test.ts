@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { range, STORE, sleep } from '../helpers.js';
-import { call, edit, ROOT } from '../nginx-harness.js';
+import { call, edit, ROOT, sendersGetUnavailable } from '../nginx-harness.js';
 import { type StressService, waitForWaiters, withService } from '../stress/filtered-waiters-helpers.js';
 
 const WAITERS = Number(process.env.CADDY_WAITERS ?? 1000);
@@ -246,15 +246,7 @@ describe(`Caddy in front of the service (${STORE})`, { skip: caddyMissing(), tim
           assert.ok(stopS < 20, `the service took ${stopS.toFixed(1)} s to stop behind Caddy`);
         });
         // withService has stopped the service: Caddy cannot reach it.
-        for (const path of [new URL(inbox).pathname, `${new URL(inbox).pathname}?token=aa_read_x`]) {
-          const r = await call(origin, 'POST', path, { json: { data: 'while down' } });
-          assert.equal(r.status, 503, r.text);
-          assert.match(String(r.headers['content-type']), /^application\/json/);
-          assert.equal(r.headers['retry-after'], '5');
-          const body = JSON.parse(r.text);
-          assert.equal(body.error.code, 'unavailable');
-          assert.deepEqual(Object.keys(body.error).sort(), ['code', 'message']);
-        }
+        await sendersGetUnavailable(origin, inbox);
         await sleep(200);
         const secret = inbox.slice(inbox.lastIndexOf('/') + 1);
         for (const name of ['return-address.access.log', 'caddy.log']) {

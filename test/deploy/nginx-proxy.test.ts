@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { createTestStorage, freePort, type SpawnedService, STORE, sleep, spawnService } from '../helpers.js';
-import { call, edit, guideSite, nginxMissing, ROOT, runNginx } from '../nginx-harness.js';
+import { call, edit, guideSite, nginxMissing, ROOT, runNginx, sendersGetUnavailable } from '../nginx-harness.js';
 
 async function exercise(origin: string, svc: SpawnedService, accessLog: string): Promise<string> {
   // Create through the proxy: every URL handed out names the public origin, and works there.
@@ -102,15 +102,7 @@ async function upstreamDown(origin: string, svc: SpawnedService, inboxUrl: strin
   svc.proc.kill('SIGTERM');
   await svc.exited;
   const secret = inboxUrl.slice(inboxUrl.lastIndexOf('/') + 1);
-  for (const path of [new URL(inboxUrl).pathname, `${new URL(inboxUrl).pathname}?token=aa_read_x`]) {
-    const r = await call(origin, 'POST', path, { json: { data: 'while down' } });
-    assert.equal(r.status, 503, r.text);
-    assert.match(String(r.headers['content-type']), /^application\/json/);
-    assert.equal(r.headers['retry-after'], '5');
-    const body = JSON.parse(r.text);
-    assert.equal(body.error.code, 'unavailable');
-    assert.deepEqual(Object.keys(body.error).sort(), ['code', 'message']);
-  }
+  await sendersGetUnavailable(origin, inboxUrl);
   await sleep(100);
   for (const name of readdirSync(dir).filter((f) => f.endsWith('.log'))) {
     const text = readFileSync(join(dir, name), 'utf8');
