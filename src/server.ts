@@ -9,6 +9,7 @@ import { type SmtpListener, startSmtpListener } from './email/smtp-listener.js';
 import { loggerOptions } from './http/plugins/request-logging.js';
 import { type MetricsListener, startMetricsListener } from './metrics/metrics-listener.js';
 import type { ServiceMetrics } from './metrics/service-metrics.js';
+import type { Push } from './push/push.js';
 import type { Resolve } from './push/target-guard.js';
 import { logStartupSettings } from './startup-settings.js';
 import { SchemaTooNewError } from './storage/migration-files.js';
@@ -22,6 +23,8 @@ export interface RunningService {
   store: OpenedStore;
   hub: InProcessWakeupHub;
   service: ReturnAddressService;
+  /** Webhook subscriptions: their rules and the worker delivering them (started with the listeners). */
+  push: Push;
   /** The Prometheus series and their listener's URL, when METRICS_PORT is set. */
   metrics?: { series: ServiceMetrics; url: string };
   stop(): Promise<void>;
@@ -111,7 +114,18 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         started.app.log.error({ err }, 'SMTP TLS certificate not reloaded; the one in use stays');
       }
     };
-    return { config, httpUrl, app, store, hub, service, metrics: metrics && metricsListener && { series: metrics, url: metricsListener.url }, stop, reloadTls };
+    return {
+      config,
+      httpUrl,
+      app,
+      store,
+      hub,
+      service,
+      push,
+      metrics: metrics && metricsListener && { series: metrics, url: metricsListener.url },
+      stop,
+      reloadTls,
+    };
   } catch (err) {
     // A failed start (port taken, bad TLS file) must not leave pools, listeners or files open.
     await push.worker.stop().catch(() => {});

@@ -41,6 +41,12 @@ export class PushWorker {
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
   private again = false;
+  /**
+   * Runners that ended since the sweep under way read its rows: those rows predate the end (a row
+   * read before its address was deleted), so the sweep does not start them again; the next one does
+   * if the row is still there. Else a subscription whose address went was told so twice.
+   */
+  private readonly endedSinceLease = new Set<string>();
   private stopped = false;
   private inFlight = 0;
   private readonly queue: (() => void)[] = [];
@@ -62,6 +68,11 @@ export class PushWorker {
   /** Subscriptions this instance delivers now. */
   get active(): number {
     return this.runners.size;
+  }
+
+  /** Runners whose loop or terminated body is not over yet: `active` plus those still telling a subscription it ended. */
+  get running(): number {
+    return this.live.size;
   }
 
   /** How far behind the subscriptions this instance delivers are, in sequences: the largest and the sum (no query: what the runners know). */
@@ -104,14 +115,14 @@ export class PushWorker {
     const now = (this.d.now ?? Date.now)();
     const store = this.d.subscriptions.subscriptions;
     await store.deleteExpiredSubscriptions(now);
+    this.endedSinceLease.clear();
     const held = await store.leaseSubscriptions(this.owner, now, this.d.config.leaseMs, this.d.config.maxPerInstance);
     if (this.stopped) return;
     const keep = new Set<string>();
     for (const record of held) {
       const key = `${record.addressId}/${record.id}`;
       keep.add(key);
-      const running = this.runners.get(key);
-      if (running) continue;
+      if (this.runners.has(key) || this.endedSinceLease.has(key)) continue;
       const runner = new PushRunner(record, {
         service: this.d.service,
         store: this.d.store,
@@ -134,9 +145,12 @@ export class PushWorker {
       this.live.add(runner);
       void runner.ended.then(() => this.live.delete(runner));
       void runner.done.then(() => {
-        if (this.runners.get(key) === runner) this.runners.delete(key);
+        if (this.runners.get(key) !== runner) return;
+        this.runners.delete(key);
+        if (this.sweeping) this.endedSinceLease.add(key);
       });
     }
+    this.endedSinceLease.clear();
     // Deleted, paused by a resume elsewhere, expired, or leased by another instance: stop here.
     for (const [key, runner] of this.runners) if (!keep.has(key)) runner.stop(true);
   }

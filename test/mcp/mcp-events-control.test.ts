@@ -19,13 +19,12 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { SQLITE_FILE } from '../../src/storage/open-store.js';
 import { newPostgresEpoch, restoreSqlite } from '../../src/storage/restore.js';
-import { type Addr, api, createAddress, deliver, STORE, startTestService, type TestService } from '../helpers.js';
+import { type Addr, api, createAddress, STORE, startTestService, type TestService } from '../helpers.js';
 import { type LivenessProbe, startLivenessProbe } from '../liveness-probe.js';
-import { type Delivery, startReceiver, until, verify } from '../push/receiver.js';
+import { startReceiver, until, verify } from '../push/receiver.js';
+import { assertControl, delivered, type Hook, isControl, NAME, occurrences, parsed, SECRET, send, startHook, subscribeOn } from './mcp-hook.js';
 import { result } from './mcp-modern-client.js';
 
-const NAME = 'return_address.event';
-const SECRET = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
 const SECRET2 = `whsec_${Buffer.alloc(32, 4).toString('base64')}`;
 const ENV = {
   PUSH_ALLOW_PRIVATE: 'true',
@@ -33,69 +32,6 @@ const ENV = {
   PUSH_TIMEOUT_MS: '5000',
   PUSH_SWEEP_MS: '200',
 };
-
-interface Post extends Delivery {
-  /** The status the hook answered. */
-  status: number;
-  body: string;
-}
-
-interface Hook {
-  url: string;
-  /** Every POST after the handshake, in arrival order: occurrences and control bodies. */
-  posts: Post[];
-  close(): Promise<void>;
-}
-
-const parsed = (d: Delivery): any => JSON.parse(d.body);
-const isControl = (p: Post, type: string) => parsed(p).type === type;
-const occurrences = (h: Hook) => h.posts.filter((p) => parsed(p).type === undefined);
-const delivered = (h: Hook) => occurrences(h).filter((p) => p.status < 300);
-
-/** A real receiver: echoes the handshake, verifies every later POST with one of `secrets()` (401 otherwise), answers events with `status`. */
-async function startHook(secrets: () => string[], status: (o: any) => number = () => 200): Promise<Hook> {
-  const posts: Post[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString();
-      const o = JSON.parse(body);
-      if (o.type === 'verification') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ challenge: o.challenge }));
-      const d: Delivery = { headers: req.headers, body, event: o };
-      const verifies = secrets().some((s) => {
-        try {
-          verify(d, s);
-          return true;
-        } catch {
-          return false;
-        }
-      });
-      const answer = !verifies ? 401 : o.type === undefined ? status(o) : 200;
-      posts.push({ ...d, status: answer });
-      res.writeHead(answer).end('');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
-    posts,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
-/** Throws unless `p` is a control body of `type`, signed with `secret`, headed for `subscriptionId`. */
-function assertControl(p: Post, type: string, secret: string, subscriptionId: string): any {
-  verify(p, secret);
-  assert.equal(p.headers['x-mcp-subscription-id'], subscriptionId);
-  assert.match(String(p.headers['webhook-id']), new RegExp(`^msg_${type}_[0-9a-f]{24,32}$`));
-  assert.equal(parsed(p).type, type);
-  return parsed(p);
-}
 
 describe(`MCP webhook control bodies and secret rotation (${STORE})`, () => {
   let svc: TestService;
@@ -297,20 +233,9 @@ describe(`MCP webhook secret rotation and a restored store (${STORE})`, () => {
   });
 });
 
-async function subscribeOn(svc: TestService, a: Addr, url: string, secret: string) {
-  const mcpUrl = a.mcpUrl.replace(/^http:\/\/[^/]+/, svc.baseUrl);
-  return result(mcpUrl, a.token, 'events/subscribe', { name: NAME, arguments: {}, cursor: null, delivery: { mode: 'webhook', url, secret }, ttlMs: 3_600_000 });
-}
-
 async function positionIs(svc: TestService, a: Addr, id: string, cursor: number): Promise<void> {
   const shown = async () => (await api(svc.baseUrl, 'GET', `/api/v1/addresses/${a.id}/subscriptions/${id}`, { token: a.token })).json.cursor;
   await until(async () => (await shown()) === cursor, 20_000, `position ${cursor} stored`);
-}
-
-async function send(base: string, a: Addr, i: number) {
-  const r = await deliver(base, a, { data: { i } });
-  assert.equal(r.status, 202, r.text);
-  return r.json.event as { id: string; sequence: number };
 }
 
 describe(`MCP webhook control bodies against a receiver that never answers (${STORE})`, () => {
