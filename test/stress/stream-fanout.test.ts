@@ -4,6 +4,7 @@
 // the process: 100 streams held ~390 MiB of copies before; shared, one page.
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -48,6 +49,9 @@ describe(`non-reading event streams share their frames (${STORE})`, () => {
     const before = process.memoryUsage().rss;
     const retainedBefore = retainedMiB();
     const probe = startLivenessProbe(svc.baseUrl);
+    // The service runs in this process: this is its event loop's longest stall while the streams attach.
+    const loop = monitorEventLoopDelay({ resolution: 10 });
+    loop.enable();
     const url = new URL(`${svc.baseUrl}/api/v1/addresses/${a.id}/events/stream`);
     const sockets: Socket[] = [];
     for (let i = 0; i < STREAMS; i++) {
@@ -64,15 +68,23 @@ describe(`non-reading event streams share their frames (${STORE})`, () => {
     }
     await sleep(3000);
     const live = await probe.stop();
+    loop.disable();
+    const stallMs = loop.max / 1e6;
     const grew = (process.memoryUsage().rss - before) / 2 ** 20;
     // Measured while every stream is still open and blocked: what they hold is retained.
     const retained = retainedMiB() - retainedBefore;
     for (const s of sockets) s.destroy();
     console.log(
-      `# ${STORE}: ${STREAMS} non-reading streams retain ${retained.toFixed(1)} MiB (heap + Buffers after a GC); RSS grew ${grew.toFixed(1)} MiB; healthz max ${live.maxMs.toFixed(0)} ms`,
+      `# ${STORE}: ${STREAMS} non-reading streams retain ${retained.toFixed(1)} MiB (heap + Buffers after a GC); RSS grew ${grew.toFixed(1)} MiB; the event loop stalled ${stallMs.toFixed(0)} ms at most; /healthz slowest ${live.maxMs.toFixed(0)} ms`,
     );
     // A copy per stream would be ~390 MiB; shared, one page (~4 MiB) plus sockets, requests and slack.
     assert.ok(retained < 120, `${STREAMS} non-reading streams retain ${retained.toFixed(1)} MiB`);
-    assert.ok(live.maxMs < 1000, JSON.stringify(live));
+    // Liveness: every probe answered (each within 5 s), and no piece of work held the loop 2 s. The
+    // probe's answer time is printed, not bound: it shares this process and the machine's cores with
+    // the rows being decoded (on PostgreSQL, 12 MB a read) and with CI's other store, so it measures
+    // the machine's load (1,217 ms once in CI). Beside the 10,000-waiter test on 2 cores the loop's
+    // longest stall was 581 ms (PostgreSQL) and 770 ms (SQLite); alone 212 and 13 ms. A copy per
+    // stream, the bug this test guards, is 1.2 GB copied and seconds of stall.
+    assert.ok(stallMs < 2000, `the event loop stalled ${stallMs.toFixed(0)} ms`);
   });
 });
