@@ -275,6 +275,18 @@ export interface SpawnedService {
  * cannot show: kill -9, SIGTERM, and the log lines it writes.
  */
 export async function spawnService(env: Record<string, string>, storage: TestStorage, reuse?: { port: number; smtpPort: number }): Promise<SpawnedService> {
+  // A port found free can be taken by another test's process before the child binds it; the child
+  // then exits (EADDRINUSE) while the other process answers /readyz. Ready means this child logged
+  // that it listens on its port, and it answers there; a taken port is tried again with new ones.
+  for (let attempt = 1; ; attempt++) {
+    const svc = await spawnOnce(env, storage, reuse);
+    if (typeof svc !== 'string') return svc;
+    if (reuse || attempt >= 5) throw new Error(`service did not start:\n${svc}`);
+  }
+}
+
+/** One start: the running child, or its output when it could not take its port. */
+async function spawnOnce(env: Record<string, string>, storage: TestStorage, reuse?: { port: number; smtpPort: number }): Promise<SpawnedService | string> {
   const { spawn } = await import('node:child_process');
   const port = reuse?.port ?? (await freePort());
   const smtpPort = reuse?.smtpPort ?? (await freePort());
@@ -303,15 +315,24 @@ export async function spawnService(env: Record<string, string>, storage: TestSto
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     proc.once('exit', (code, signal) => resolve({ code, signal }));
   });
+  // Shown at info and below; a child started at warn answers without saying so.
+  const listening = ['trace', 'debug', 'info'].includes(env.LOG_LEVEL ?? 'info') ? `Server listening at ${baseUrl}` : '';
   const deadline = Date.now() + 20_000;
   for (;;) {
-    try {
-      const r = await fetch(`${baseUrl}/readyz`);
-      if (r.ok) break;
-    } catch {
-      // not listening yet
+    if (out.includes(listening)) {
+      try {
+        const r = await fetch(`${baseUrl}/readyz`);
+        if (r.ok) break;
+      } catch {
+        // not answering yet
+      }
     }
-    if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`service did not start:\n${out}`);
+    if (proc.exitCode !== null) {
+      await exited;
+      if (/EADDRINUSE/.test(out)) return out;
+      throw new Error(`service did not start:\n${out}`);
+    }
+    if (Date.now() > deadline) throw new Error(`service did not start:\n${out}`);
     await sleep(50);
   }
   return { baseUrl, port, smtpPort, proc, output: () => out, exited };

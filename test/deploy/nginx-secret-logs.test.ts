@@ -9,7 +9,7 @@
 // site's error_log lowered to `info` (what one would do to debug the proxy) do write the secrets:
 // proof the failures were met, and the reason the guide keeps `emerg`.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -136,6 +136,12 @@ async function withNginx(
     const nginx = await startNginx(dir, conf, `http://127.0.0.1:${httpPort}`);
     try {
       await body(`https://127.0.0.1:${httpsPort}`, dir, nginx);
+    } catch (err) {
+      // What nginx saw (its access log keeps no secret): upstream=502 is the service unreachable, 503 its own answer.
+      const log = join(dir, 'return-address.access.log');
+      const seen = existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').slice(-5).join('\n') : '(no access log)';
+      if (err instanceof Error) err.message += `\nnginx's access log, last lines:\n${seen}`;
+      throw err;
     } finally {
       await nginx.stop();
     }
@@ -149,6 +155,9 @@ async function withSpawned(body: (svc: SpawnedService) => Promise<void>): Promis
   const svc = await spawnService({ TRUST_PROXY: '1' }, storage);
   try {
     await body(svc);
+  } catch (err) {
+    if (err instanceof Error) err.message += `\nthe service's output, last lines:\n${svc.output().trim().split('\n').slice(-8).join('\n')}`;
+    throw err;
   } finally {
     if (svc.proc.exitCode === null) svc.proc.kill('SIGTERM');
     await svc.exited;
