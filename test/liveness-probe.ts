@@ -1,7 +1,17 @@
 // A liveness probe beside an attack: GET /healthz over its own connection every 100 ms, each answer
-// timed. The attack passes only if every answer came within the bound (1 s), so work that blocks the
-// event loop fails the test however the attack itself ends.
+// timed. The attack passes only if every answer came within the bound (LIVENESS_MS), so work that
+// blocks the event loop fails the test however the attack itself ends.
 import { request } from 'node:http';
+
+/**
+ * The slowest /healthz answer a test accepts beside its attack. A test must pass on a busy machine:
+ * CI runs four test files at once on 2 cores, beside PostgreSQL, and most tests run the service in
+ * their own process, so the probe's time counts the test's own client too (CI saw 1.2 s beside work
+ * whose loop stalls were far shorter). Work that blocks the event loop still fails here: the attacks
+ * these tests replay blocked it for 2 s to 120 s before their fixes. The 1 s target for a client is
+ * held by `npm run bench` (bench/README.md: "Large events", "Untrusted input").
+ */
+export const LIVENESS_MS = 2000;
 
 export interface LivenessProbe {
   /** Stops probing; resolves to the slowest answer's time and the number of answers. */
